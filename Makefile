@@ -1,0 +1,45 @@
+# make test: from nothing but Python 3.11+ and the package registries to a
+# full check (lint, format, types, tests). make demo: the bot, offline.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then echo $$p; break; fi; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck pytest demo bench soak clean
+
+$(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "make: Python 3.11 or newer is needed" >&2; exit 2; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+$(VENV)/.bench: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	touch $(VENV)/.bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check xbot tests bench
+	$(BIN)/ruff format --check xbot tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+demo: $(STAMP)
+	$(BIN)/xbot demo
+
+bench: $(VENV)/.bench
+	$(BIN)/python bench/queue_bench.py
+	$(BIN)/python bench/bot_bench.py
+
+soak: $(VENV)/.bench
+	$(BIN)/python bench/soak.py
+
+clean:
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache

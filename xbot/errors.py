@@ -1,0 +1,115 @@
+"""The one exception tree of xbot.
+
+Errors of the libraries we call (apsw, httpx, telegram.error, yt_dlp) are
+translated into these exactly once, in the module that calls each library.
+Everything above those modules speaks only this tree.
+
+    XbotError
+    ├── ConfigError              a setting is missing or malformed (one line for the operator)
+    ├── StoreError               the database cannot be used
+    │   └── SchemaTooNew         the file was written by a newer xbot; nothing is written to it
+    ├── LeaseLost                a write-back found its lease gone (expired and re-leased)
+    ├── PayloadError             a task's payload does not parse (older shape, corruption)
+    ├── FetchError               getting a post or its media failed
+    │   ├── PostUnavailable      private, deleted, suspended, not found: a user-facing reason
+    │   ├── UnsupportedLink      nothing we can fetch from this link
+    │   ├── TooLarge             the file is over the upload limit
+    │   ├── BlockedAddress       the target is loopback/private/link-local (SSRF guard)
+    │   └── TransientFetch       timeouts, 5xx, resets: worth retrying
+    └── Outcome                  raised by a task to tell the worker what to do next
+        ├── RetryLater(delay)    transient failure; count an attempt, back off
+        ├── RateLimited(after)   Telegram said retry_after; hold the chat, no attempt counted
+        └── Permanent(reason)    will never succeed; dead-letter with a plain sentence
+
+A task raises an `Outcome`; the worker alone maps outcomes to queue
+write-backs, log lines and the dead-letter notice.
+"""
+
+from __future__ import annotations
+
+
+class XbotError(Exception):
+    """Base of every error xbot raises on purpose."""
+
+
+class ConfigError(XbotError):
+    """A setting is missing or malformed. The message is one line for the operator."""
+
+
+class StoreError(XbotError):
+    """The database cannot be opened or used."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was migrated by a newer xbot than this one."""
+
+
+class LeaseLost(XbotError):
+    """A fenced write-back matched no row: the lease expired and someone else holds it."""
+
+    def __init__(self, task_id: int, op: str) -> None:
+        super().__init__(f"lease lost on task {task_id} during {op}")
+        self.task_id = task_id
+        self.op = op
+
+
+class PayloadError(XbotError):
+    """A task payload does not parse."""
+
+
+class FetchError(XbotError):
+    """Fetching a post or its media failed. `reason` is a sentence fit for a user."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PostUnavailable(FetchError):
+    """The post is private, deleted, suspended or was never there."""
+
+
+class UnsupportedLink(FetchError):
+    """The link points to nothing we know how to fetch."""
+
+
+class TooLarge(FetchError):
+    """The media is over the upload limit."""
+
+
+class BlockedAddress(FetchError):
+    """The target resolves to an address the SSRF guard refuses."""
+
+
+class TransientFetch(FetchError):
+    """A failure that may pass: timeout, connection reset, 5xx."""
+
+
+class Outcome(XbotError):
+    """Raised by a task to tell the worker how it ended, when it did not succeed."""
+
+
+class RetryLater(Outcome):
+    """Try again after `delay` seconds (at least); counts an attempt."""
+
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+class RateLimited(Outcome):
+    """Telegram asked us to wait `retry_after` seconds for this chat; not an attempt."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited for {retry_after:g}s")
+        self.retry_after = retry_after
+
+
+class Permanent(Outcome):
+    """Will never succeed. `reason` is the plain sentence the chat is told."""
+
+    def __init__(self, reason: str, *, notify: bool = True) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.notify = notify

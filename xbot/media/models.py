@@ -1,0 +1,75 @@
+"""Values that describe a post and its media, whatever site they came from."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+MediaKind = Literal["photo", "video", "gif"]
+
+
+@attrs.frozen
+class Variant:
+    """One encoding of a video or GIF.
+
+    Attributes:
+        url: where the bytes are.
+        container: ``mp4``, ``webm``, ``m3u8`` … (lower case).
+        codec: ``h264``, ``hevc``, ``vp9``, ``av1`` or ``""`` when unknown.
+        bitrate: bits per second, 0 when unknown.
+        size: bytes when the source says, else None.
+    """
+
+    url: str
+    container: str = "mp4"
+    codec: str = ""
+    bitrate: int = 0
+    size: int | None = None
+
+
+@attrs.frozen
+class MediaItem:
+    """One photo, video or GIF of a post, in post order.
+
+    Attributes:
+        kind: ``photo``, ``video`` or ``gif`` (Telegram: sendPhoto/sendVideo/sendAnimation).
+        url: the default URL (photos: the original size; videos: the best variant).
+        variants: for videos and GIFs, the candidate encodings (may be empty for photos).
+        width, height, duration: as the source reports them (duration in seconds).
+        thumbnail_url: a still for videos, when known.
+        size: bytes when known.
+    """
+
+    kind: MediaKind
+    url: str
+    variants: tuple[Variant, ...] = ()
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
+    thumbnail_url: str | None = None
+    size: int | None = None
+
+
+@attrs.frozen
+class Post:
+    """A post ready to be captioned and sent.
+
+    Attributes:
+        key: the link-cache key (``x:{id}``, or ``yt:{extractor}:{id}``).
+        url: the canonical link shown in the caption.
+        author_name, author_handle: who posted it (handle without ``@``; may be empty).
+        text: the post text (plain, not escaped), or a title for other sites.
+        media: the items in post order.
+        sensitive: the source marked it as possibly sensitive.
+        source: ``x`` or ``ytdlp``.
+    """
+
+    key: str
+    url: str
+    author_name: str
+    author_handle: str
+    text: str
+    media: tuple[MediaItem, ...] = ()
+    sensitive: bool = False
+    source: str = "x"
