@@ -1,0 +1,148 @@
+"""The pool: pragmas per connection, transactions that roll back, bounded concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+import threading
+from pathlib import Path
+
+import apsw
+import pytest
+
+from xbot.db import DbPool, open_store
+from xbot.errors import StoreError
+
+
+@pytest.fixture
+async def pool(tmp_path: Path):  # type: ignore[no-untyped-def]
+    p = await open_store(tmp_path / "data" / "xbot.sqlite3", size=3)
+    yield p
+    await p.close()
+
+
+@pytest.mark.parametrize(
+    ("pragma", "expected"),
+    [
+        ("journal_mode", "wal"),
+        ("synchronous", 1),  # NORMAL
+        ("foreign_keys", 1),
+        ("busy_timeout", 5000),
+        ("journal_size_limit", 16 * 1024 * 1024),
+    ],
+    ids=["wal", "synchronous-normal", "foreign-keys", "busy-timeout", "wal-bounded"],
+)
+async def test_every_connection_is_configured(pool: DbPool, pragma: str, expected: object) -> None:
+    values = await asyncio.gather(*(pool.run(lambda c: c.pragma(pragma)) for _ in range(6)))
+    assert set(values) == {expected}
+
+
+async def test_double_quoted_strings_are_errors(pool: DbPool) -> None:
+    with pytest.raises(StoreError):
+        await pool.run(lambda c: c.execute('SELECT "no such column"').fetchall())
+
+
+async def test_write_rolls_back_and_connection_comes_back_clean(pool: DbPool) -> None:
+    def half(conn: apsw.Connection) -> None:
+        conn.execute("INSERT INTO link_cache VALUES ('a', '{}', 1)")
+        raise RuntimeError("boom")
+
+    for _ in range(5):  # more than the pool size: every connection must be clean again
+        with pytest.raises(RuntimeError):
+            await pool.write(half)
+    assert await pool.run(lambda c: c.execute("SELECT count(*) FROM link_cache").fetchall()) == [
+        (0,)
+    ]
+    autocommit = await asyncio.gather(*(pool.run(lambda c: c.get_autocommit()) for _ in range(3)))
+    assert all(autocommit)
+
+
+async def test_concurrency_is_bounded_by_the_pool_size(pool: DbPool) -> None:
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+    gate = threading.Event()
+
+    def slow(conn: apsw.Connection) -> None:
+        nonlocal active, peak
+        with lock:
+            active += 1
+            peak = max(peak, active)
+        gate.wait(0.05)
+        with lock:
+            active -= 1
+
+    await asyncio.gather(*(pool.run(slow) for _ in range(12)))
+    assert peak == 3
+
+
+async def test_cancelled_caller_does_not_hand_back_a_busy_connection(pool: DbPool) -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    def blocking(conn: apsw.Connection) -> int:
+        started.set()
+        release.wait(5)
+        return int(conn.execute("SELECT 1").fetchall()[0][0])
+
+    task = asyncio.create_task(pool.run(blocking))
+    await asyncio.to_thread(started.wait, 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # The thread still holds its connection: only 2 of 3 are free.
+    results = await asyncio.gather(*(pool.run(id) for _ in range(4)))
+    release.set()
+    assert len(set(results)) <= 2
+    await pool.run(lambda c: None)
+
+
+async def test_busy_database_is_a_store_error_not_apsw(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite3"
+    pool = await open_store(path, size=1)
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        pool_conn_timeout = 200
+
+        def short(conn: apsw.Connection) -> None:
+            conn.set_busy_timeout(pool_conn_timeout)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            finally:
+                conn.set_busy_timeout(5000)
+
+        with pytest.raises(StoreError, match="locked"):
+            await pool.run(short)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        await pool.close()
+
+
+async def test_files_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "xbot.sqlite3"
+    pool = await open_store(path)
+    await pool.write(lambda c: c.execute("INSERT INTO link_cache VALUES ('a', '{}', 1)"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    await pool.close()
+
+
+async def test_closed_pool_refuses(tmp_path: Path) -> None:
+    pool = await open_store(tmp_path / "x.sqlite3")
+    await pool.close()
+    await pool.close()  # idempotent
+    with pytest.raises(StoreError, match="closed"):
+        await pool.run(lambda c: None)
+
+
+async def test_checkpoint_truncates_wal(pool: DbPool) -> None:
+    for i in range(200):
+        await pool.write(
+            lambda c, i=i: c.execute("INSERT INTO link_cache VALUES (?, ?, 1)", (str(i), "x" * 999))
+        )
+    wal = Path(str(pool.path) + "-wal")
+    assert wal.stat().st_size > 0
+    await pool.checkpoint()
+    assert wal.stat().st_size == 0
