@@ -1,0 +1,171 @@
+"""Temp files: prefixed, private, removed on every exit, swept by age."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from xbot.media.tempfiles import TEMP_PREFIX, sweep_temp, temp_dir, temp_folder, temp_path
+
+NOW = 1_800_000_000.0
+HOUR = 3600.0
+
+
+def age(path: Path, seconds_before_now: float) -> None:
+    when = NOW - seconds_before_now
+    os.utime(path, (when, when), follow_symlinks=False)
+
+
+def test_temp_dir_is_private(tmp_path: Path) -> None:
+    (tmp_path / "tmp").mkdir(mode=0o755)
+    folder = temp_dir(tmp_path)
+    assert folder == tmp_path / "tmp"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_temp_path_is_prefixed_and_removed(tmp_path: Path) -> None:
+    with temp_path(tmp_path, ".mp4") as path:
+        assert path.parent == tmp_path / "tmp"
+        assert path.name.startswith(TEMP_PREFIX)
+        assert path.name.endswith(".mp4")
+        assert path.exists()
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        path.write_bytes(b"x")
+    assert not path.exists()
+
+
+def test_temp_paths_are_distinct(tmp_path: Path) -> None:
+    with temp_path(tmp_path) as a, temp_path(tmp_path) as b:
+        assert a != b
+
+
+def test_temp_path_removed_on_exception(tmp_path: Path) -> None:
+    seen: list[Path] = []
+
+    def write_then_fail() -> None:
+        with temp_path(tmp_path, ".jpg") as path:
+            seen.append(path)
+            path.write_bytes(b"partial")
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        write_then_fail()
+    assert not seen[0].exists()
+
+
+def test_temp_path_tolerates_the_file_already_gone(tmp_path: Path) -> None:
+    with temp_path(tmp_path) as path:
+        path.unlink()
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+async def test_temp_path_removed_on_cancellation(tmp_path: Path) -> None:
+    inside = asyncio.Event()
+    seen: list[Path] = []
+
+    async def job() -> None:
+        with temp_path(tmp_path, ".mp4") as path:
+            seen.append(path)
+            path.write_bytes(b"partial")
+            inside.set()
+            await asyncio.Event().wait()  # until cancelled
+
+    task = asyncio.create_task(job())
+    await asyncio.wait_for(inside.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not seen[0].exists()
+
+
+@pytest.mark.parametrize(
+    "suffix",
+    ["../x", "/etc", ".MP4", ".toolong1", "a b", ".mp4\x00", "é"],
+    ids=["traversal", "absolute", "upper", "too-long", "space", "nul", "non-ascii"],
+)
+def test_temp_path_rejects_suffixes_from_outside_the_whitelist(tmp_path: Path, suffix: str) -> None:
+    with pytest.raises(ValueError, match="suffix"), temp_path(tmp_path, suffix):
+        pass
+
+
+def test_temp_folder_removed_with_contents(tmp_path: Path) -> None:
+    with temp_folder(tmp_path) as folder:
+        assert folder.name.startswith(TEMP_PREFIX)
+        (folder / "sub").mkdir()
+        (folder / "sub" / "video.mp4.part").write_bytes(b"x")
+    assert not folder.exists()
+
+
+def test_temp_folder_removed_on_exception(tmp_path: Path) -> None:
+    seen: list[Path] = []
+
+    def write_then_fail() -> None:
+        with temp_folder(tmp_path) as folder:
+            seen.append(folder)
+            (folder / "a").write_bytes(b"x")
+            raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        write_then_fail()
+    assert not seen[0].exists()
+
+
+def test_sweep_removes_only_aged_prefixed_entries(tmp_path: Path) -> None:
+    folder = temp_dir(tmp_path)
+    old_file = folder / f"{TEMP_PREFIX}old.mp4"
+    fresh_file = folder / f"{TEMP_PREFIX}fresh.mp4"
+    unrelated = folder / "operator-notes.txt"
+    old_dir = folder / f"{TEMP_PREFIX}olddir"
+    for f in (old_file, fresh_file, unrelated):
+        f.write_bytes(b"x")
+    old_dir.mkdir()
+    (old_dir / "a.part").write_bytes(b"x")
+    age(old_file, 2 * HOUR)
+    age(fresh_file, 10)
+    age(unrelated, 100 * HOUR)
+    age(old_dir / "a.part", 2 * HOUR)
+    age(old_dir, 2 * HOUR)
+
+    assert sweep_temp(tmp_path, NOW) == 2
+
+    assert sorted(p.name for p in folder.iterdir()) == sorted([fresh_file.name, unrelated.name])
+
+
+def test_sweep_keeps_a_folder_whose_contents_are_fresh(tmp_path: Path) -> None:
+    # A long yt-dlp download grows a file inside; the folder's own mtime stays old.
+    folder = temp_dir(tmp_path)
+    busy = folder / f"{TEMP_PREFIX}busy"
+    busy.mkdir()
+    (busy / "video.mp4.part").write_bytes(b"x")
+    age(busy / "video.mp4.part", 5)
+    age(busy, 5 * HOUR)
+    assert sweep_temp(tmp_path, NOW) == 0
+    assert busy.exists()
+
+
+def test_sweep_respects_max_age(tmp_path: Path) -> None:
+    f = temp_dir(tmp_path) / f"{TEMP_PREFIX}x"
+    f.write_bytes(b"x")
+    age(f, 120)
+    assert sweep_temp(tmp_path, NOW, max_age=300) == 0
+    assert sweep_temp(tmp_path, NOW, max_age=60) == 1
+
+
+def test_sweep_removes_a_prefixed_symlink_not_its_target(tmp_path: Path) -> None:
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"keep me")
+    link = temp_dir(tmp_path) / f"{TEMP_PREFIX}link"
+    link.symlink_to(target)
+    age(link, 2 * HOUR)
+    assert sweep_temp(tmp_path, NOW) == 1
+    assert not link.is_symlink()
+    assert target.read_bytes() == b"keep me"
+
+
+def test_sweep_without_a_temp_dir_is_a_no_op(tmp_path: Path) -> None:
+    assert sweep_temp(tmp_path / "missing", time.time()) == 0
