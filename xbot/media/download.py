@@ -1,0 +1,154 @@
+"""Stream one media file to disk under a size cap; httpx's errors become ours here, once.
+
+The cap holds without trusting the server: a Content-Length over the cap is
+refused before the body, and the body is counted as it arrives (a chunked
+stream has no length; h11 stops a body at the announced length, so a server
+that announces little and sends much cannot push past it either). Bytes go
+to disk chunk by chunk, and any failure, cancellation included, removes the
+partial file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import attrs
+import httpx
+
+from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
+
+CHUNK_SIZE = 64 * 1024
+
+Progress = Callable[[int, int | None], None]
+
+
+@attrs.frozen
+class DownloadResult:
+    """A file on disk.
+
+    Attributes:
+        path: where it is (the `dest` the caller gave).
+        size: bytes written.
+        content_type: the media type the server named, without parameters, or None.
+    """
+
+    path: Path
+    size: int
+    content_type: str | None
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.0f}"
+
+
+def too_large(max_bytes: int) -> TooLarge:
+    return TooLarge(f"The file is over the {_mb(max_bytes)} MB limit.")
+
+
+def status_error(status: int) -> FetchError | None:
+    """What an HTTP status of a media file means for us; None for success."""
+    if 200 <= status < 300:
+        return None
+    if status in (404, 410):
+        return PostUnavailable("The media file is gone from the server.")
+    if status in (401, 403, 451):
+        return PostUnavailable("The media server refused access to the file.")
+    if status in (408, 425, 429):
+        return TransientFetch("The media server is busy; I will try again.")
+    if status >= 500:
+        return TransientFetch(f"The media server had an error (HTTP {status}).")
+    if 300 <= status < 400:
+        return UnsupportedLink("The media link redirects somewhere I do not follow.")
+    return FetchError(f"The media server refused the request (HTTP {status}).")
+
+
+def http_error(exc: httpx.HTTPError | httpx.InvalidURL) -> FetchError:
+    """The one translation of httpx's exceptions into ours (also used by x_api)."""
+    if isinstance(exc, httpx.TimeoutException):
+        return TransientFetch("The server took too long to answer.")
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return TransientFetch("The server broke off the transfer.")
+    if isinstance(exc, httpx.NetworkError):
+        return TransientFetch("The connection to the server failed.")
+    if isinstance(exc, httpx.TooManyRedirects):
+        return UnsupportedLink("The link redirects too many times.")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return UnsupportedLink("The link does not lead to an http or https address.")
+    if isinstance(exc, httpx.DecodingError):
+        return FetchError("The server sent data I could not decode.")
+    if isinstance(exc, httpx.LocalProtocolError):
+        return FetchError("I could not make a valid request for that link.")
+    # ProxyError and whatever httpx adds later: a retry is the safe guess.
+    return TransientFetch("The transfer failed.")
+
+
+def _content_length(response: httpx.Response) -> int | None:
+    raw = response.headers.get("Content-Length")
+    if raw is None or not raw.strip().isdigit():
+        return None
+    return int(raw)
+
+
+def _content_type(response: httpx.Response) -> str | None:
+    raw = response.headers.get("Content-Type", "")
+    media_type = raw.split(";", 1)[0].strip().lower()
+    return media_type or None
+
+
+def _discard(path: Path) -> None:
+    # Synchronous on purpose: it runs while a cancellation unwinds, where an
+    # await could be cancelled again and leave the file behind; unlink is one syscall.
+    path.unlink(missing_ok=True)
+
+
+async def download(
+    client: httpx.AsyncClient,
+    url: str,
+    dest: Path,
+    *,
+    max_bytes: int,
+    progress: Progress | None = None,
+) -> DownloadResult:
+    """GET `url` into `dest`, at most `max_bytes` bytes.
+
+    `progress(done, total)` is called after each chunk (total is None without
+    a Content-Length); the caller throttles what it shows.
+
+    Raises:
+        TooLarge: announced or actual size over `max_bytes`.
+        TransientFetch: timeouts, resets, truncated bodies, 5xx, 429.
+        PostUnavailable: 404/410 (the file is gone), 401/403.
+        BlockedAddress: the SSRF guard refused a hop (from a guarded client).
+        UnsupportedLink, FetchError: other permanent failures.
+    """
+    try:
+        async with client.stream("GET", url) as response:
+            error = status_error(response.status_code)
+            if error is not None:
+                raise error
+            total = _content_length(response)
+            if total is not None and total > max_bytes:
+                raise too_large(max_bytes)
+            size = 0
+            with dest.open("wb") as out:
+                async for chunk in response.aiter_bytes(CHUNK_SIZE):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise too_large(max_bytes)
+                    # A plain write: ≤64 KiB into the page cache is cheaper than a thread hop.
+                    out.write(chunk)
+                    if progress is not None:
+                        progress(size, total)
+            identity = response.headers.get("Content-Encoding", "identity") == "identity"
+            if identity and total is not None and size != total:
+                raise TransientFetch("The server broke off the transfer.")
+            if size == 0:
+                raise FetchError("The media server sent an empty file.")
+            return DownloadResult(path=dest, size=size, content_type=_content_type(response))
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        _discard(dest)
+        raise http_error(exc) from exc
+    except BaseException:
+        _discard(dest)
+        raise
