@@ -16,6 +16,10 @@ Everything above those modules speaks only this tree.
     │   ├── TooLarge             the file is over the upload limit
     │   ├── BlockedAddress       the target is loopback/private/link-local (SSRF guard)
     │   └── TransientFetch       timeouts, 5xx, resets: worth retrying
+    ├── SendError                Telegram refused something we sent (telegram.error translated)
+    │   ├── UrlNotFetched        Telegram could not fetch a media URL: upload it instead
+    │   ├── StaleFileId          a cached file_id was refused: invalidate and fetch afresh
+    │   └── ChatUnavailable      bot blocked/kicked, chat gone: drop the work, tell no one
     └── Outcome                  raised by a task to tell the worker what to do next
         ├── RetryLater(delay)    transient failure; count an attempt, back off
         ├── RateLimited(after)   Telegram said retry_after; hold the chat, no attempt counted
@@ -83,6 +87,22 @@ class BlockedAddress(FetchError):
 
 class TransientFetch(FetchError):
     """A failure that may pass: timeout, connection reset, 5xx."""
+
+
+class SendError(XbotError):
+    """Telegram refused a send; the subclasses say what to do instead."""
+
+
+class UrlNotFetched(SendError):
+    """Telegram could not fetch (or did not like) a media URL; upload the file instead."""
+
+
+class StaleFileId(SendError):
+    """A cached file_id was refused."""
+
+
+class ChatUnavailable(SendError):
+    """The bot cannot write to the chat any more (blocked, kicked, chat deleted)."""
 
 
 class Outcome(XbotError):

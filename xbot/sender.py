@@ -1,0 +1,361 @@
+"""Sending to Telegram: one module calls the Bot API's send methods, and
+translates `telegram.error` into xbot's tree exactly once (`classify`).
+
+What goes out is described by `OutMedia` values; the media can be a
+`file_id`, a URL (Telegram fetches it) or a local file (uploaded). One item
+goes by sendPhoto/sendVideo/sendAnimation/sendDocument, more by
+sendMediaGroup. The pacing that keeps us inside Telegram's published limits
+is in `xbot.pacing`; a 429 becomes `RateLimited(retry_after)` here and the
+worker holds the chat through the queue.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import attrs
+import telegram
+from telegram import (
+    InputFile,
+    InputMediaAnimation,
+    InputMediaDocument,
+    InputMediaPhoto,
+    InputMediaVideo,
+    Message,
+    ReplyParameters,
+)
+from telegram.constants import ParseMode
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Conflict,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+
+from xbot.errors import (
+    ChatUnavailable,
+    Permanent,
+    RateLimited,
+    RetryLater,
+    StaleFileId,
+    UrlNotFetched,
+    XbotError,
+)
+from xbot.pacing import Pacer
+
+log = logging.getLogger(__name__)
+
+OutKind = Literal["photo", "video", "gif", "document"]
+
+# Telegram's 400 texts (lower-cased substrings), by what they mean for us.
+_URL_FETCH_FAILED = (
+    "failed to get http url content",
+    "wrong type of the web page content",
+    "webpage_curl_failed",
+    "webpage_media_empty",
+    "wrong file identifier/http url specified",  # also a stale file_id: see classify
+    "failed to send message",
+    "group send failed",
+    "image_process_failed",
+    "photo_invalid_dimensions",
+    "photo_save_file_invalid",
+)
+_FILE_ID_REFUSED = (
+    "wrong file identifier/http url specified",
+    "wrong remote file identifier specified",
+    "file reference expired",
+    "media_empty",
+)
+_CHAT_GONE = (
+    "chat not found",
+    "bot was blocked by the user",
+    "bot was kicked",
+    "user is deactivated",
+    "bot is not a member",
+    "have no rights to send",
+    "not enough rights",
+    "chat_write_forbidden",
+    "need administrator rights",
+    "topic_closed",
+)
+
+
+@attrs.frozen
+class OutMedia:
+    """One item to send.
+
+    Attributes:
+        kind: how Telegram should show it.
+        source: a file_id or URL (str), or a local file (Path) to upload.
+        by: ``file_id``, ``url`` or ``upload`` — how `source` is meant.
+    """
+
+    kind: OutKind
+    source: str | Path
+    by: Literal["file_id", "url", "upload"]
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
+    filename: str = "media"
+
+    @property
+    def size(self) -> int:
+        return self.source.stat().st_size if isinstance(self.source, Path) else 0
+
+
+@attrs.frozen
+class SentItem:
+    kind: OutKind
+    file_id: str
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    """PTB 22 keeps a timedelta; its int property warns. Normalise once, here."""
+    raw: Any = getattr(exc, "_retry_after", None)
+    if raw is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            raw = exc.retry_after
+    if isinstance(raw, dt.timedelta):
+        return max(raw.total_seconds(), 0.0)
+    return max(float(raw), 0.0)
+
+
+def classify(exc: TelegramError, *, by: str = "") -> XbotError:
+    """Translate a `telegram.error` into xbot's tree. Pure: a table of cases in the tests.
+
+    `by` says how the media went (``file_id``, ``url``, ``upload`` or ``""`` for text),
+    because Telegram uses one text for a bad URL and a bad file_id.
+    """
+    if isinstance(exc, RetryAfter):
+        return RateLimited(retry_after_seconds(exc))
+    if isinstance(exc, ChatMigrated):
+        return RetryLater(f"the group moved to {exc.new_chat_id}", delay=0)
+    if isinstance(exc, Forbidden):
+        return ChatUnavailable(exc.message)
+    if isinstance(exc, InvalidToken | Conflict):
+        # Ours, not the chat's: keep the task and let the operator fix the bot.
+        return RetryLater(f"the bot cannot reach Telegram: {type(exc).__name__}", delay=60)
+    if isinstance(exc, BadRequest):
+        text = exc.message.lower()
+        if by == "file_id" and any(s in text for s in _FILE_ID_REFUSED):
+            return StaleFileId(exc.message)
+        if by == "url" and any(s in text for s in _URL_FETCH_FAILED):
+            return UrlNotFetched(exc.message)
+        if any(s in text for s in _CHAT_GONE):
+            return ChatUnavailable(exc.message)
+        if "too many requests" in text:
+            return RetryLater(exc.message)
+        if "file is too big" in text or "request entity too large" in text:
+            return Permanent("The file is too large for Telegram.")
+        return Permanent(f"Telegram refused the message ({exc.message}).")
+    if isinstance(exc, TimedOut | NetworkError):
+        return RetryLater(f"Telegram did not answer ({type(exc).__name__})")
+    return RetryLater(f"Telegram error {type(exc).__name__}")
+
+
+def file_id_of(message: Message, kind: OutKind) -> str:
+    """The file_id Telegram gave the media of a sent message."""
+    if message.photo:
+        return message.photo[-1].file_id
+    if message.video:
+        return message.video.file_id
+    if message.animation:
+        return message.animation.file_id
+    if message.document:
+        return message.document.file_id
+    raise RetryLater(f"Telegram's answer had no {kind} in it")
+
+
+def _input(item: OutMedia) -> str | InputFile:
+    if isinstance(item.source, Path):
+        # PTB reads the file into memory for the multipart body; the download
+        # itself streamed to disk, so one copy is in memory at a time.
+        with item.source.open("rb") as f:
+            return InputFile(f, filename=item.filename, read_file_handle=True)
+    return item.source
+
+
+def _duration(item: OutMedia) -> int | None:
+    return int(item.duration) if item.duration else None
+
+
+def _input_media(
+    item: OutMedia, caption: str | None, spoiler: bool
+) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument:
+    media = _input(item)
+    common: dict[str, Any] = {"caption": caption, "parse_mode": ParseMode.HTML if caption else None}
+    if item.kind == "photo":
+        return InputMediaPhoto(media, has_spoiler=spoiler or None, **common)
+    if item.kind == "video":
+        return InputMediaVideo(
+            media,
+            width=item.width,
+            height=item.height,
+            duration=_duration(item),
+            supports_streaming=True,
+            has_spoiler=spoiler or None,
+            **common,
+        )
+    if item.kind == "gif":
+        return InputMediaAnimation(
+            media, width=item.width, height=item.height, duration=_duration(item), **common
+        )
+    return InputMediaDocument(media, **common)
+
+
+def write_timeout_for(size: int) -> float:
+    """Uploads of tens of MB need more than PTB's 20 s: allow ~1 MB/s plus a floor."""
+    return max(20.0, size / (1024 * 1024) * 1.0 + 20.0)
+
+
+@attrs.define
+class Sender:
+    """Sends to one bot. All Telegram send calls of the bot go through here.
+
+    Attributes:
+        bot: the PTB bot.
+        pacer: keeps us inside Telegram's per-chat and global limits.
+    """
+
+    bot: telegram.Bot
+    pacer: Pacer = attrs.field(factory=Pacer)
+
+    async def send_media(
+        self,
+        chat_id: int,
+        items: Sequence[OutMedia],
+        *,
+        caption: str | None,
+        reply_to: int | None = None,
+        spoiler: bool = False,
+        group: bool = False,
+    ) -> list[tuple[SentItem, int]]:
+        """Send one message (one item) or one album; returns (item, message_id) in order."""
+        assert 1 <= len(items) <= 10
+        # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
+        by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
+        await self.pacer.wait(chat_id, group=group, messages=len(items))
+        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        write_timeout = write_timeout_for(sum(i.size for i in items))
+        try:
+            if len(items) == 1:
+                message = await self._send_one(
+                    chat_id,
+                    items[0],
+                    caption,
+                    reply=reply,
+                    spoiler=spoiler,
+                    write_timeout=write_timeout,
+                )
+                return [
+                    (
+                        SentItem(items[0].kind, file_id_of(message, items[0].kind)),
+                        message.message_id,
+                    )
+                ]
+            # Albums never hold GIFs (the album planner sends those alone).
+            medias = [
+                cast(
+                    "InputMediaPhoto | InputMediaVideo | InputMediaDocument",
+                    _input_media(item, caption if i == 0 else None, spoiler),
+                )
+                for i, item in enumerate(items)
+            ]
+            messages = await self.bot.send_media_group(
+                chat_id,
+                medias,
+                reply_parameters=reply,
+                write_timeout=write_timeout,
+                read_timeout=max(30.0, write_timeout),
+            )
+        except TelegramError as exc:
+            raise classify(exc, by=by) from exc
+        return [
+            (SentItem(item.kind, file_id_of(msg, item.kind)), msg.message_id)
+            for item, msg in zip(items, messages, strict=False)
+        ]
+
+    async def _send_one(
+        self,
+        chat_id: int,
+        item: OutMedia,
+        caption: str | None,
+        *,
+        reply: ReplyParameters | None,
+        spoiler: bool,
+        write_timeout: float,
+    ) -> Message:
+        common: dict[str, Any] = {
+            "caption": caption,
+            "parse_mode": ParseMode.HTML if caption else None,
+            "reply_parameters": reply,
+            "write_timeout": write_timeout,
+            "read_timeout": max(30.0, write_timeout),
+        }
+        media = _input(item)
+        if item.kind == "photo":
+            return await self.bot.send_photo(chat_id, media, has_spoiler=spoiler or None, **common)
+        if item.kind == "video":
+            return await self.bot.send_video(
+                chat_id,
+                media,
+                width=item.width,
+                height=item.height,
+                duration=_duration(item),
+                supports_streaming=True,
+                has_spoiler=spoiler or None,
+                **common,
+            )
+        if item.kind == "gif":
+            return await self.bot.send_animation(
+                chat_id,
+                media,
+                width=item.width,
+                height=item.height,
+                duration=_duration(item),
+                has_spoiler=spoiler or None,
+                **common,
+            )
+        return await self.bot.send_document(chat_id, media, **common)
+
+    async def send_text(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reply_to: int | None = None,
+        group: bool = False,
+        html: bool = True,
+        reply_markup: telegram.InlineKeyboardMarkup | None = None,
+    ) -> Message:
+        await self.pacer.wait(chat_id, group=group, messages=1)
+        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        try:
+            return await self.bot.send_message(
+                chat_id,
+                text,
+                parse_mode=ParseMode.HTML if html else None,
+                reply_parameters=reply,
+                link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+                reply_markup=reply_markup,
+            )
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def chat_action(self, chat_id: int, action: str) -> None:
+        """Best effort: a failed chat action must never fail the work it decorates."""
+        try:
+            await self.bot.send_chat_action(chat_id, action)
+        except TelegramError as exc:
+            log.debug("chat action failed chat=%s error=%s", chat_id, type(exc).__name__)
