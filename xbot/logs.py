@@ -74,7 +74,7 @@ def _install_record_factory() -> None:
     previous = logging.getLogRecordFactory()
 
     def factory(*args: object, **kwargs: object) -> logging.LogRecord:
-        record = previous(*args, **kwargs)  # type: ignore[arg-type]
+        record = previous(*args, **kwargs)
         if record.args or _TOKEN_SHAPE.search(str(record.msg)) or _filter.has_secrets:
             _filter.filter(record)
         return record
