@@ -1,0 +1,423 @@
+"""Links in chat messages: find them, recognise them, give each one key.
+
+Pure functions, no I/O. The handlers call `extract_links` on a message's text
+and entities, then `plan_links` on the result; each `Link` carries the cache
+key under which the same post is known whatever spelling a user pasted
+(``x.com``, ``twitter.com``, ``fxtwitter.com``, ``d.fixupx.com``, ...).
+
+- ``kind="x"``: a post on X; ``url`` is ``https://x.com/{handle}/status/{id}``
+  (handle ``i`` when the link did not name one), ``key`` is ``x:{id}``.
+- ``kind="tco"``: a ``t.co`` short link. Expanding it takes one guarded HTTP
+  request, which is the fetcher's job; its result goes through `classify`
+  again.
+- ``kind="other"``: any other http(s) URL on a public-looking host, for
+  yt-dlp; ``url`` is minimally normalised and ``key`` is ``url:{url}``.
+
+Anything else (profiles and searches on X, ``javascript:``, IP literals,
+``localhost``, userinfo tricks) is not a link we act on: `classify` returns
+None and `plan_links` reports it as unsupported.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+import urllib.parse
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
+
+import attrs
+
+__all__ = [
+    "MAX_URL_LENGTH",
+    "Entity",
+    "EntityLike",
+    "Link",
+    "LinkKind",
+    "LinkPlan",
+    "canonicalize_x",
+    "classify",
+    "extract_links",
+    "is_tco",
+    "plan_links",
+]
+
+LinkKind = Literal["x", "tco", "other"]
+
+# Longer URLs are junk or an attack; browsers and yt-dlp's sites stay far below.
+MAX_URL_LENGTH = 2048
+
+# The hosts that serve X posts under the same /{handle}/status/{id} paths:
+# X itself and the embed-fixing mirrors (FxEmbed: fxtwitter, fixupx, xfixup,
+# twittpr; BetterTwitFix: vxtwitter, fixvx).
+_X_HOSTS = frozenset(
+    {
+        "x.com",
+        "twitter.com",
+        "fxtwitter.com",
+        "fixupx.com",
+        "xfixup.com",
+        "twittpr.com",
+        "vxtwitter.com",
+        "fixvx.com",
+    }
+)
+# One-label prefixes seen on those hosts: www/mobile/m for X, and FxEmbed's
+# mode switches (d/dl direct media, g gallery, t text only, i instant view,
+# m mosaic, o old embed). api., pbs., video. ... are not post links.
+_X_PREFIXES = frozenset({"www", "mobile", "m", "d", "dl", "g", "t", "i", "o"})
+
+# X handles are 1-15 characters of [A-Za-z0-9_]; a few legacy accounts are a
+# little longer, so allow some slack rather than refuse a real post.
+_HANDLE = re.compile(r"[A-Za-z0-9_]{1,20}")
+# Status ids are snowflakes (19 digits today); anything much longer is junk.
+_STATUS_ID = re.compile(r"[0-9]{1,25}")
+_TCO_CODE = re.compile(r"[A-Za-z0-9]{1,32}")
+_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+# A real top-level domain is letters (or punycode); this refuses IPv4 in all
+# its spellings (127.1, 0x7f.1, 1.2.3.4) without parsing them.
+_TLD = re.compile(r"[a-z]{2,63}|xn--[a-z0-9-]{1,59}")
+# Names that never reach the public internet.
+_PRIVATE_TLDS = frozenset(
+    {"localhost", "local", "localdomain", "internal", "lan", "home", "arpa", "test", "invalid"}
+)
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+@attrs.frozen
+class Link:
+    """A recognised link.
+
+    Attributes:
+        url: the canonical spelling (what captions show and fetchers use).
+        key: the cache/dedup key: ``x:{id}``, ``tco:{code}`` or ``url:{url}``.
+        kind: ``x``, ``tco`` or ``other``.
+        post_id: the X status id (``x`` links only).
+        handle: the X handle as written in the link, None when it named none.
+    """
+
+    url: str
+    key: str
+    kind: LinkKind
+    post_id: str | None = None
+    handle: str | None = None
+
+
+@attrs.frozen
+class LinkPlan:
+    """What to do with the links of one message.
+
+    Attributes:
+        links: distinct links (by key) in order of appearance, at most the limit.
+        skipped: distinct supported links beyond the limit.
+        unsupported: the raw strings that are no link we act on (deduplicated).
+    """
+
+    links: tuple[Link, ...]
+    skipped: int
+    unsupported: tuple[str, ...]
+
+
+class EntityLike(Protocol):
+    """The part of a Telegram message entity we read (PTB's `MessageEntity` fits)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def length(self) -> int: ...
+    @property
+    def url(self) -> str | None: ...
+
+
+@attrs.frozen
+class Entity:
+    """A plain `EntityLike`, for tests and for callers without PTB objects."""
+
+    type: str
+    offset: int
+    length: int
+    url: str | None = None
+
+
+def _clean(url: str) -> str | None:
+    """Trim what surrounds a pasted URL; refuse invisible or control characters inside it.
+
+    Zero-width and direction marks hide what a link really is, so inside a
+    URL they make it junk; around it they are noise from copy and paste.
+    """
+    url = _strip_edges(url)
+    if not url or len(url) > MAX_URL_LENGTH:
+        return None
+    for ch in url:
+        if ch.isspace() or unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Zl", "Zp"}:
+            return None
+    return url
+
+
+def _strip_edges(url: str) -> str:
+    def invisible(ch: str) -> bool:
+        return ch.isspace() or unicodedata.category(ch) in {"Cc", "Cf"}
+
+    start, end = 0, len(url)
+    while start < end and invisible(url[start]):
+        start += 1
+    while end > start and invisible(url[end - 1]):
+        end -= 1
+    return url[start:end]
+
+
+def _split(url: str) -> urllib.parse.SplitResult | None:
+    """Split a cleaned URL, supplying ``https://`` when it has no scheme."""
+    if not _SCHEME.match(url):
+        if ":" in url.split("/", 1)[0] and not re.match(r"[^:/]+:[0-9]+(/|$)", url):
+            return None  # "javascript:...", "data:..." and other scheme-only forms
+        url = "https://" + url
+    try:
+        parts = urllib.parse.urlsplit(url)
+        # .port raises on junk ports; touch it here so later reads are safe.
+        _ = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in _DEFAULT_PORTS:
+        return None  # only http(s)
+    if "@" in parts.netloc:
+        return None  # userinfo ("https://x.com@evil.com/...") is a disguise
+    return parts
+
+
+def _host(parts: urllib.parse.SplitResult) -> str | None:
+    """The host in ASCII lower case, without a trailing dot; None when absent or not IDNA.
+
+    Non-ASCII names go through IDNA, which also folds look-alikes such as a
+    fullwidth ``ｘ.com`` to ``x.com`` (as browsers do), so they cannot slip
+    past the X check as an "other" site.
+    """
+    host = parts.hostname  # already lower case
+    if not host:
+        return None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii").lower()
+        except UnicodeError:
+            return None
+    host = host.removesuffix(".")
+    return host or None
+
+
+def _default_port(parts: urllib.parse.SplitResult) -> bool:
+    port = parts.port
+    return port is None or port == _DEFAULT_PORTS[parts.scheme.lower()]
+
+
+def _x_base(host: str) -> str | None:
+    """The X host behind ``host`` (``d.fxtwitter.com`` -> ``fxtwitter.com``), else None."""
+    if host in _X_HOSTS:
+        return host
+    prefix, _, rest = host.partition(".")
+    if prefix in _X_PREFIXES and rest in _X_HOSTS:
+        return rest
+    return None
+
+
+def _status_path(path: str) -> tuple[str | None, str] | None:
+    """(handle or None, id) from a status path; anything after the id is ignored."""
+    segs = [s for s in path.split("/") if s]
+    if len(segs) >= 3 and segs[0] == "i" and segs[1] == "status":
+        handle, sid = None, segs[2]
+    elif len(segs) >= 4 and segs[:3] == ["i", "web", "status"]:
+        handle, sid = None, segs[3]
+    elif len(segs) >= 3 and segs[1] in {"status", "statuses"}:
+        handle, sid = segs[0], segs[2]
+        if not _HANDLE.fullmatch(handle):
+            return None
+    else:
+        return None
+    if not _STATUS_ID.fullmatch(sid):
+        return None
+    sid = sid.lstrip("0")
+    if not sid:
+        return None  # there is no post 0
+    return handle, sid
+
+
+def canonicalize_x(url: str) -> Link | None:
+    """The canonical X link for any spelling of a post link, else None.
+
+    ``https://x.com/{handle}/status/{id}`` (handle ``i`` when the link named
+    none) keyed ``x:{id}``. Idempotent: canonicalising the result's ``url``
+    gives the same `Link`.
+    """
+    cleaned = _clean(url)
+    if cleaned is None:
+        return None
+    parts = _split(cleaned)
+    if parts is None or not _default_port(parts):
+        return None
+    host = _host(parts)
+    if host is None or _x_base(host) is None:
+        return None
+    path = parts.path
+    # Links from the old web client: twitter.com/#!/alice/status/1
+    if path in {"", "/"} and parts.fragment.startswith("!/"):
+        path = parts.fragment[1:].split("?", 1)[0]
+    found = _status_path(path)
+    if found is None:
+        return None
+    handle, sid = found
+    return Link(
+        url=f"https://x.com/{handle or 'i'}/status/{sid}",
+        key=f"x:{sid}",
+        kind="x",
+        post_id=sid,
+        handle=handle,
+    )
+
+
+def _tco(parts: urllib.parse.SplitResult) -> Link | None:
+    if _host(parts) != "t.co" or not _default_port(parts):
+        return None
+    code = parts.path.removeprefix("/").removesuffix("/")
+    if not _TCO_CODE.fullmatch(code):
+        return None
+    return Link(url=f"https://t.co/{code}", key=f"tco:{code}", kind="tco")
+
+
+def is_tco(url: str) -> bool:
+    """Whether ``url`` is a ``t.co`` short link (``https://t.co/<code>``)."""
+    cleaned = _clean(url)
+    parts = _split(cleaned) if cleaned is not None else None
+    return parts is not None and _tco(parts) is not None
+
+
+def _public_host(host: str) -> str | None:
+    """``host`` (ASCII, from `_host`) when it looks like a public name, else None."""
+    if len(host) > 253:
+        return None
+    labels = host.split(".")
+    if len(labels) < 2 or not all(_LABEL.fullmatch(label) for label in labels):
+        return None
+    tld = labels[-1]
+    if not _TLD.fullmatch(tld) or tld in _PRIVATE_TLDS:
+        return None
+    return host
+
+
+def _private_host(host: str) -> str | None:
+    """An IP literal or a plain ASCII name (``localhost``), for `allow_private` only."""
+    try:
+        return ipaddress.ip_address(host).compressed
+    except ValueError:
+        pass
+    if all(_LABEL.fullmatch(label) for label in host.split(".")):
+        return host
+    return None
+
+
+def _other(parts: urllib.parse.SplitResult, *, allow_private: bool) -> Link | None:
+    raw_host = _host(parts)
+    if raw_host is None:
+        return None
+    host = _public_host(raw_host)
+    if host is None and allow_private:
+        host = _private_host(raw_host)
+    if host is None:
+        return None
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 literal, allowed only with allow_private
+    scheme = parts.scheme.lower()
+    netloc = host if _default_port(parts) else f"{host}:{parts.port}"
+    normal = urllib.parse.urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
+    if len(normal) > MAX_URL_LENGTH:
+        return None
+    return Link(url=normal, key=f"url:{normal}", kind="other")
+
+
+def classify(url: str, *, allow_private: bool = False) -> Link | None:
+    """Recognise one URL: an X post, a t.co link, another public http(s) URL, or None.
+
+    A host of the X family that is not a post (a profile, a search) is None,
+    not ``other``: no fetcher can answer it. ``other`` needs an explicit
+    http(s) scheme, so a bare ``notes.py`` in a chat never becomes a
+    download. ``allow_private`` (the operator's `XBOT_ALLOW_PRIVATE_NETWORKS`,
+    for tests and the demo) lets IP literals and single-label hosts through;
+    the SSRF guard of the fetcher still decides what it connects to.
+    """
+    cleaned = _clean(url)
+    if cleaned is None:
+        return None
+    parts = _split(cleaned)
+    if parts is None:
+        return None
+    host = _host(parts)
+    if host is None:
+        return None
+    if _x_base(host) is not None:
+        return canonicalize_x(cleaned)
+    if host == "t.co":
+        return _tco(parts)
+    if not _SCHEME.match(cleaned):
+        return None
+    return _other(parts, allow_private=allow_private)
+
+
+def extract_links(text: str, entities: Sequence[EntityLike]) -> list[str]:
+    """The URLs a message's entities mark, in order of appearance.
+
+    ``url`` entities take their slice of the text, ``text_link`` entities
+    their hidden ``url``. Telegram counts offsets and lengths in UTF-16 code
+    units (an emoji before a URL shifts it by 2), so the slice is taken on
+    the UTF-16 form. Entities that point outside the text or have no length
+    are ignored.
+    """
+    units = text.encode("utf-16-le", "surrogatepass")
+    size = len(units) // 2
+    found: list[tuple[int, str]] = []
+    for entity in entities:
+        kind = str(entity.type)
+        offset, length = entity.offset, entity.length
+        if kind not in {"url", "text_link"}:
+            continue
+        if offset < 0 or length <= 0 or offset + length > size:
+            continue
+        if kind == "url":
+            chunk = units[2 * offset : 2 * (offset + length)]
+            found.append((offset, chunk.decode("utf-16-le", "surrogatepass")))
+        elif entity.url:
+            found.append((offset, entity.url))
+    # Telegram sends entities sorted, but a forged update need not be.
+    found.sort(key=lambda item: item[0])
+    return [url for _, url in found]
+
+
+def plan_links(
+    raw_urls: Iterable[str], limit: int = 10, *, allow_private: bool = False
+) -> LinkPlan:
+    """Classify, deduplicate by key and cap the links of one message.
+
+    The same post under two mirror spellings counts once. The first
+    ``limit`` distinct links are kept; the other distinct ones are counted
+    in ``skipped`` so the reply can say so.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    links: list[Link] = []
+    seen: set[str] = set()
+    skipped = 0
+    unsupported: dict[str, None] = {}
+    for raw in raw_urls:
+        link = classify(raw, allow_private=allow_private)
+        if link is None:
+            unsupported.setdefault(raw)
+            continue
+        if link.key in seen:
+            continue
+        seen.add(link.key)
+        if len(links) < limit:
+            links.append(link)
+        else:
+            skipped += 1
+    return LinkPlan(links=tuple(links), skipped=skipped, unsupported=tuple(unsupported))
