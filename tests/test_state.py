@@ -541,3 +541,17 @@ async def test_move_chat_keeps_settings_already_made_in_the_new_chat(
     assert moved.settings.caption_style == "short"
     assert set(moved.records) == {"a:1"}
     assert [r[0] for r in await rows(pool)] == [-1001]
+
+
+async def test_a_failed_sweep_of_one_chat_spares_the_others(store: ChatStore, pool: DbPool) -> None:
+    for chat in (1, 2, 3):
+        await store.put_record(chat, Record("k", "1", {}, 50.0), now=0.0)
+    await pool.write(
+        lambda c: c.execute(
+            "CREATE TRIGGER refuse_2 BEFORE UPDATE ON chat_state WHEN old.chat_id = 2 "
+            "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+        )
+    )
+    assert [c for c, _ in await store.prune_expired(now=60.0)] == [1, 3]
+    await pool.write(lambda c: c.execute("DROP TRIGGER refuse_2"))
+    assert [c for c, _ in await store.prune_expired(now=60.0)] == [2]

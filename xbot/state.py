@@ -34,6 +34,7 @@ import apsw
 import attrs
 
 from xbot.db import DbPool
+from xbot.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -458,7 +459,15 @@ class ChatStore:
         candidates = sorted({chat_id for chat_id, _ in await self.all_expired_records(now)})
         for chat_id in candidates:
             # Re-read under the lock: the scan ran without it.
-            old, _ = await self._modify(chat_id, lambda s: s.without_expired(now), now, touch=False)
+            try:
+                old, _ = await self._modify(
+                    chat_id, lambda s: s.without_expired(now), now, touch=False
+                )
+            except StoreError as exc:
+                # This chat's records stay (row and memory) and come back next sweep;
+                # the records already dropped for other chats must still be returned.
+                log.warning("sweep of chat %s failed, retried next sweep: %s", chat_id, exc)
+                continue
             dropped.extend((chat_id, r) for r in old.expired_records(now))
         for chat_id, slot in list(self._slots.items()):
             if (
