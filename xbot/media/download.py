@@ -63,24 +63,29 @@ def status_error(status: int) -> FetchError | None:
     return FetchError(f"The media server refused the request (HTTP {status}).")
 
 
-def http_error(exc: httpx.HTTPError | httpx.InvalidURL) -> FetchError:
-    """The one translation of httpx's exceptions into ours (also used by x_api)."""
+def http_error(
+    exc: httpx.HTTPError | httpx.InvalidURL, who: str = "the media server"
+) -> FetchError:
+    """The one translation of httpx's exceptions into ours (x_api uses it too).
+
+    `who` names the other side in the sentence the user may read.
+    """
     if isinstance(exc, httpx.TimeoutException):
-        return TransientFetch("The server took too long to answer.")
+        return TransientFetch(f"No answer in time from {who}.")
     if isinstance(exc, httpx.RemoteProtocolError):
-        return TransientFetch("The server broke off the transfer.")
+        return TransientFetch(f"The transfer from {who} broke off.")
     if isinstance(exc, httpx.NetworkError):
-        return TransientFetch("The connection to the server failed.")
+        return TransientFetch(f"Could not connect to {who}.")
     if isinstance(exc, httpx.TooManyRedirects):
         return UnsupportedLink("The link redirects too many times.")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return UnsupportedLink("The link does not lead to an http or https address.")
     if isinstance(exc, httpx.DecodingError):
-        return FetchError("The server sent data I could not decode.")
+        return FetchError(f"{who[0].upper()}{who[1:]} sent data I could not decode.")
     if isinstance(exc, httpx.LocalProtocolError):
         return FetchError("I could not make a valid request for that link.")
     # ProxyError and whatever httpx adds later: a retry is the safe guess.
-    return TransientFetch("The transfer failed.")
+    return TransientFetch(f"The transfer from {who} failed.")
 
 
 def _content_length(response: httpx.Response) -> int | None:
@@ -142,7 +147,7 @@ async def download(
                         progress(size, total)
             identity = response.headers.get("Content-Encoding", "identity") == "identity"
             if identity and total is not None and size != total:
-                raise TransientFetch("The server broke off the transfer.")
+                raise TransientFetch("The transfer from the media server broke off.")
             if size == 0:
                 raise FetchError("The media server sent an empty file.")
             return DownloadResult(path=dest, size=size, content_type=_content_type(response))
