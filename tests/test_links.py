@@ -443,6 +443,9 @@ def test_property_classify_is_idempotent_and_never_raises(raw: str) -> None:
     x = canonicalize_x(raw)
     if x is not None:
         assert canonicalize_x(x.url) == x
+    private = classify(raw, allow_private=True)
+    if private is not None:
+        assert classify(private.url, allow_private=True) == private
 
 
 _entities = st.builds(
