@@ -7,41 +7,79 @@ table is checked against it by a test.
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import tomllib
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import attrs
 import platformdirs
 
 from xbot.errors import ConfigError
 
+T = TypeVar("T")
+
 DEFAULT_BOT_API_URL = "https://api.telegram.org/bot"
 DEFAULT_BOT_API_FILE_URL = "https://api.telegram.org/file/bot"
 DEFAULT_X_API_URL = "https://api.fxtwitter.com"
 
-# name -> (meaning, default as shown to people)
+# name -> (meaning, default as shown to people). The README's configuration table
+# and systemd/xbot.env.example are checked against this by tests/test_docs.py.
 SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "XBOT_TOKEN": ("bot token from @BotFather", "required for `run`"),
-    "XBOT_BOT_API_URL": ("Bot API base URL (PTB `base_url`)", DEFAULT_BOT_API_URL),
-    "XBOT_BOT_API_FILE_URL": ("Bot API file base URL", DEFAULT_BOT_API_FILE_URL),
+    "XBOT_BOT_API_URL": (
+        "Bot API base URL (PTB `base_url`, ends in `/bot`), e.g. a local Bot API server",
+        DEFAULT_BOT_API_URL,
+    ),
+    "XBOT_BOT_API_FILE_URL": (
+        "Bot API file base URL (PTB `base_file_url`, ends in `/file/bot`)",
+        DEFAULT_BOT_API_FILE_URL,
+    ),
     "XBOT_X_API_URL": ("fxtwitter-compatible API base", DEFAULT_X_API_URL),
     "XBOT_DATA_DIR": (
         "where the database and temp files live",
-        "`$STATE_DIRECTORY`, else the platformdirs user data dir",
+        "`$STATE_DIRECTORY` under systemd, else the platformdirs user data dir",
     ),
-    "XBOT_ADMIN_IDS": ("comma-separated user ids allowed admin commands", "empty"),
-    "XBOT_ALLOWED_CHAT_IDS": ("if set, only these chats/users are served", "empty (everyone)"),
-    "XBOT_WORKERS": ("concurrent workers", "4"),
-    "XBOT_UPLOAD_LIMIT_MB": ("largest file the bot uploads (50 cloud, up to 2000 local)", "50"),
-    "XBOT_YTDLP_SITES": ("`known` (no generic extractor) or `all`", "known"),
-    "XBOT_ALLOW_PRIVATE_NETWORKS": ("`1` lets media come from private addresses", "off"),
-    "XBOT_LOG_LEVEL": ("logging level", "INFO"),
-    "XBOT_CAPTION_EDIT_TTL": ("seconds a caption-edit prompt stays open", "86400"),
-    "XBOT_CACHE_TTL_DAYS": ("days a link-cache entry is kept", "7"),
-    "XBOT_CONFIG": ("optional TOML file with any of these names", "none"),
+    "XBOT_ADMIN_IDS": ("comma-separated user ids allowed admin commands (`/stats`)", "empty"),
+    "XBOT_ALLOWED_CHAT_IDS": (
+        "if set, only these chats/users (comma-separated ids) are served",
+        "empty (everyone)",
+    ),
+    "XBOT_WORKERS": ("concurrent workers (1-64)", "4"),
+    "XBOT_UPLOAD_LIMIT_MB": (
+        "largest file the bot uploads, in MB (50 on the cloud Bot API, "
+        "up to 2000 on a local Bot API server)",
+        "50",
+    ),
+    "XBOT_YTDLP_SITES": (
+        "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
+        "known",
+    ),
+    "XBOT_ALLOW_PRIVATE_NETWORKS": (
+        "`1` lets media come from loopback/private addresses (tests, demo)",
+        "off",
+    ),
+    "XBOT_LOG_LEVEL": ("logging level: DEBUG, INFO, WARNING, ERROR", "INFO"),
+    "XBOT_CAPTION_EDIT_TTL": ("seconds a caption-edit prompt stays open (60-2592000)", "86400"),
+    "XBOT_CACHE_TTL_DAYS": ("days a link-cache entry is kept (1-365)", "7"),
+    "XBOT_WEBHOOK_SECRET": (
+        "webhook mode only: the secret Telegram sends with every update "
+        "(1-256 of A-Z a-z 0-9 _ -); `xbot run --secret-token-env` names another variable",
+        "none",
+    ),
+    "XBOT_CONFIG": ("optional TOML file with any of these names (the environment wins)", "none"),
 }
+
+# A bot token as @BotFather hands it out: the bot's numeric id, a colon, 35 URL-safe
+# characters (accept a few more, Telegram has not promised the length).
+TOKEN_SHAPE = re.compile(r"[0-9]{3,20}:[A-Za-z0-9_-]{30,64}")
+# The cloud Bot API refuses uploads over 50 MB; only a local server takes up to 2000.
+CLOUD_UPLOAD_LIMIT_MB = 50
+CLOUD_API_HOST = "api.telegram.org"
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TRUE = {"1", "true", "yes", "on"}
@@ -128,7 +166,8 @@ def _bool(name: str, raw: str) -> bool:
 
 def _url(name: str, raw: str) -> str:
     value = raw.strip()
-    if not value.startswith(("http://", "https://")):
+    parts = urllib.parse.urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{name}: {value!r} is not an http(s) URL")
     return value.rstrip("/")
 
@@ -140,6 +179,14 @@ def default_data_dir(env: Mapping[str, str]) -> Path:
     if env.get("STATE_DIRECTORY"):
         return Path(env["STATE_DIRECTORY"].split(":")[0])
     return Path(platformdirs.user_data_dir("xbot"))
+
+
+def _data_dir(env: Mapping[str, str]) -> Path:
+    path = default_data_dir(env)
+    if not path.is_absolute():
+        # Under systemd the working directory is / (read-only): say so now, not at open.
+        raise ConfigError(f"XBOT_DATA_DIR: {str(path)!r} must be an absolute path")
+    return path
 
 
 def _read_toml(path: str) -> dict[str, str]:
@@ -163,53 +210,155 @@ def _read_toml(path: str) -> dict[str, str]:
     return out
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate the settings. Raises `ConfigError` with one line on a bad value.
-
-    The environment wins over the TOML file named by `XBOT_CONFIG`.
-    """
-    environ = dict(os.environ if env is None else env)
-    merged: dict[str, str] = {}
-    if environ.get("XBOT_CONFIG"):
-        merged.update(_read_toml(environ["XBOT_CONFIG"]))
-    merged.update(
-        {k: v for k, v in environ.items() if k.startswith("XBOT_") or k == "STATE_DIRECTORY"}
+def token_problem(token: str) -> str | None:
+    """What is wrong with the token's shape, naming the setting but never showing the token."""
+    if not token:
+        return "XBOT_TOKEN: not set (get one from @BotFather in Telegram)"
+    if TOKEN_SHAPE.fullmatch(token):
+        return None
+    hint = ""
+    if token != token.strip() or any(c.isspace() for c in token):
+        hint = " (it contains spaces)"
+    elif token[:1] in "\"'" or token[-1:] in "\"'":
+        hint = " (it is wrapped in quotes)"
+    elif ":" not in token:
+        hint = " (there is no colon)"
+    return (
+        f"XBOT_TOKEN: does not look like a bot token{hint}: expected the bot's numeric id, "
+        "a colon and about 35 letters, digits, - or _, exactly as @BotFather shows it"
     )
 
-    level = merged.get("XBOT_LOG_LEVEL", "INFO").strip().upper() or "INFO"
-    if level not in _LOG_LEVELS:
-        raise ConfigError(f"XBOT_LOG_LEVEL: {level!r} is not one of {', '.join(_LOG_LEVELS)}")
-    sites = merged.get("XBOT_YTDLP_SITES", "known").strip().lower() or "known"
-    if sites not in ("known", "all"):
-        raise ConfigError(f"XBOT_YTDLP_SITES: {sites!r} must be 'known' or 'all'")
 
-    return Settings(
-        token=merged.get("XBOT_TOKEN", "").strip(),
-        bot_api_url=_url("XBOT_BOT_API_URL", merged.get("XBOT_BOT_API_URL", DEFAULT_BOT_API_URL)),
-        bot_api_file_url=_url(
-            "XBOT_BOT_API_FILE_URL", merged.get("XBOT_BOT_API_FILE_URL", DEFAULT_BOT_API_FILE_URL)
+def unknown_names(env: Mapping[str, str]) -> list[str]:
+    """``XBOT_*`` names in the environment that are no setting (a typo is silently ignored
+    otherwise), each with a suggestion when one is close."""
+    out = []
+    for name in sorted(env):
+        if not name.startswith("XBOT_") or name in SETTINGS_DOC:
+            continue
+        close = difflib.get_close_matches(name, SETTINGS_DOC, n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        out.append(f"{name}: not a setting xbot reads{hint}")
+    return out
+
+
+def _merged(env: Mapping[str, str]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    if env.get("XBOT_CONFIG"):
+        merged.update(_read_toml(env["XBOT_CONFIG"]))
+    merged.update({k: v for k, v in env.items() if k.startswith("XBOT_") or k == "STATE_DIRECTORY"})
+    return merged
+
+
+def _api_url(name: str, raw: str, tail: str) -> str:
+    value = _url(name, raw)
+    # PTB appends the token to this URL (or fills in "{token}"): without the tail
+    # every call goes to ".../123:abc/getMe" and fails with a confusing 404.
+    if "{token}" not in value and not value.endswith(tail):
+        raise ConfigError(f"{name}: {value!r} must end with {tail} (the token is appended to it)")
+    return value
+
+
+def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | None, list[str]]:
+    """Every problem of the configuration, one line each naming the setting.
+
+    Returns the settings (None when any problem was found) and the problems.
+    """
+    environ = dict(os.environ if env is None else env)
+    problems: list[str] = []
+    try:
+        merged = _merged(environ)
+    except ConfigError as exc:
+        return None, [str(exc)]
+
+    def get(name: str, default: str) -> str:
+        return merged.get(name, default)
+
+    def field(parse: Callable[[], T], fallback: T) -> T:
+        try:
+            return parse()
+        except ConfigError as exc:
+            problems.append(str(exc))
+            return fallback
+
+    def level() -> str:
+        value = get("XBOT_LOG_LEVEL", "INFO").strip().upper() or "INFO"
+        if value not in _LOG_LEVELS:
+            raise ConfigError(f"XBOT_LOG_LEVEL: {value!r} is not one of {', '.join(_LOG_LEVELS)}")
+        return value
+
+    def sites() -> str:
+        value = get("XBOT_YTDLP_SITES", "known").strip().lower() or "known"
+        if value not in ("known", "all"):
+            raise ConfigError(f"XBOT_YTDLP_SITES: {value!r} must be 'known' or 'all'")
+        return value
+
+    bot_api_url = field(
+        lambda: _api_url("XBOT_BOT_API_URL", get("XBOT_BOT_API_URL", DEFAULT_BOT_API_URL), "/bot"),
+        DEFAULT_BOT_API_URL,
+    )
+    upload_limit_mb = field(
+        lambda: _int("XBOT_UPLOAD_LIMIT_MB", get("XBOT_UPLOAD_LIMIT_MB", "50"), 1, 2000), 50
+    )
+    if (
+        upload_limit_mb > CLOUD_UPLOAD_LIMIT_MB
+        and urllib.parse.urlsplit(bot_api_url).hostname == CLOUD_API_HOST
+    ):
+        problems.append(
+            f"XBOT_UPLOAD_LIMIT_MB: {upload_limit_mb} needs a local Bot API server "
+            f"(set XBOT_BOT_API_URL); the cloud Bot API takes at most {CLOUD_UPLOAD_LIMIT_MB}"
+        )
+    settings = Settings(
+        token=get("XBOT_TOKEN", "").strip(),
+        bot_api_url=bot_api_url,
+        bot_api_file_url=field(
+            lambda: _api_url(
+                "XBOT_BOT_API_FILE_URL",
+                get("XBOT_BOT_API_FILE_URL", DEFAULT_BOT_API_FILE_URL),
+                "/file/bot",
+            ),
+            DEFAULT_BOT_API_FILE_URL,
         ),
-        x_api_url=_url("XBOT_X_API_URL", merged.get("XBOT_X_API_URL", DEFAULT_X_API_URL)),
-        data_dir=default_data_dir(merged),
-        admin_ids=_ids("XBOT_ADMIN_IDS", merged.get("XBOT_ADMIN_IDS", "")),
-        allowed_chat_ids=_ids("XBOT_ALLOWED_CHAT_IDS", merged.get("XBOT_ALLOWED_CHAT_IDS", "")),
-        workers=_int("XBOT_WORKERS", merged.get("XBOT_WORKERS", "4"), 1, 64),
-        upload_limit_mb=_int(
-            "XBOT_UPLOAD_LIMIT_MB", merged.get("XBOT_UPLOAD_LIMIT_MB", "50"), 1, 2000
+        x_api_url=field(
+            lambda: _url("XBOT_X_API_URL", get("XBOT_X_API_URL", DEFAULT_X_API_URL)),
+            DEFAULT_X_API_URL,
         ),
-        ytdlp_sites=sites,
-        allow_private_networks=_bool(
-            "XBOT_ALLOW_PRIVATE_NETWORKS", merged.get("XBOT_ALLOW_PRIVATE_NETWORKS", "0")
+        data_dir=field(lambda: _data_dir(merged), default_data_dir({})),
+        admin_ids=field(lambda: _ids("XBOT_ADMIN_IDS", get("XBOT_ADMIN_IDS", "")), frozenset()),
+        allowed_chat_ids=field(
+            lambda: _ids("XBOT_ALLOWED_CHAT_IDS", get("XBOT_ALLOWED_CHAT_IDS", "")), frozenset()
         ),
-        log_level=level,
+        workers=field(lambda: _int("XBOT_WORKERS", get("XBOT_WORKERS", "4"), 1, 64), 4),
+        upload_limit_mb=upload_limit_mb,
+        ytdlp_sites=field(sites, "known"),
+        allow_private_networks=field(
+            lambda: _bool("XBOT_ALLOW_PRIVATE_NETWORKS", get("XBOT_ALLOW_PRIVATE_NETWORKS", "0")),
+            False,
+        ),
+        log_level=field(level, "INFO"),
         caption_edit_ttl=float(
-            _int(
-                "XBOT_CAPTION_EDIT_TTL",
-                merged.get("XBOT_CAPTION_EDIT_TTL", "86400"),
-                60,
-                30 * 86400,
+            field(
+                lambda: _int(
+                    "XBOT_CAPTION_EDIT_TTL", get("XBOT_CAPTION_EDIT_TTL", "86400"), 60, 30 * 86400
+                ),
+                86400,
             )
         ),
         cache_ttl=86400.0
-        * _int("XBOT_CACHE_TTL_DAYS", merged.get("XBOT_CACHE_TTL_DAYS", "7"), 1, 365),
+        * field(lambda: _int("XBOT_CACHE_TTL_DAYS", get("XBOT_CACHE_TTL_DAYS", "7"), 1, 365), 7),
     )
+    return (None if problems else settings), problems
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate the settings. Raises `ConfigError` with one line on a bad value
+    (the first problem, and how many more `xbot doctor` would list).
+
+    The environment wins over the TOML file named by `XBOT_CONFIG`.
+    """
+    settings, problems = check_settings(env)
+    if settings is None:
+        more = len(problems) - 1
+        suffix = f" (and {more} more problem{'s' if more > 1 else ''}: run `xbot doctor`)"
+        raise ConfigError(problems[0] + (suffix if more else ""))
+    return settings
