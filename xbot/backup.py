@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import apsw
 import attrs
@@ -98,6 +100,21 @@ def backup(
         tasks=tasks,
         seconds=time.monotonic() - started,
     )
+
+
+def backup_to_stream(db_path: Path, out: BinaryIO, *, scratch: Path | None = None) -> BackupResult:
+    """`backup` into a private temp folder, then the bytes to `out` (``xbot backup -``).
+
+    For `xbotctl`, whose command runs as the service's user in the service's
+    sandbox: it can write nowhere but its own directories, but its standard
+    output reaches the operator's shell.
+    """
+    with tempfile.TemporaryDirectory(prefix="xbot-backup-", dir=scratch) as folder:
+        result = backup(db_path, Path(folder) / "xbot.sqlite3")
+        with result.path.open("rb") as f:
+            shutil.copyfileobj(f, out)
+        out.flush()
+    return attrs.evolve(result, path=Path("-"))
 
 
 def _copy(db_path: Path, tmp: Path) -> tuple[int, int]:

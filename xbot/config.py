@@ -362,3 +362,59 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         suffix = f" (and {more} more problem{'s' if more > 1 else ''}: run `xbot doctor`)"
         raise ConfigError(problems[0] + (suffix if more else ""))
     return settings
+
+
+# Telegram delivers webhooks only to these ports of an HTTPS URL.
+WEBHOOK_PORTS = (443, 80, 88, 8443)
+_SECRET_TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")
+DEFAULT_WEBHOOK_SECRET_ENV = "XBOT_WEBHOOK_SECRET"  # noqa: S105 - a variable name, not a secret
+
+
+@attrs.frozen
+class WebhookConfig:
+    """`xbot run --webhook`: where Telegram posts updates and where we listen for them.
+
+    Attributes:
+        url: the public HTTPS URL given to Telegram (``setWebhook``).
+        listen: the address the bot's HTTP server binds (a reverse proxy in front
+            terminates TLS; 127.0.0.1 by default).
+        port: the port it binds.
+        secret_token: the value Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``;
+            requests without it are refused.
+    """
+
+    url: str
+    listen: str
+    port: int
+    secret_token: str = attrs.field(repr=False)
+
+    @property
+    def url_path(self) -> str:
+        return urllib.parse.urlsplit(self.url).path.lstrip("/")
+
+
+def webhook_config(
+    url: str, listen: str, port: int, secret_env: str, env: Mapping[str, str]
+) -> WebhookConfig:
+    """Validate the webhook options; `ConfigError` names the option or variable at fault."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise ConfigError(f"--webhook: {url!r} must be an https:// URL (Telegram posts only there)")
+    try:
+        url_port = parts.port or 443
+    except ValueError:
+        raise ConfigError(f"--webhook: {url!r} has an invalid port") from None
+    if url_port not in WEBHOOK_PORTS:
+        allowed = ", ".join(map(str, WEBHOOK_PORTS))
+        raise ConfigError(f"--webhook: port {url_port} is not one Telegram posts to ({allowed})")
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"--port: {port} is out of range (1..65535)")
+    secret = env.get(secret_env, "")
+    if not secret:
+        raise ConfigError(
+            f"{secret_env}: not set; webhook mode needs a secret token (1-256 of A-Z a-z 0-9 _ -) "
+            "so that only Telegram can post updates"
+        )
+    if not _SECRET_TOKEN.fullmatch(secret):
+        raise ConfigError(f"{secret_env}: must be 1-256 characters of A-Z a-z 0-9 _ -")
+    return WebhookConfig(url=url, listen=listen, port=port, secret_token=secret)

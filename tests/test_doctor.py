@@ -1,0 +1,225 @@
+"""`xbot doctor` against real files and the local Bot API stand-in."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import httpx
+import pytest
+
+from xbot import migrations
+from xbot.db import connect, prepare_store
+from xbot.doctor import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Report, check_database, diagnose
+from xbot.queue import SyncQueue
+from xbot.testing.botapi import BotApiServer
+
+WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[BotApiServer]:
+    with BotApiServer() as server:
+        yield server
+
+
+def _env(tmp_path: Path, api: BotApiServer | None = None, **extra: str) -> dict[str, str]:
+    env = {"XBOT_DATA_DIR": str(tmp_path / "data")}
+    if api is not None:
+        env |= {
+            "XBOT_TOKEN": api.token,
+            "XBOT_BOT_API_URL": f"{api.url}/bot",
+            "XBOT_BOT_API_FILE_URL": f"{api.url}/file/bot",
+        }
+    return env | extra
+
+
+def _text(report: Report, *secrets: str) -> str:
+    return "\n".join(report.lines(secrets=secrets))
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_all_good_against_the_stand_in(tmp_path: Path, api: BotApiServer) -> None:
+    prepare_store(tmp_path / "data" / "xbot.sqlite3")
+    report = diagnose(_env(tmp_path, api), timeout=5)
+    text = _text(report)
+    assert report.exit_code == EXIT_OK, text
+    assert "ok    Bot API: getMe: @xbot_standin_bot" in text
+    assert "integrity ok" in text
+    assert "is writable" in text
+    # The stand-in's bot has privacy mode on, like a fresh bot from @BotFather.
+    assert "warn  privacy mode: on" in text
+    assert api.token not in text
+    assert api.calls_for("getMe")
+
+
+def test_a_revoked_token_is_named_but_never_shown(tmp_path: Path, api: BotApiServer) -> None:
+    report = diagnose(_env(tmp_path, api, XBOT_TOKEN=WRONG), timeout=5)
+    text = _text(report, WRONG)
+    assert report.exit_code == EXIT_FAILED
+    assert "refused the token (HTTP 401)" in text
+    assert "@BotFather" in text
+    assert WRONG not in "\n".join(f.line() for f in report.findings)
+    assert WRONG.split(":")[1] not in text
+
+
+def test_unreachable_bot_api_is_a_line_not_a_traceback(tmp_path: Path) -> None:
+    env = _env(
+        tmp_path,
+        XBOT_TOKEN=WRONG,
+        XBOT_BOT_API_URL=f"http://127.0.0.1:{_closed_port()}/bot",
+    )
+    report = diagnose(env, timeout=2)
+    text = _text(report)
+    assert report.exit_code == EXIT_FAILED
+    (line,) = [line for line in text.splitlines() if "Bot API" in line]
+    assert line.startswith("FAIL  Bot API: could not reach the Bot API at http://127.0.0.1:")
+    assert "ConnectError" in line
+    assert WRONG not in text
+
+
+def test_timeout_through_a_mock_transport(tmp_path: Path) -> None:
+    def hang(request: httpx.Request) -> httpx.Response:
+        assert WRONG in str(request.url)  # the real URL carries the token...
+        raise httpx.ReadTimeout(f"timed out reading {request.url}", request=request)
+
+    report = diagnose(
+        _env(tmp_path, XBOT_TOKEN=WRONG), timeout=1, transport=httpx.MockTransport(hang)
+    )
+    text = _text(report, WRONG)
+    assert "could not reach the Bot API at https://api.telegram.org/bot (ReadTimeout" in text
+    assert WRONG not in text  # ...the finding does not
+    assert WRONG.split(":")[1] not in "\n".join(f.line() for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (404, {"ok": False, "error_code": 404, "description": "Not Found"}, "refused the token"),
+        (502, None, "answered HTTP 502: Bad Gateway"),
+        (200, {"ok": True, "result": "odd"}, "answered HTTP 200"),
+    ],
+    ids=["404-token", "bad-gateway", "odd-result"],
+)
+def test_bot_api_answers(tmp_path: Path, status: int, body: object, expected: str) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if body is None:
+            return httpx.Response(status, text="<html>bad gateway</html>")
+        return httpx.Response(status, json=body)
+
+    report = diagnose(_env(tmp_path, XBOT_TOKEN=WRONG), transport=httpx.MockTransport(answer))
+    assert expected in _text(report)
+    assert report.exit_code == EXIT_FAILED
+
+
+def test_offline_skips_get_me(tmp_path: Path) -> None:
+    def never(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("no request when offline")
+
+    report = diagnose(
+        _env(tmp_path, XBOT_TOKEN=WRONG), online=False, transport=httpx.MockTransport(never)
+    )
+    assert report.exit_code == EXIT_OK
+    assert "Bot API" not in _text(report)
+
+
+def test_config_problems_one_line_each_and_exit_2(tmp_path: Path) -> None:
+    env = _env(
+        tmp_path,
+        XBOT_TOKEN=WRONG,
+        XBOT_WORKERS="lots",
+        XBOT_LOG_LEVEL="LOUD",
+        XBOT_WORKER="3",
+    )
+    report = diagnose(env)
+    lines = _text(report).splitlines()
+    assert report.exit_code == EXIT_CONFIG
+    assert "FAIL  XBOT_WORKERS: 'lots' is not a whole number" in lines
+    assert any(line.startswith("FAIL  XBOT_LOG_LEVEL: ") for line in lines)
+    assert "warn  XBOT_WORKER: not a setting xbot reads (did you mean XBOT_WORKERS?)" in lines
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["", "123456789:short", f'"{WRONG}"', WRONG.replace(":", "")],
+    ids=["unset", "short", "quoted", "no-colon"],
+)
+def test_token_shape_is_a_config_problem(tmp_path: Path, token: str) -> None:
+    report = diagnose(_env(tmp_path, XBOT_TOKEN=token))
+    text = _text(report)
+    assert report.exit_code == EXIT_CONFIG
+    assert "FAIL  XBOT_TOKEN: " in text
+    if token:
+        assert token not in text
+
+
+def _db(tmp_path: Path) -> Path:
+    path = tmp_path / "data" / "xbot.sqlite3"
+    prepare_store(path)
+    return path
+
+
+def test_database_findings(tmp_path: Path) -> None:
+    path = _db(tmp_path)
+    conn = connect(path)
+    queue = SyncQueue(conn)
+    queue.enqueue("deliver", {"url": "https://x.com/a/status/1"}, 5, now=0.0, max_attempts=1)
+    task = queue.lease_next(1.0)
+    assert task is not None
+    queue.reschedule(task.lease, 2.0, 1.0, "boom")  # the last attempt: dead
+    conn.close()
+    findings = check_database(path)
+    assert [f.level for f in findings] == ["ok", "warn"]
+    assert "dead=1" in findings[1].text
+
+
+def test_pending_migrations_warn(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite3"
+    conn = apsw.Connection(str(path))
+    migrations.migrate(conn, migrations.load_migrations()[:1])
+    conn.close()
+    findings = check_database(path)
+    assert [f.level for f in findings] == ["ok", "warn", "ok"]
+    assert "migration(s) pending" in findings[1].text
+
+
+def test_a_newer_or_broken_database_fails(tmp_path: Path) -> None:
+    path = _db(tmp_path)
+    conn = apsw.Connection(str(path))
+    conn.pragma("user_version", 99)
+    conn.close()
+    (finding,) = check_database(path)
+    assert finding.level == "fail"
+    assert "newer xbot" in finding.text
+    junk = tmp_path / "junk.sqlite3"
+    junk.write_bytes(b"this is not a database file at all" * 200)
+    (finding,) = check_database(junk)
+    assert finding.level == "fail"
+    assert "not an SQLite database" in finding.text
+
+
+def test_root_does_not_open_the_services_database(tmp_path: Path) -> None:
+    path = _db(tmp_path)
+    if os.geteuid() == 0:
+        os.chown(path.parent, 4242, 4242)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    (finding,) = check_database(path, euid=0)
+    assert finding.level == "warn"
+    assert "xbotctl" in finding.text
+    assert not Path(f"{path}-shm").exists()  # nothing was created as root
+
+
+def test_data_dir_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "data").write_text("oops")
+    report = diagnose(_env(tmp_path, XBOT_TOKEN=WRONG), online=False)
+    assert "FAIL  data dir: " in _text(report)
+    assert report.exit_code == EXIT_FAILED
