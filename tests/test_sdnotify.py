@@ -176,3 +176,31 @@ def test_a_full_socket_never_blocks(listener: Listener) -> None:
     n.close()
     assert results[0]
     assert not results[-1]
+
+
+async def test_serve_runs_watchdog_and_status_together(listener: Listener) -> None:
+    env = {"NOTIFY_SOCKET": listener.name, "WATCHDOG_USEC": "40000"}
+    n = SystemdNotifier.from_env(env)
+
+    async def describe() -> str:
+        return "queue pending=7"
+
+    task = asyncio.create_task(n.serve(lambda: True, describe, status_every=0.01))
+    got: list[str] = []
+    try:
+        async with asyncio.timeout(5):
+            while not {"WATCHDOG=1", "STATUS=queue pending=7"} <= set(got):
+                got += await listener.wait_for(1)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        n.close()
+
+
+async def test_serve_outside_systemd_returns() -> None:
+    async def describe() -> str:
+        raise AssertionError("never asked")
+
+    async with asyncio.timeout(1):
+        await SystemdNotifier.from_env({}).serve(lambda: True, describe)

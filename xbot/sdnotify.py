@@ -146,6 +146,20 @@ class SystemdNotifier:
                 log.debug("status line failed error=%s", exc)
             await asyncio.sleep(every)
 
+    async def serve(
+        self,
+        is_healthy: Callable[[], bool],
+        describe: Callable[[], Awaitable[str]],
+        status_every: float = STATUS_EVERY,
+    ) -> None:
+        """The watchdog and the status line together, until cancelled (a no-op outside
+        systemd). Start it after `ready`; cancel it before stopping."""
+        if not self.enabled:
+            return
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.run_watchdog(is_healthy))
+            group.create_task(self.run_status(describe, status_every))
+
     def close(self) -> None:
         if self._sock is not None:
             with contextlib.suppress(OSError):
