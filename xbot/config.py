@@ -418,3 +418,17 @@ def webhook_config(
     if not _SECRET_TOKEN.fullmatch(secret):
         raise ConfigError(f"{secret_env}: must be 1-256 characters of A-Z a-z 0-9 _ -")
     return WebhookConfig(url=url, listen=listen, port=port, secret_token=secret)
+
+
+def settings_table() -> str:
+    """The README's configuration table, rendered from `SETTINGS_DOC` (a test keeps the
+    README equal to it, so a setting cannot go undocumented)."""
+    rows = ["| variable | meaning | default |", "| --- | --- | --- |"]
+    for name, (meaning, default) in SETTINGS_DOC.items():
+        shown = (
+            default
+            if default.startswith(("`", "required", "empty", "none", "off"))
+            else (f"`{default}`")
+        )
+        rows.append(f"| `{name}` | {meaning} | {shown} |")
+    return "\n".join(rows) + "\n"
