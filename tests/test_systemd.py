@@ -3,6 +3,7 @@ directive is explained; xbotctl and the example environment file agree with it."
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from xbot.config import SETTINGS_DOC
+from xbot.logs import setup_logging
 
 ROOT = Path(__file__).resolve().parent.parent
 UNIT = ROOT / "systemd" / "xbot.service"
@@ -167,3 +169,22 @@ def test_env_example_has_every_setting() -> None:
     assert named == set(SETTINGS_DOC)
     # Only the token is set by default: the rest are shown commented, at their defaults.
     assert re.findall(r"^(XBOT_[A-Z_]+)=", text, re.MULTILINE) == ["XBOT_TOKEN"]
+
+
+@pytest.mark.parametrize("same_file", [True, False], ids=["journal", "inherited-variable"])
+def test_journald_is_detected_by_the_streams_inode(tmp_path: Path, same_file: bool) -> None:
+    """No timestamps only while stderr really is the journal stream systemd named."""
+    log_file = tmp_path / "stream.log"
+    other = tmp_path / "other.log"
+    other.touch()
+    root = logging.getLogger()
+    with log_file.open("w") as stream:
+        st = (log_file if same_file else other).stat()
+        try:
+            setup_logging("INFO", stream=stream, env={"JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"})
+            logging.getLogger("test.journal").info("hello")
+        finally:
+            for handler in [h for h in root.handlers if getattr(h, "_xbot", False)]:
+                root.removeHandler(handler)
+    line = log_file.read_text().splitlines()[0]
+    assert line.startswith("INFO test.journal hello") == same_file

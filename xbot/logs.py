@@ -87,6 +87,19 @@ def redact(text: str) -> str:
     return _filter.redact(text)
 
 
+def _writes_to_journal(journal_stream: str, stream: TextIO) -> bool:
+    """systemd sets ``$JOURNAL_STREAM`` to the ``device:inode`` of the journal stream it
+    connected; children inherit the variable, so it counts only while `stream` is that
+    very file (a stream without a file descriptor, as in tests, trusts the variable)."""
+    if not journal_stream:
+        return False
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is a ValueError
+        return True
+    return journal_stream == f"{st.st_dev}:{st.st_ino}"
+
+
 def setup_logging(
     level: str = "INFO",
     *,
@@ -99,7 +112,7 @@ def setup_logging(
     for secret in secrets:
         _filter.add(secret)
     _install_record_factory()
-    under_journald = bool(environ.get("JOURNAL_STREAM"))
+    under_journald = _writes_to_journal(environ.get("JOURNAL_STREAM", ""), stream or sys.stderr)
     fmt = (
         "%(levelname)s %(name)s %(message)s"
         if under_journald
