@@ -29,11 +29,16 @@ from xbot.config import (
 from xbot.errors import XbotError
 from xbot.logs import redact
 
+EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 UNSET_HELP = (
     "xbot: XBOT_TOKEN is not set. Get a token from @BotFather in Telegram and put it in "
     "the environment (XBOT_TOKEN=...); `xbot demo` shows the bot working offline without one."
+)
+REFUSED_HELP = (
+    "XBOT_TOKEN: Telegram refused the token (revoked or mistyped); copy the current one "
+    "from @BotFather (/mybots, API Token)"
 )
 NO_TORNADO = (
     "xbot: webhook mode needs python-telegram-bot's webhooks extra: "
@@ -73,7 +78,17 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         if "webhook" not in inspect.signature(Bot).parameters:
             return _fail("webhook mode is not available in this build of xbot; use long polling")
         options["webhook"] = webhook
-    asyncio.run(run_until_signalled(Bot(settings, **options)))
+    from telegram.error import InvalidToken, NetworkError  # the startup's getMe
+
+    try:
+        asyncio.run(run_until_signalled(Bot(settings, **options)))
+    except InvalidToken:
+        return _fail(REFUSED_HELP, [settings.token])
+    except NetworkError as exc:
+        # Transient (exit 1, not 2): systemd's Restart=on-failure tries again.
+        where = settings.bot_api_url.replace("{token}", "<token>")
+        _fail(f"could not reach the Bot API at {where}: {exc}", [settings.token])
+        return EXIT_FAILED
     return 0
 
 
