@@ -1,0 +1,48 @@
+"""How long a failed task waits before its next try: pure, clamped arithmetic.
+
+The delay grows as ``base ** attempt`` up to ``cap``, then jitter takes it
+down into ``[capped / 2, capped)`` so tasks that failed together (a flaky
+media host, a Telegram outage) do not come back together. Jitter is passed
+in, not drawn here, so the function is a table of cases in the tests.
+
+A ``retry_after`` (Telegram's 429 answer) is a floor that wins over the cap:
+asking again sooner only earns another 429.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def compute_backoff(
+    attempt: int,
+    *,
+    base: float = 2.0,
+    cap: float = 600.0,
+    jitter: float,
+    retry_after: float | None = None,
+) -> float:
+    """Seconds to wait before try number ``attempt + 1``.
+
+    Args:
+        attempt: tries made so far (1 after the first failure); values below 1 count as 1.
+        base: growth factor per attempt (> 1); the first delay is about ``base`` seconds.
+        cap: the longest delay jitter starts from (≥ 0).
+        jitter: a number in [0, 1), e.g. ``random.random()``; 0 gives the shortest delay.
+        retry_after: a delay the server asked for; the result is never shorter.
+    """
+    if not 0.0 <= jitter < 1.0:
+        raise ValueError(f"jitter must be in [0, 1), got {jitter!r}")
+    if base <= 1.0 or not math.isfinite(base):
+        raise ValueError(f"base must be a finite number above 1, got {base!r}")
+    if cap < 0.0 or not math.isfinite(cap):
+        raise ValueError(f"cap must be a finite number ≥ 0, got {cap!r}")
+    attempt = max(1, attempt)
+    # Compare exponents, not powers: base ** attempt overflows a float long
+    # before attempt stops being a plausible int.
+    at_cap = cap == 0.0 or attempt * math.log(base) >= math.log(cap)
+    capped = cap if at_cap else base**attempt
+    delay = capped * (0.5 + jitter / 2.0)
+    if retry_after is not None and math.isfinite(retry_after):
+        delay = max(delay, retry_after)
+    return delay

@@ -1,0 +1,753 @@
+"""The durable task queue: the ``tasks`` table, leases fenced by a token.
+
+The rules, each pinned by tests in tests/test_queue*.py:
+
+- ``lease_next`` claims in one statement (``UPDATE … WHERE id = (SELECT …
+  LIMIT 1) RETURNING``) and stamps a random token and an expiry. It never
+  leases a task of a chat that holds a live lease or is on hold (Telegram's
+  ``retry_after``): tasks of one chat run one at a time, in ``(run_after,
+  id)`` order; different chats run in parallel, the oldest runnable first.
+- Every later write-back matches id, token and ``state = 'running'``. A holder
+  whose lease expired and was handed to someone else matches no row and gets
+  `LeaseLost`; a 0-row update is never silent.
+- An attempt is counted when a task is leased, so a task that kills its
+  worker every time still dies after ``max_attempts`` (the repair of its
+  expired lease dead-letters it). ``reschedule(count_attempt=False)`` gives
+  the attempt back (rate limits are not failures).
+- Expired leases go back to pending at startup, in the periodic sweep, and
+  inline at the start of every ``lease_next``; they keep their ``run_after``,
+  so a task handed back keeps its place at the front of its chat.
+- The payload is the raw JSON text: the queue never parses it, so a payload
+  that no longer parses cannot break leasing; the worker dead-letters it and
+  `payload_identity` reads what it can for the notice.
+
+Time is always passed in (``now``, float epoch seconds); nothing here reads a
+clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
+callers per transaction (group commit); `SyncQueue` runs the same functions
+on one connection (other processes, tests). SQL here is assembled only from
+this module's constants, never from input (hence the ``noqa: S608``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import Any, Final, TypeVar
+
+import apsw
+import attrs
+
+from xbot.db import DbPool, write_sync
+from xbot.errors import LeaseLost
+
+T = TypeVar("T")
+
+STATES: Final = ("pending", "running", "done", "dead")
+DEFAULT_LEASE: Final = 90.0
+# prune_done deletes in chunks so a big backlog of done rows never holds the
+# write lock for long; leases interleave between the chunks.
+PRUNE_CHUNK: Final = 2000
+# At most this many operations share one transaction: bounds how long a batch
+# holds the write lock (a lease costs tens of microseconds).
+BATCH_MAX: Final = 64
+
+# The columns of tasks in table order, which is also the field order of Task.
+_COLUMNS: Final = (
+    "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
+    "lease_token, lease_expires, last_error, created_at, updated_at"
+)
+
+
+@attrs.frozen
+class Lease:
+    """The right to write back to one task: its id and the token of this claim."""
+
+    task_id: int
+    token: str
+
+
+@attrs.frozen
+class Task:
+    """One row of ``tasks``. ``payload`` is the raw JSON text, never parsed here."""
+
+    id: int
+    kind: str
+    chat_id: int
+    payload: str
+    state: str
+    dedup_key: str | None
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_token: str | None
+    lease_expires: float | None
+    last_error: str | None
+    created_at: float
+    updated_at: float
+
+    @property
+    def lease(self) -> Lease:
+        if self.lease_token is None:
+            raise ValueError(f"task {self.id} is not leased (state {self.state})")
+        return Lease(self.id, self.lease_token)
+
+
+@attrs.frozen
+class QueueStats:
+    """What an operator asks first.
+
+    Attributes:
+        counts_by_state: every state, with 0 for an empty one.
+        oldest_pending_age: seconds the most overdue pending task has been
+            runnable (``now - run_after``, at least 0); None when none is pending.
+        dead: dead letters waiting for an operator.
+        held_chats: chats on hold (Telegram's retry_after) at ``now``.
+    """
+
+    counts_by_state: dict[str, int]
+    oldest_pending_age: float | None
+    dead: int
+    held_chats: int
+
+
+def _task(row: apsw.SQLiteValues) -> Task:
+    return Task(*row)  # type: ignore[arg-type]
+
+
+def _encode(payload: Mapping[str, Any] | str) -> str:
+    if isinstance(payload, str):
+        return payload
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+_IDENTITY_KEYS: Final = ("url", "key")
+
+
+def payload_identity(raw: str) -> dict[str, str]:
+    """Best effort: the ``url`` and ``key`` of a payload, for a dead-letter notice.
+
+    Never raises: a payload that does not parse as JSON is searched for the
+    ``"url": "…"`` pattern instead, and what is not found is left out.
+    """
+    found: dict[str, str] = {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        for name in _IDENTITY_KEYS:
+            value = data.get(name)
+            if isinstance(value, str | int) and not isinstance(value, bool):
+                found[name] = str(value)
+        return found
+    for name in _IDENTITY_KEYS:
+        match = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.){{0,2000}})"', str(raw))
+        if match:
+            found[name] = match.group(1)
+    return found
+
+
+# --- the operations: plain functions of a connection, run inside a transaction -----------
+
+_REPAIR_SQL: Final = f"""
+UPDATE tasks INDEXED BY tasks_running_expiry SET
+    state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
+    last_error = CASE WHEN attempts >= max_attempts
+        THEN 'worker lost the task ' || attempts || ' times'
+        ELSE 'lease expired: the worker lost the task' END,
+    lease_token = NULL, lease_expires = NULL, updated_at = :now
+WHERE state = 'running' AND lease_expires <= :now
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+# The claim, in one statement. It walks chat lanes (one row per chat with
+# pending work, naming its head; see migrations_sql/0002_chat_lanes.sql)
+# oldest head first and skips chats with a live lease or a hold: one row per
+# busy or held chat, whatever their backlogs. Claiming only heads keeps each
+# chat in (run_after, id) order; the lane triggers move the head along.
+# INDEXED BY: without statistics the planner preferred a full sort.
+_CLAIM_SQL: Final = f"""
+UPDATE tasks SET
+    state = 'running', lease_token = :token, lease_expires = :expires,
+    attempts = attempts + 1, updated_at = :now
+WHERE state = 'pending' AND id = (
+    SELECT l.head_id FROM chat_lanes AS l INDEXED BY chat_lanes_order
+    WHERE l.head_run_after <= :now
+      AND NOT EXISTS (
+        SELECT 1 FROM tasks AS r INDEXED BY tasks_running_chat
+        WHERE r.state = 'running' AND r.chat_id = l.chat_id AND r.lease_expires > :now)
+      AND NOT EXISTS (
+        SELECT 1 FROM chat_holds AS h WHERE h.chat_id = l.chat_id AND h.not_before > :now)
+    ORDER BY l.head_run_after, l.head_id
+    LIMIT 1)
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+_FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
+_FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
+
+
+def _repair(conn: apsw.Connection, now: float) -> builtins.list[Task]:
+    return [_task(r) for r in conn.execute(_REPAIR_SQL, {"now": now}).fetchall()]
+
+
+def _lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Task | None:
+    _repair(conn, now)
+    params = {"token": secrets.token_hex(16), "expires": now + lease_for, "now": now}
+    # fetchall(), always: an unfinished RETURNING statement keeps the write lock.
+    rows = conn.execute(_CLAIM_SQL, params).fetchall()
+    return _task(rows[0]) if rows else None
+
+
+def _fenced(
+    conn: apsw.Connection, lease: Lease, op: str, sets: str, params: dict[str, Any]
+) -> Task:
+    """One fenced UPDATE; 0 rows matched means someone else holds the task now."""
+    sql = f"UPDATE tasks SET {sets} WHERE {_FENCE} RETURNING {_COLUMNS}"  # noqa: S608
+    rows = conn.execute(sql, {"id": lease.task_id, "token": lease.token, **params}).fetchall()
+    if not rows:
+        raise LeaseLost(lease.task_id, op)
+    return _task(rows[0])
+
+
+_INSERT_SQL: Final = f"""
+INSERT INTO tasks (kind, chat_id, payload, state, dedup_key, attempts, max_attempts,
+                   run_after, created_at, updated_at)
+VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now)
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+
+def _enqueue(conn: apsw.Connection, fields: dict[str, Any]) -> Task:
+    if fields["dedup_key"] is not None:
+        # Inside BEGIN IMMEDIATE nobody slips in between this look-up and the
+        # insert; the unique partial index tasks_dedup_live is the backstop.
+        sql = (
+            f"SELECT {_COLUMNS} FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')"  # noqa: S608
+        )
+        existing = conn.execute(sql, (fields["dedup_key"],)).fetchall()
+        if existing:
+            return _task(existing[0])
+    rows = conn.execute(_INSERT_SQL, fields).fetchall()
+    return _task(rows[0])
+
+
+def _heartbeat(conn: apsw.Connection, lease: Lease, now: float, lease_for: float) -> float:
+    sets = "lease_expires = :expires, updated_at = :now"
+    task = _fenced(conn, lease, "heartbeat", sets, {"expires": now + lease_for, "now": now})
+    assert task.lease_expires is not None
+    return task.lease_expires
+
+
+def _mark_done(conn: apsw.Connection, lease: Lease, now: float) -> None:
+    rows = conn.execute(
+        f"UPDATE tasks SET state = 'done', {_FREE} WHERE {_FENCE} RETURNING id",  # noqa: S608
+        {"id": lease.task_id, "token": lease.token, "now": now},
+    ).fetchall()
+    if not rows:
+        raise LeaseLost(lease.task_id, "mark_done")
+
+
+def _done_and_lease_next(
+    conn: apsw.Connection, lease: Lease, now: float, lease_for: float
+) -> Task | None:
+    _mark_done(conn, lease, now)  # raises before anything is written
+    return _lease_next(conn, now, lease_for)
+
+
+def _reschedule(
+    conn: apsw.Connection, lease: Lease, *, now: float, delay: float, error: str, count: bool
+) -> Task:
+    # Out of attempts: that was the last try, so the task dies here rather
+    # than being leased once more than it may be.
+    sets = f"""attempts = attempts - :give_back,
+        state = CASE WHEN attempts - :give_back >= max_attempts THEN 'dead' ELSE 'pending' END,
+        run_after = :run_after, last_error = :error, {_FREE}"""
+    params = {
+        "give_back": 0 if count else 1,
+        "run_after": now + max(0.0, delay),
+        "error": error,
+        "now": now,
+    }
+    return _fenced(conn, lease, "reschedule", sets, params)
+
+
+def _dead_letter(conn: apsw.Connection, lease: Lease, now: float, error: str, op: str) -> Task:
+    sets = f"state = 'dead', last_error = :error, {_FREE}"
+    return _fenced(conn, lease, op, sets, {"error": error, "now": now})
+
+
+def _replace_payload(conn: apsw.Connection, lease: Lease, payload: str, now: float) -> None:
+    sets = "payload = :payload, updated_at = :now"
+    _fenced(conn, lease, "replace_payload", sets, {"payload": payload, "now": now})
+
+
+def _delete(conn: apsw.Connection, lease: Lease) -> None:
+    rows = conn.execute(
+        f"DELETE FROM tasks WHERE {_FENCE} RETURNING id",  # noqa: S608
+        {"id": lease.task_id, "token": lease.token},
+    ).fetchall()
+    if not rows:
+        raise LeaseLost(lease.task_id, "delete")
+
+
+def _hold_chat(conn: apsw.Connection, chat_id: int, until: float) -> float:
+    rows = conn.execute(
+        "INSERT INTO chat_holds (chat_id, not_before) VALUES (?, ?)"
+        " ON CONFLICT (chat_id) DO UPDATE SET not_before = max(not_before, excluded.not_before)"
+        " RETURNING not_before",
+        (chat_id, until),
+    ).fetchall()
+    return float(rows[0][0])  # type: ignore[arg-type]
+
+
+def _rate_limited(
+    conn: apsw.Connection, lease: Lease, now: float, until: float, error: str
+) -> Task | None:
+    """Hold the chat, then put the task back; None (hold kept) if the lease was lost."""
+    row = conn.execute("SELECT chat_id FROM tasks WHERE id = ?", (lease.task_id,)).fetchall()
+    if row:
+        # The hold stands even if this lease was lost: Telegram said so for the chat.
+        until = _hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
+    try:
+        return _reschedule(conn, lease, now=now, delay=until - now, error=error, count=False)
+    except LeaseLost:
+        return None
+
+
+def _release_expired_holds(conn: apsw.Connection, now: float) -> int:
+    # One row per held chat, a handful at most: the scan is fine.
+    rows = conn.execute("DELETE FROM chat_holds WHERE not_before <= ? RETURNING 1", (now,))
+    return len(rows.fetchall())
+
+
+def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
+    rows = conn.execute(
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_state_updated"
+        " WHERE state = 'done' AND updated_at < ? LIMIT ?) RETURNING 1",
+        (before, chunk),
+    )
+    return len(rows.fetchall())
+
+
+def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    return conn.execute(sql, params).fetchall()[0][0]
+
+
+def _stats(conn: apsw.Connection, now: float) -> QueueStats:
+    # One covering index range per state (tasks_state_updated), one seek for the oldest.
+    counts = {
+        state: int(_scalar(conn, "SELECT count(*) FROM tasks WHERE state = ?", (state,)))
+        for state in STATES
+    }
+    oldest = _scalar(conn, "SELECT min(run_after) FROM tasks WHERE state = 'pending'")
+    age = None if oldest is None else max(0.0, now - float(oldest))
+    held = int(_scalar(conn, "SELECT count(*) FROM chat_holds WHERE not_before > ?", (now,)))
+    return QueueStats(counts, age, counts["dead"], held)
+
+
+def _list(
+    conn: apsw.Connection, state: str | None, chat_id: int | None, limit: int
+) -> builtins.list[Task]:
+    where: builtins.list[str] = []
+    params: builtins.list[object] = []
+    if state is not None:
+        where.append("state = ?")
+        params.append(state)
+    if chat_id is not None:
+        where.append("chat_id = ?")
+        params.append(chat_id)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    # Newest first; with a state, tasks_state_updated serves the order.
+    order = "updated_at DESC, id DESC" if state is not None else "id DESC"
+    sql = f"SELECT {_COLUMNS} FROM tasks {clause} ORDER BY {order} LIMIT ?"  # noqa: S608
+    return [_task(r) for r in conn.execute(sql, (*params, limit)).fetchall()]
+
+
+def _get(conn: apsw.Connection, task_id: int) -> Task | None:
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchall()  # noqa: S608
+    return _task(rows[0]) if rows else None
+
+
+def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
+    # If a live task with the same dedup key already does this job, leave the dead one.
+    rows = conn.execute(
+        f"""UPDATE tasks SET state = 'pending', attempts = 0, run_after = :now, {_FREE}
+           WHERE id = :id AND state = 'dead' AND (dedup_key IS NULL OR NOT EXISTS (
+               SELECT 1 FROM tasks AS o WHERE o.dedup_key = tasks.dedup_key
+               AND o.state IN ('pending', 'running')))
+           RETURNING 1""",  # noqa: S608
+        {"id": task_id, "now": now},
+    ).fetchall()
+    return bool(rows)
+
+
+def _purge_dead(conn: apsw.Connection, now: float, older_than: float | None) -> int:
+    before = float("inf") if older_than is None else now - older_than
+    rows = conn.execute(
+        "DELETE FROM tasks WHERE state = 'dead' AND updated_at < ? RETURNING 1", (before,)
+    )
+    return len(rows.fetchall())
+
+
+def _move_chat(conn: apsw.Connection, old_chat_id: int, new_chat_id: int) -> int:
+    """A group became a supergroup: its tasks and its hold follow it (rare: a scan is fine)."""
+    moved = conn.execute(
+        "UPDATE tasks SET chat_id = ? WHERE chat_id = ? RETURNING 1", (new_chat_id, old_chat_id)
+    ).fetchall()
+    hold = conn.execute(
+        "DELETE FROM chat_holds WHERE chat_id = ? RETURNING not_before", (old_chat_id,)
+    ).fetchall()
+    if hold:
+        _hold_chat(conn, new_chat_id, float(hold[0][0]))  # type: ignore[arg-type]
+    return len(moved)
+
+
+def _enqueue_fields(
+    *,
+    kind: str,
+    payload: Mapping[str, Any] | str,
+    chat_id: int,
+    now: float,
+    run_after: float | None,
+    dedup_key: str | None,
+    max_attempts: int,
+) -> dict[str, Any]:
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    return {
+        "kind": kind,
+        "payload": _encode(payload),
+        "chat_id": chat_id,
+        "now": now,
+        "run_after": now if run_after is None else run_after,
+        "dedup_key": dedup_key,
+        "max_attempts": max_attempts,
+    }
+
+
+# --- group commit ---------------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _Op:
+    fn: Callable[[apsw.Connection], Any]
+    fut: asyncio.Future[Any]
+
+
+class _BatchAborted(Exception):
+    """An operation of a batch raised a database error; the whole batch rolled back."""
+
+
+def _apply_batch(
+    conn: apsw.Connection, fns: builtins.list[Callable[[apsw.Connection], Any]]
+) -> builtins.list[tuple[Any, Exception | None]]:
+    """Each operation in its own savepoint: one that fails (LeaseLost) leaves the others."""
+    outcomes: builtins.list[tuple[Any, Exception | None]] = []
+    for fn in fns:
+        conn.execute("SAVEPOINT op")
+        try:
+            value = fn(conn)
+        except apsw.Error as exc:
+            raise _BatchAborted from exc
+        except Exception as exc:  # noqa: BLE001 - handed to its caller, like its own transaction
+            conn.execute("ROLLBACK TO op")
+            conn.execute("RELEASE op")
+            outcomes.append((None, exc))
+        else:
+            conn.execute("RELEASE op")
+            outcomes.append((value, None))
+    return outcomes
+
+
+def _resolve(op: _Op, value: object, exc: BaseException | None) -> None:
+    if op.fut.done():  # the caller was cancelled; the operation ran all the same
+        return
+    if exc is not None:
+        op.fut.set_exception(exc)
+    else:
+        op.fut.set_result(value)
+
+
+async def _settle(op: _Op, work: Awaitable[object]) -> None:
+    try:
+        value = await work
+    except Exception as exc:  # noqa: BLE001 - handed to the one caller it belongs to
+        _resolve(op, None, exc)
+    else:
+        _resolve(op, value, None)
+
+
+# --- the two front doors --------------------------------------------------------------------
+
+
+@attrs.define
+class TaskQueue:
+    """The queue on the asyncio pool, as the bot uses it.
+
+    Attributes:
+        pool: the open `DbPool`.
+    """
+
+    _pool: DbPool
+    _ops: builtins.list[_Op] = attrs.field(factory=list, init=False)
+    _flusher: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+
+    async def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run ``fn`` in a write transaction, with what other callers asked meanwhile.
+
+        Group commit: while one batch is in the database, new operations
+        gather and go together in the next, each in its own savepoint. A
+        result is handed out only after its batch committed, so each caller
+        sees what a transaction of its own would have given (a batch is one
+        serial order of concurrent calls). One thread hop and one commit then
+        serve several workers; see docs/benchmarks.md.
+        """
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._ops.append(_Op(fn, fut))
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
+        return await fut
+
+    async def _flush(self) -> None:
+        try:
+            while self._ops:
+                batch = self._ops[:BATCH_MAX]
+                del self._ops[: len(batch)]
+                await self._run_batch(batch)
+        finally:
+            # No await between the last look at _ops and this line: a caller
+            # that appends later sees None and starts a new flusher.
+            self._flusher = None
+
+    async def _run_batch(self, batch: builtins.list[_Op]) -> None:
+        if len(batch) == 1:
+            await _settle(batch[0], self._pool.write(batch[0].fn))
+            return
+        try:
+            outcomes = await self._pool.write(partial(_apply_batch, fns=[op.fn for op in batch]))
+        except _BatchAborted:
+            # A database error rolled the batch back: run each operation alone
+            # so each caller gets its own outcome (translated by the pool).
+            for op in batch:
+                await _settle(op, self._pool.write(op.fn))
+            return
+        except Exception as failed:  # noqa: BLE001 - BEGIN or COMMIT failed: nothing written
+            for op in batch:
+                _resolve(op, None, failed)
+            return
+        for op, (value, exc) in zip(batch, outcomes, strict=True):
+            _resolve(op, value, exc)
+
+    async def enqueue(
+        self,
+        kind: str,
+        payload: Mapping[str, Any] | str,
+        chat_id: int,
+        *,
+        now: float,
+        run_after: float | None = None,
+        dedup_key: str | None = None,
+        max_attempts: int = 5,
+    ) -> Task:
+        """Add a task; with a ``dedup_key`` already pending or running, return that task."""
+        fields = _enqueue_fields(
+            kind=kind,
+            payload=payload,
+            chat_id=chat_id,
+            now=now,
+            run_after=run_after,
+            dedup_key=dedup_key,
+            max_attempts=max_attempts,
+        )
+        return await self._write(partial(_enqueue, fields=fields))
+
+    async def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
+        """Hand back expired leases, then claim the oldest runnable task (or None)."""
+        return await self._write(partial(_lease_next, now=now, lease_for=lease_for))
+
+    async def heartbeat(self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE) -> float:
+        """Extend the lease to ``now + lease_for``; returns the new expiry."""
+        return await self._write(partial(_heartbeat, lease=lease, now=now, lease_for=lease_for))
+
+    async def mark_done(self, lease: Lease, now: float) -> None:
+        await self._write(partial(_mark_done, lease=lease, now=now))
+
+    async def mark_done_and_lease_next(
+        self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE
+    ) -> Task | None:
+        """`mark_done`, then `lease_next`, in one call; a lost lease writes and leases nothing."""
+        fn = partial(_done_and_lease_next, lease=lease, now=now, lease_for=lease_for)
+        return await self._write(fn)
+
+    async def reschedule(
+        self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True
+    ) -> Task:
+        """Back to pending at ``now + delay``; dead instead if that was the last attempt.
+
+        ``count_attempt=False`` gives back the attempt counted at lease time.
+        """
+        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
+        return await self._write(partial(fn, count=count_attempt))
+
+    async def dead_letter(self, lease: Lease, now: float, error: str) -> Task:
+        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter")
+        return await self._write(fn)
+
+    async def dead_letter_raw(self, lease: Lease, now: float, error: str) -> Task:
+        """Dead-letter a task whose payload does not parse.
+
+        The returned row names it (id, chat, kind); `payload_identity` of its
+        payload adds what can be read for the notice.
+        """
+        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter_raw")
+        return await self._write(fn)
+
+    async def replace_payload(
+        self, lease: Lease, payload: Mapping[str, Any] | str, now: float
+    ) -> None:
+        """Rewrite a running task's payload (two-phase delivery); the lease goes on."""
+        fn = partial(_replace_payload, lease=lease, payload=_encode(payload), now=now)
+        await self._write(fn)
+
+    async def delete(self, lease: Lease) -> None:
+        await self._write(partial(_delete, lease=lease))
+
+    async def hold_chat(self, chat_id: int, until: float) -> float:
+        """No task of the chat starts before ``until`` (the later of old and new); returns it."""
+        return await self._write(partial(_hold_chat, chat_id=chat_id, until=until))
+
+    async def rate_limited(self, lease: Lease, now: float, until: float, error: str) -> Task:
+        """Telegram said retry_after: hold the chat and put the task back, attempt not counted.
+
+        The hold is written even when the lease was lost (then `LeaseLost` is raised).
+        """
+        fn = partial(_rate_limited, lease=lease, now=now, until=until, error=error)
+        task = await self._write(fn)
+        if task is None:
+            raise LeaseLost(lease.task_id, "rate_limited")
+        return task
+
+    async def release_expired_holds(self, now: float) -> int:
+        return await self._write(partial(_release_expired_holds, now=now))
+
+    async def repair_expired(self, now: float) -> int:
+        """Hand expired leases back (dead when out of attempts); returns how many."""
+        return len(await self._write(partial(_repair, now=now)))
+
+    async def prune_done(self, now: float, older_than: float = 86400.0) -> int:
+        """Delete done tasks last touched before ``now - older_than``, in short chunks."""
+        total = 0
+        while True:
+            fn = partial(_prune_done_chunk, before=now - older_than, chunk=PRUNE_CHUNK)
+            n = await self._write(fn)
+            total += n
+            if n < PRUNE_CHUNK:
+                return total
+
+    async def stats(self, now: float) -> QueueStats:
+        return await self._pool.read(partial(_stats, now=now))
+
+    async def list(
+        self, state: str | None = None, chat_id: int | None = None, limit: int = 50
+    ) -> builtins.list[Task]:
+        """Newest first, filtered by state and/or chat."""
+        return await self._pool.read(partial(_list, state=state, chat_id=chat_id, limit=limit))
+
+    async def get(self, task_id: int) -> Task | None:
+        return await self._pool.run(partial(_get, task_id=task_id))
+
+    async def retry(self, task_id: int, now: float) -> bool:
+        """A dead task back to pending with fresh attempts.
+
+        False if it is not dead, or a live task with its dedup key does its job.
+        """
+        return await self._write(partial(_retry, task_id=task_id, now=now))
+
+    async def purge_dead(self, now: float, older_than: float | None = None) -> int:
+        """Delete dead tasks (those older than ``older_than`` seconds, if given)."""
+        return await self._write(partial(_purge_dead, now=now, older_than=older_than))
+
+    async def move_chat(self, old_chat_id: int, new_chat_id: int) -> int:
+        fn = partial(_move_chat, old_chat_id=old_chat_id, new_chat_id=new_chat_id)
+        return await self._write(fn)
+
+
+@attrs.define
+class SyncQueue:
+    """The same operations on one connection, each in its own transaction.
+
+    For other processes, the CLI and tests: one thread at a time per connection.
+
+    Attributes:
+        conn: an open, migrated connection (`xbot.db.connect`).
+    """
+
+    conn: apsw.Connection
+
+    def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        return write_sync(self.conn, fn)
+
+    def enqueue(
+        self,
+        kind: str,
+        payload: Mapping[str, Any] | str,
+        chat_id: int,
+        *,
+        now: float,
+        run_after: float | None = None,
+        dedup_key: str | None = None,
+        max_attempts: int = 5,
+    ) -> Task:
+        fields = _enqueue_fields(
+            kind=kind,
+            payload=payload,
+            chat_id=chat_id,
+            now=now,
+            run_after=run_after,
+            dedup_key=dedup_key,
+            max_attempts=max_attempts,
+        )
+        return self._write(partial(_enqueue, fields=fields))
+
+    def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
+        return self._write(partial(_lease_next, now=now, lease_for=lease_for))
+
+    def heartbeat(self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE) -> float:
+        return self._write(partial(_heartbeat, lease=lease, now=now, lease_for=lease_for))
+
+    def mark_done(self, lease: Lease, now: float) -> None:
+        self._write(partial(_mark_done, lease=lease, now=now))
+
+    def reschedule(
+        self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True
+    ) -> Task:
+        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
+        return self._write(partial(fn, count=count_attempt))
+
+    def dead_letter(self, lease: Lease, now: float, error: str) -> Task:
+        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter")
+        return self._write(fn)
+
+    def replace_payload(self, lease: Lease, payload: Mapping[str, Any] | str, now: float) -> None:
+        self._write(partial(_replace_payload, lease=lease, payload=_encode(payload), now=now))
+
+    def delete(self, lease: Lease) -> None:
+        self._write(partial(_delete, lease=lease))
+
+    def hold_chat(self, chat_id: int, until: float) -> float:
+        return self._write(partial(_hold_chat, chat_id=chat_id, until=until))
+
+    def repair_expired(self, now: float) -> int:
+        return len(self._write(partial(_repair, now=now)))
+
+    def stats(self, now: float) -> QueueStats:
+        return self._write(partial(_stats, now=now))
+
+    def get(self, task_id: int) -> Task | None:
+        return _get(self.conn, task_id)
