@@ -214,7 +214,9 @@ def queue_show(settings: Settings, out: TextIO, task_id: int, *, now: float | No
         ("last error", task.last_error or "-"),
     ]
     for name, value in fields:
-        out.write(f"{name + ':':<14}{value}\n")
+        # Continuation lines line up under the value (a last error can span lines).
+        text = str(value).replace("\n", "\n" + " " * 14)
+        out.write(f"{name + ':':<14}{text}\n")
     try:
         payload = json.dumps(json.loads(task.payload), indent=2, ensure_ascii=False)
     except ValueError:
