@@ -55,6 +55,7 @@ EXPECTED_COLUMNS = {
     "chat_state": ["chat_id", "settings", "records", "updated_at"],
     "link_cache": ["key", "entry", "created_at"],
     "chat_holds": ["chat_id", "not_before"],
+    "chat_lanes": ["chat_id", "head_run_after", "head_id"],
 }  # fmt: skip
 
 EXPECTED_INDEXES = {
@@ -64,6 +65,8 @@ EXPECTED_INDEXES = {
     "tasks_state_updated",
     "tasks_dedup_live",
     "link_cache_created",
+    "tasks_chat_pending",
+    "chat_lanes_order",
 }
 
 
@@ -115,6 +118,9 @@ async def test_literal_old_database_upgrades(tmp_path: Path) -> None:
         ], "rule 1: rows must survive the upgrade"
         assert conn.execute("SELECT settings FROM chat_state").fetchall() == [('{"ytdlp": true}',)]
         assert conn.execute("SELECT key FROM link_cache").fetchall() == [("x:1",)]
+        assert conn.execute("SELECT chat_id, head_id FROM chat_lanes").fetchall() == [(42, 1)], (
+            "rule 1: pending work already there must be claimable after the upgrade"
+        )
     finally:
         conn.close()
 

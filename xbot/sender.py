@@ -21,7 +21,6 @@ from typing import Any, Literal, cast
 import attrs
 import telegram
 from telegram import (
-    InputFile,
     InputMediaAnimation,
     InputMediaDocument,
     InputMediaPhoto,
@@ -177,12 +176,16 @@ def file_id_of(message: Message, kind: OutKind) -> str:
     raise RetryLater(f"Telegram's answer had no {kind} in it")
 
 
-def _input(item: OutMedia) -> str | InputFile:
+def _input(item: OutMedia) -> str | bytes:
+    """A file_id or URL as it is; a local file as its bytes.
+
+    PTB builds the multipart body in memory either way (the download itself
+    streamed to disk, so one copy is in memory at a time). Bytes rather than
+    an `InputFile`: inside `InputMedia*` only raw input gets its
+    ``attach://`` name.
+    """
     if isinstance(item.source, Path):
-        # PTB reads the file into memory for the multipart body; the download
-        # itself streamed to disk, so one copy is in memory at a time.
-        with item.source.open("rb") as f:
-            return InputFile(f, filename=item.filename, read_file_handle=True)
+        return item.source.read_bytes()
     return item.source
 
 
@@ -194,7 +197,11 @@ def _input_media(
     item: OutMedia, caption: str | None, spoiler: bool
 ) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument:
     media = _input(item)
-    common: dict[str, Any] = {"caption": caption, "parse_mode": ParseMode.HTML if caption else None}
+    common: dict[str, Any] = {
+        "caption": caption,
+        "parse_mode": ParseMode.HTML if caption else None,
+        "filename": item.filename if isinstance(item.source, Path) else None,
+    }
     if item.kind == "photo":
         return InputMediaPhoto(media, has_spoiler=spoiler or None, **common)
     if item.kind == "video":
@@ -302,6 +309,7 @@ class Sender:
             "reply_parameters": reply,
             "write_timeout": write_timeout,
             "read_timeout": max(30.0, write_timeout),
+            "filename": item.filename if isinstance(item.source, Path) else None,
         }
         media = _input(item)
         if item.kind == "photo":

@@ -1,0 +1,288 @@
+"""The composition root: the one place that wires settings, store, queue, fetchers,
+sender, workers and PTB handlers together, and runs them until told to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from telegram import Update
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
+from telegram.request import HTTPXRequest
+
+from xbot import __version__
+from xbot.config import Settings
+from xbot.db import open_store
+from xbot.delivery import KIND as DELIVER
+from xbot.delivery import DeliverPayload, Delivery
+from xbot.errors import PayloadError, StoreError
+from xbot.handlers import commands, messages
+from xbot.link_cache import LinkCache
+from xbot.logs import kv
+from xbot.media import netguard
+from xbot.media.tempfiles import sweep_temp
+from xbot.media.x_api import XApi
+from xbot.pacing import Pacer
+from xbot.queue import Task, TaskQueue
+from xbot.sdnotify import SystemdNotifier
+from xbot.sender import Sender
+from xbot.services import Services, XContext
+from xbot.state import ChatStore
+from xbot.worker import Workers
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = f"xbot/{__version__} (+https://github.com/xbot; Telegram media bot)"
+SWEEP_EVERY = 300.0
+STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
+
+AppType = Application[Any, XContext, Any, Any, Any, Any]
+
+
+def build_application(settings: Settings) -> AppType:
+    """PTB's Application with our request settings and typed context; no handlers yet."""
+    request = HTTPXRequest(
+        connection_pool_size=64,
+        connect_timeout=10.0,
+        read_timeout=30.0,
+        write_timeout=30.0,
+        media_write_timeout=120.0,
+    )
+    builder = (
+        ApplicationBuilder()
+        .token(settings.token)
+        .base_url(settings.bot_api_url)
+        .base_file_url(settings.bot_api_file_url)
+        .request(request)
+        .get_updates_request(HTTPXRequest(connection_pool_size=1, read_timeout=40.0))
+        .context_types(ContextTypes(context=XContext))
+        # Handlers only enqueue; letting them overlap keeps one slow reply from
+        # holding up every other chat.
+        .concurrent_updates(True)
+    )
+    return builder.build()
+
+
+async def build_services(
+    settings: Settings,
+    application: AppType,
+    *,
+    clock: Callable[[], float] = time.time,
+    pacer: Pacer | None = None,
+) -> Services:
+    pool = await open_store(settings.db_path)
+    queue = TaskQueue(pool)
+    chats = ChatStore(pool)
+    cache = LinkCache(pool)
+    sender = Sender(application.bot, pacer or Pacer())
+    x_client = httpx.AsyncClient(
+        headers={"User-Agent": USER_AGENT},
+        timeout=httpx.Timeout(10.0, connect=5.0),
+        trust_env=False,
+    )
+    guarded = netguard.make_client(
+        allow_private=settings.allow_private_networks,
+        timeout=httpx.Timeout(30.0, connect=10.0),
+        user_agent=USER_AGENT,
+    )
+    x_api = XApi(x_client, settings.x_api_url)
+    delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
+
+    async def notify(task: Task, reason: str) -> None:
+        await dead_letter_notice(sender, task, reason)
+
+    workers = Workers(queue, {DELIVER: delivery.run}, notify, count=settings.workers, clock=clock)
+    services = Services(
+        settings=settings,
+        pool=pool,
+        queue=queue,
+        chats=chats,
+        cache=cache,
+        sender=sender,
+        delivery=delivery,
+        workers=workers,
+        x_client=x_client,
+        guarded=guarded,
+        clock=clock,
+    )
+    services.attach(application)
+    return services
+
+
+async def dead_letter_notice(sender: Sender, task: Task, reason: str) -> None:
+    """One message naming the post and the reason, when a task finally failed."""
+    what, reply_to = "your link", None
+    if task.kind == DELIVER:
+        with contextlib.suppress(PayloadError):
+            payload = DeliverPayload.from_json(task.payload)
+            what, reply_to = payload.url, payload.reply_to
+    text = f"Sorry, I could not deliver {what}: {reason.rstrip('.')}."
+    await sender.send_text(task.chat_id, text, reply_to=reply_to, html=False)
+
+
+def add_handlers(application: AppType) -> None:
+    for command in commands.COMMANDS:
+        application.add_handler(CommandHandler(command.name, command.handler))
+    text_like = (filters.TEXT | filters.CAPTION) & ~filters.COMMAND
+    application.add_handler(MessageHandler(text_like, messages.on_message))
+    application.add_error_handler(on_error)
+
+
+async def on_error(update: object, context: XContext) -> None:
+    """The one error handler: a log line, never a traceback to a user."""
+    err = context.error
+    chat = update.effective_chat.id if isinstance(update, Update) and update.effective_chat else ""
+    log.error("handler failed %s", kv(chat=chat, error=type(err).__name__), exc_info=err)
+
+
+async def sweep_once(services: Services) -> dict[str, int]:
+    """The periodic sweep: every step cheap because each is served by an index."""
+    now = services.clock()
+    done: dict[str, int] = {}
+    done["cache_pruned"] = await services.cache.prune(now, services.settings.cache_ttl)
+    expired = await services.chats.prune_expired(now)
+    done["records_expired"] = len(expired)
+    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, now)
+    done["leases_repaired"] = await services.queue.repair_expired(now)
+    done["holds_released"] = await services.queue.release_expired_holds(now)
+    done["tasks_pruned"] = await services.queue.prune_done(now)
+    await services.pool.checkpoint()
+    return done
+
+
+async def _sweep_loop(services: Services, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            log.info("sweep %s", kv(**await sweep_once(services)))
+        except StoreError as exc:
+            log.warning("sweep failed %s", kv(error=exc))
+
+
+class Bot:
+    """The running bot: PTB polling, workers and the sweep, with a clean stop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.time,
+        pacer: Pacer | None = None,
+        poll_timeout: int = 30,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.pacer = pacer
+        self.poll_timeout = poll_timeout
+        self.application = build_application(settings)
+        self.services: Services | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self.on_ready: Callable[[], Awaitable[None]] | None = None
+
+    async def start(self) -> Services:
+        add_handlers(self.application)
+        await self.application.initialize()
+        services = await build_services(
+            self.settings, self.application, clock=self.clock, pacer=self.pacer
+        )
+        self.services = services
+        log.info("startup sweep %s", kv(**await sweep_once(services)))
+        with contextlib.suppress(Exception):
+            await self.application.bot.set_my_commands(commands.menu())
+        services.workers.start()
+        self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
+        await self.application.start()
+        assert self.application.updater is not None
+        await self.application.updater.start_polling(
+            timeout=self.poll_timeout,
+            poll_interval=0.0,
+            allowed_updates=Update.ALL_TYPES,
+            drop_pending_updates=False,
+        )
+        log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
+        return services
+
+    async def stop(self) -> None:
+        """Stop polling, let running tasks finish or hand them back, close everything."""
+        app = self.application
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        if self.services is not None:
+            await self.services.workers.stop(STOP_GRACE)
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+        if self.services is not None:
+            await self.services.x_client.aclose()
+            await self.services.guarded.aclose()
+            await self.services.pool.close()
+        log.info("stopped")
+
+
+# --- systemd (xbot.sdnotify): READY, WATCHDOG while healthy, STATUS, STOPPING -------------
+
+
+def _polling_healthy(bot: Bot) -> bool:
+    """What the watchdog vouches for: PTB runs and its updater still polls."""
+    app = bot.application
+    return app.running and app.updater is not None and app.updater.running
+
+
+async def _status_line(bot: Bot) -> str:
+    if bot.services is None:
+        return "starting"
+    stats = await bot.services.queue.stats(bot.services.clock())
+    counts = stats.counts_by_state
+    return (
+        f"polling; queue pending={counts.get('pending', 0)} running={counts.get('running', 0)} "
+        f"dead={counts.get('dead', 0)}"
+    )
+
+
+async def run_until_signalled(
+    bot: Bot,
+    *,
+    ready: Callable[[], None] | None = None,
+    notifier: SystemdNotifier | None = None,
+) -> None:
+    """`xbot run`: start, wait for SIGTERM/SIGINT, stop within the grace period."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    systemd = notifier or SystemdNotifier.from_env()
+    await bot.start()
+    systemd.ready(status="polling")
+    supervision = asyncio.create_task(
+        systemd.serve(lambda: _polling_healthy(bot), lambda: _status_line(bot))
+    )
+    if ready is not None:
+        ready()
+    try:
+        await stop.wait()
+    finally:
+        systemd.stopping()
+        supervision.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await supervision
+        log.info("stopping")
+        await bot.stop()
+        systemd.close()

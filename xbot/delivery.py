@@ -1,0 +1,470 @@
+"""The task behind every link: fetch the post, send its media, remember what was sent.
+
+Two-phase delivery: the payload records each album right after Telegram
+confirms it (`TaskContext.save_payload`, fenced by the lease), so a crash
+between albums resumes with the next album and never resends one. The
+link cache is read first (one Bot API call per album, no download) and
+written last; one fetch is in flight per key (`Flights`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+
+from xbot.albums import plan_sends
+from xbot.caption import build_caption, build_text_reply
+from xbot.config import Settings
+from xbot.errors import (
+    FetchError,
+    PayloadError,
+    Permanent,
+    PostUnavailable,
+    RetryLater,
+    StaleFileId,
+    TooLarge,
+    TransientFetch,
+    UrlNotFetched,
+)
+from xbot.flights import Flights
+from xbot.link_cache import CachedItem, CachedPost, LinkCache
+from xbot.links import Link, classify
+from xbot.logs import kv
+from xbot.media.download import download
+from xbot.media.models import MediaItem, Post
+from xbot.media.tempfiles import temp_folder
+from xbot.media.x_api import XApi, choose_variant, expand_tco
+from xbot.sender import OutKind, OutMedia, Sender, SentItem
+from xbot.state import ChatSettings, ChatStore
+from xbot.worker import TaskContext
+
+log = logging.getLogger(__name__)
+
+KIND = "deliver"
+URL_PHOTO_LIMIT = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
+URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
+UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
+CHAT_ACTION_EVERY = 4.0
+
+
+@attrs.frozen
+class SentStep:
+    step: int
+    items: tuple[SentItem, ...]
+
+
+@attrs.frozen
+class DeliverPayload:
+    """What a deliver task carries. `sent` grows as albums are confirmed.
+
+    Attributes:
+        url, key, kind, post_id, handle: the link as canonicalised when it arrived.
+        reply_to: the user's message, which the media answers.
+        chat_type: ``private``, ``group``, ``supergroup`` or ``channel``.
+        sent: the send steps Telegram has confirmed, in order.
+        skipped: media left out (too large), so the entry is not cached.
+    """
+
+    url: str
+    key: str
+    kind: str
+    post_id: str | None = None
+    handle: str | None = None
+    reply_to: int | None = None
+    chat_type: str = "private"
+    sent: tuple[SentStep, ...] = ()
+    skipped: int = 0
+
+    @property
+    def is_group(self) -> bool:
+        return self.chat_type in ("group", "supergroup")
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "v": 1,
+                "url": self.url,
+                "key": self.key,
+                "kind": self.kind,
+                "post_id": self.post_id,
+                "handle": self.handle,
+                "reply_to": self.reply_to,
+                "chat_type": self.chat_type,
+                "sent": [
+                    {"step": s.step, "items": [[i.kind, i.file_id] for i in s.items]}
+                    for s in self.sent
+                ],
+                "skipped": self.skipped,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, raw: str) -> DeliverPayload:
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("v") != 1:
+                raise PayloadError("unknown payload version")
+            sent = tuple(
+                SentStep(
+                    int(s["step"]),
+                    tuple(SentItem(str(k), str(f)) for k, f in s["items"]),  # type: ignore[arg-type]
+                )
+                for s in data.get("sent", [])
+            )
+            return cls(
+                url=str(data["url"]),
+                key=str(data["key"]),
+                kind=str(data["kind"]),
+                post_id=_opt_str(data.get("post_id")),
+                handle=_opt_str(data.get("handle")),
+                reply_to=int(data["reply_to"]) if data.get("reply_to") is not None else None,
+                chat_type=str(data.get("chat_type", "private")),
+                sent=sent,
+                skipped=int(data.get("skipped", 0)),
+            )
+        except PayloadError:
+            raise
+        except (ValueError, TypeError, KeyError) as exc:
+            raise PayloadError(f"deliver payload does not parse: {exc}") from exc
+
+    @classmethod
+    def for_link(cls, link: Link, *, reply_to: int | None, chat_type: str) -> DeliverPayload:
+        return cls(
+            url=link.url,
+            key=link.key,
+            kind=link.kind,
+            post_id=link.post_id,
+            handle=link.handle,
+            reply_to=reply_to,
+            chat_type=chat_type,
+        )
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+@attrs.define
+class Delivery:
+    """Everything a deliver task needs, wired once by the app.
+
+    Attributes:
+        guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
+        other_sites: delivers a non-X link (yt-dlp), or None when that is off.
+    """
+
+    settings: Settings
+    sender: Sender
+    x_api: XApi
+    cache: LinkCache
+    chats: ChatStore
+    guarded: httpx.AsyncClient
+    flights: Flights = attrs.field(factory=Flights)
+    other_sites: Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]] | None = (
+        None
+    )
+
+    async def run(self, ctx: TaskContext) -> None:
+        payload = DeliverPayload.from_json(ctx.task.payload)
+        now = ctx.clock()
+        chat = await self.chats.get(ctx.task.chat_id, now)
+        if payload.kind == "tco":
+            payload = await self._expand(ctx, payload)
+        if payload.kind == "other":
+            if self.other_sites is None:
+                raise Permanent("Links to that site are not supported here.", notify=False)
+            await self.other_sites(ctx, payload, chat.settings)
+            return
+        async with self._chat_action(ctx.task.chat_id, "upload_photo"):
+            await self._deliver_x(ctx, payload, chat.settings)
+
+    async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
+        try:
+            target = await expand_tco(self.guarded, payload.url)
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            await self._say(ctx, payload, "That t.co link does not lead anywhere I can fetch.")
+            raise Permanent(exc.reason, notify=False) from exc
+        link = classify(target)
+        if link is None or link.kind == "tco":
+            await self._say(ctx, payload, "That t.co link does not lead anywhere I can fetch.")
+            raise Permanent("t.co target unsupported", notify=False)
+        expanded = attrs.evolve(
+            payload, url=link.url, key=link.key, kind=link.kind, post_id=link.post_id,
+            handle=link.handle,
+        )  # fmt: skip
+        await ctx.save_payload(expanded.to_json())
+        return expanded
+
+    async def _deliver_x(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> None:
+        async with self.flights.hold(payload.key):
+            cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
+            if cached is not None:
+                try:
+                    await self._send_cached(ctx, payload, cached, settings)
+                    return
+                except StaleFileId:
+                    log.info("stale file_id, refetching %s", kv(key=payload.key))
+                    await self.cache.invalidate(payload.key)
+                    payload = DeliverPayload.from_json(ctx.task.payload)
+            post = await self._fetch(ctx, payload)
+            if post is None:
+                return
+            await self._send_fresh(ctx, payload, post, settings)
+
+    async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
+        assert payload.post_id is not None
+        try:
+            post = await self.x_api.fetch(payload.post_id, payload.handle)
+        except PostUnavailable as exc:
+            await self._say(ctx, payload, exc.reason)
+            return None
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        if not post.media:
+            await self._say(ctx, payload, build_text_reply(post), html=True)
+            return None
+        return post
+
+    async def _send_cached(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        cached: CachedPost,
+        settings: ChatSettings,
+    ) -> None:
+        post = Post(
+            key=cached.key,
+            url=cached.url,
+            author_name=cached.caption_parts.get("author_name", ""),
+            author_handle=cached.caption_parts.get("author_handle", ""),
+            text=cached.caption_parts.get("text", ""),
+            sensitive=cached.caption_parts.get("sensitive") == "1",
+        )
+        caption = self._caption(post, settings)
+        items = [OutMedia(i.kind, i.file_id, "file_id") for i in cached.items]
+        steps = plan_sends([_album_kind(i.kind) for i in cached.items])
+        for index, step in enumerate(steps):
+            if any(s.step == index for s in payload.sent):
+                continue
+            out = [items[i] for i in step.items]
+            sent = await self.sender.send_media(
+                ctx.task.chat_id,
+                out,
+                caption=caption if index == 0 else None,
+                reply_to=payload.reply_to,
+                spoiler=post.sensitive and settings.spoiler_sensitive,
+                group=payload.is_group,
+            )
+            payload = await self._record(ctx, payload, index, [s for s, _ in sent])
+
+    async def _send_fresh(
+        self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
+    ) -> None:
+        caption = self._caption(post, settings)
+        steps = plan_sends([m.kind for m in post.media])
+        spoiler = post.sensitive and settings.spoiler_sensitive
+        for index, step in enumerate(steps):
+            if any(s.step == index for s in payload.sent):
+                continue
+            media = [post.media[i] for i in step.items]
+            sent, skipped = await self._send_step(
+                ctx, payload, media, caption if index == 0 else None, spoiler
+            )
+            payload = await self._record(ctx, payload, index, sent, skipped=skipped)
+        if payload.skipped == 0:
+            await self._remember(post, payload, ctx.clock())
+
+    async def _send_step(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        media: Sequence[MediaItem],
+        caption: str | None,
+        spoiler: bool,
+    ) -> tuple[list[SentItem], int]:
+        """URL first (Telegram fetches it), upload when Telegram could not."""
+        chat_id = ctx.task.chat_id
+        by_url = [_by_url(m) for m in media]
+        if all(o is not None for o in by_url):
+            try:
+                sent = await self.sender.send_media(
+                    chat_id,
+                    [o for o in by_url if o is not None],
+                    caption=caption,
+                    reply_to=payload.reply_to,
+                    spoiler=spoiler,
+                    group=payload.is_group,
+                )
+                return [s for s, _ in sent], 0
+            except UrlNotFetched as exc:
+                log.info("telegram could not fetch, uploading %s", kv(key=payload.key, error=exc))
+        with temp_folder(self.settings.data_dir) as folder:
+            uploads: list[OutMedia] = []
+            too_large: list[MediaItem] = []
+            for n, item in enumerate(media):
+                try:
+                    uploads.append(await self._download(item, folder, n))
+                except TooLarge:
+                    too_large.append(item)
+            sent_items: list[SentItem] = []
+            if uploads:
+                if len(uploads) == 1 or _groupable(uploads):
+                    groups = [uploads]
+                else:  # a photo turned document: keep the order, one message each
+                    groups = [[u] for u in uploads]
+                for i, group in enumerate(groups):
+                    sent = await self.sender.send_media(
+                        chat_id,
+                        group,
+                        caption=caption if i == 0 else None,
+                        reply_to=payload.reply_to,
+                        spoiler=spoiler,
+                        group=payload.is_group,
+                    )
+                    sent_items.extend(s for s, _ in sent)
+        if too_large:
+            limit = self.settings.upload_limit_mb
+            await self._say(
+                ctx,
+                payload,
+                f"{len(too_large)} of the post's files is over the {limit} MB upload limit, "
+                f"so I left it out: {payload.url}",
+                html=False,
+            )
+            if not sent_items:
+                return [], len(too_large)
+        return sent_items, len(too_large)
+
+    async def _download(self, item: MediaItem, folder: Path, n: int) -> OutMedia:
+        limit = self.settings.upload_limit
+        url = item.url
+        if item.kind != "photo":
+            variant = choose_variant(item, limit)
+            if variant is None:
+                raise TooLarge("no version of this video fits the upload limit")
+            url = variant.url
+        suffix = ".jpg" if item.kind == "photo" else ".mp4"
+        dest = folder / f"{n}{suffix}"
+        try:
+            result = await download(self.guarded, url, dest, max_bytes=limit)
+        except TooLarge:
+            raise
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        kind: OutKind = item.kind
+        if kind == "photo" and (result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)):
+            kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
+        return OutMedia(
+            kind, result.path, "upload", item.width, item.height, item.duration,
+            filename=dest.name,
+        )  # fmt: skip
+
+    async def _record(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        index: int,
+        sent: Sequence[SentItem],
+        *,
+        skipped: int = 0,
+    ) -> DeliverPayload:
+        updated = attrs.evolve(
+            payload,
+            sent=(*payload.sent, SentStep(index, tuple(sent))),
+            skipped=payload.skipped + skipped,
+        )
+        await ctx.save_payload(updated.to_json())
+        return updated
+
+    async def _remember(self, post: Post, payload: DeliverPayload, now: float) -> None:
+        items: list[CachedItem] = []
+        for step in sorted(payload.sent, key=lambda s: s.step):
+            items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
+        if len(items) != len(post.media):
+            return
+        parts = {
+            "author_name": post.author_name,
+            "author_handle": post.author_handle,
+            "text": post.text,
+            "sensitive": "1" if post.sensitive else "0",
+        }
+        await self.cache.put(
+            CachedPost(
+                key=post.key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
+            )
+        )
+
+    def _caption(self, post: Post, settings: ChatSettings) -> str:
+        return build_caption(post, style=settings.caption_style, template=settings.caption_template)
+
+    async def _say(
+        self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False
+    ) -> None:
+        """One plain sentence in answer to the link."""
+        await self.sender.send_text(
+            ctx.task.chat_id, text, reply_to=payload.reply_to, group=payload.is_group, html=html
+        )
+
+    @contextlib.asynccontextmanager
+    async def _chat_action(self, chat_id: int, action: str) -> AsyncIterator[None]:
+        async def refresh() -> None:
+            while True:
+                await self.sender.chat_action(chat_id, action)
+                await asyncio.sleep(CHAT_ACTION_EVERY)
+
+        task = asyncio.create_task(refresh())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _album_kind(kind: str) -> Any:
+    return "photo" if kind == "document" else kind
+
+
+def _by_url(item: MediaItem) -> OutMedia | None:
+    """The item as a URL Telegram can fetch itself, or None when it is over the URL limits."""
+    if item.kind == "photo":
+        if item.size is not None and item.size > URL_PHOTO_LIMIT:
+            return None
+        if not _photo_shape_ok(item):
+            return None
+        return OutMedia("photo", item.url, "url", item.width, item.height)
+    variant = choose_variant(item, URL_OTHER_LIMIT)
+    if variant is None:
+        return None
+    return OutMedia(item.kind, variant.url, "url", item.width, item.height, item.duration)
+
+
+def _photo_shape_ok(item: MediaItem) -> bool:
+    """Telegram's photo rules: width + height ≤ 10000 and aspect ratio ≤ 20."""
+    w, h = item.width or 0, item.height or 0
+    if not w or not h:
+        return True
+    return w + h <= 10000 and max(w, h) / min(w, h) <= 20
+
+
+def _groupable(items: Sequence[OutMedia]) -> bool:
+    """An album holds photos and videos together, or documents only; never GIFs."""
+    kinds = {i.kind for i in items}
+    return "gif" not in kinds and (kinds <= {"photo", "video"} or kinds == {"document"})

@@ -1,0 +1,80 @@
+"""Links in messages become durable deliver tasks; nothing else happens here.
+
+The handler parses, answers at most one quick sentence, enqueues and returns:
+the network work is the workers'. Junk is ignored or gets one clear answer.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import Update
+from telegram.constants import ChatType
+
+from xbot.delivery import KIND, DeliverPayload
+from xbot.links import extract_links, plan_links
+from xbot.logs import kv
+from xbot.services import XContext
+
+log = logging.getLogger(__name__)
+
+MAX_LINKS = 10
+NOT_ALLOWED = "Sorry, this bot is private and does not serve this chat."
+
+
+async def on_message(update: Update, context: XContext) -> None:
+    message = update.effective_message
+    chat = update.effective_chat
+    if message is None or chat is None:
+        return
+    text = message.text or message.caption or ""
+    entities = message.entities or message.caption_entities or ()
+    if not text or not entities:
+        return
+    services = context.services
+    links_found = extract_links(text, entities)
+    if not links_found:
+        return
+    user = update.effective_user
+    private = chat.type == ChatType.PRIVATE
+    if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
+        if private:
+            await message.reply_text(NOT_ALLOWED)
+        return
+
+    plan = plan_links(links_found, MAX_LINKS)
+    now = services.clock()
+    chat_state = await services.chats.get(chat.id, now)
+    others_on = chat_state.settings.ytdlp_enabled(chat.type)
+    queued = 0
+    refused_other = 0
+    for link in plan.links:
+        if link.kind == "other" and not (others_on and services.delivery.other_sites):
+            refused_other += 1
+            continue
+        payload = DeliverPayload.for_link(link, reply_to=message.message_id, chat_type=chat.type)
+        await services.queue.enqueue(
+            KIND,
+            payload.to_json(),
+            chat.id,
+            now=now,
+            # Telegram may deliver an update twice (a crash before the offset was
+            # confirmed): the same message's link is queued once.
+            dedup_key=f"msg:{chat.id}:{message.message_id}:{link.key}",
+        )
+        queued += 1
+    if queued:
+        services.workers.wake()
+    log.info(
+        "links %s",
+        kv(chat=chat.id, message=message.message_id, queued=queued, skipped=plan.skipped),
+    )
+    notes = []
+    if plan.skipped:
+        notes.append(
+            f"I took the first {MAX_LINKS} links of your message and skipped {plan.skipped} more."
+        )
+    if refused_other and private and not queued:
+        notes.append("I can only fetch posts from X (twitter.com / x.com) here.")
+    if notes:
+        await message.reply_text(" ".join(notes))

@@ -1,0 +1,132 @@
+"""The real bot wired to the local stand-ins: one object for tests, the demo and benchmarks.
+
+Everything runs on 127.0.0.1: the Bot API stand-in (PTB talks real HTTP to
+it), the fxtwitter-compatible API and a media server. The bot is the real
+`xbot.app.Bot`; only its endpoints point here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from xbot.app import Bot
+from xbot.config import Settings
+from xbot.pacing import Pacer
+from xbot.services import Services
+from xbot.testing._mediabytes import fake_mp4, tiny_jpeg
+from xbot.testing.botapi import BotApiServer
+from xbot.testing.fxapi import FxApiServer
+from xbot.testing.media_server import MediaServer
+
+
+@attrs.define
+class Harness:
+    """Stand-ins plus one running bot on a data dir that survives `restart`.
+
+    Attributes:
+        api: the Bot API stand-in (records every call).
+        fx: the fxtwitter-compatible API (a registry of posts).
+        media: serves photos and videos, counting hits.
+    """
+
+    data_dir: Path
+    api: BotApiServer
+    fx: FxApiServer
+    media: MediaServer
+    settings: Settings
+    pacer_enabled: bool = False
+    clock: Callable[[], float] = time.time
+    bot: Bot | None = None
+
+    @classmethod
+    async def start(
+        cls,
+        data_dir: Path,
+        *,
+        allow_url_fetch: bool = True,
+        pacer: bool = False,
+        start_bot: bool = True,
+        **overrides: Any,
+    ) -> Harness:
+        media = await MediaServer().start()
+        fx = await FxApiServer().start()
+        api = await BotApiServer(allow_url_fetch_from_loopback=allow_url_fetch).start()
+        values: dict[str, Any] = {
+            "token": api.token,
+            "bot_api_url": f"{api.url}/bot",
+            "bot_api_file_url": f"{api.url}/file/bot",
+            "x_api_url": fx.url,
+            "data_dir": data_dir,
+            "allow_private_networks": True,
+            "workers": 4,
+        }
+        values.update(overrides)
+        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer)
+        if start_bot:
+            await harness.start_bot()
+        return harness
+
+    async def start_bot(self, **overrides: Any) -> Services:
+        if overrides:
+            self.settings = attrs.evolve(self.settings, **overrides)
+        self.bot = Bot(
+            self.settings,
+            clock=self.clock,
+            pacer=Pacer(enabled=self.pacer_enabled),
+            poll_timeout=1,
+        )
+        return await self.bot.start()
+
+    @property
+    def services(self) -> Services:
+        assert self.bot is not None
+        assert self.bot.services is not None
+        return self.bot.services
+
+    async def stop_bot(self) -> None:
+        if self.bot is not None:
+            await self.bot.stop()
+            self.bot = None
+
+    async def restart(self, **overrides: Any) -> Services:
+        await self.stop_bot()
+        return await self.start_bot(**overrides)
+
+    async def stop(self) -> None:
+        await self.stop_bot()
+        await self.api.stop()
+        await self.fx.stop()
+        await self.media.stop()
+
+    # -- content ------------------------------------------------------------
+
+    def photo(self, name: str, *, data: bytes | None = None, **route: Any) -> str:
+        """Serve a photo; returns its URL."""
+        return self.media.add(f"/media/{name}.jpg", data or tiny_jpeg(), "image/jpeg", **route)
+
+    def video(self, name: str, size: int = 64 * 1024, **route: Any) -> str:
+        """Serve an mp4 of `size` bytes; returns its URL."""
+        return self.media.add(f"/media/{name}.mp4", fake_mp4(size), "video/mp4", **route)
+
+    def media_hits(self) -> int:
+        return sum(n for path, n in self.media.hits.items() if path.startswith("/media/"))
+
+    def sent(self, chat_id: int) -> list[dict[str, Any]]:
+        return self.api.sent_messages(chat_id)
+
+    async def wait_idle(self, within: float = 10.0) -> None:
+        """Wait until the queue has nothing pending or running (TimeoutError after `within`)."""
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            stats = await self.services.queue.stats(self.clock())
+            busy = stats.counts_by_state.get("pending", 0) + stats.counts_by_state.get("running", 0)
+            if busy == 0:
+                return
+            await asyncio.sleep(0.02)
+        raise TimeoutError(f"queue not idle within {within}s")

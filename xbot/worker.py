@@ -1,0 +1,261 @@
+"""Workers: lease a task, keep its lease alive, run it, and write back what happened.
+
+Tasks raise outcomes (`RetryLater`, `RateLimited`, `Permanent`); the ladder in
+`Workers._execute` alone maps them to queue write-backs, log lines and the
+dead-letter notice. Every write-back is fenced by the lease token: a worker
+whose lease was lost stops and writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from xbot.backoff import compute_backoff
+from xbot.errors import (
+    ChatUnavailable,
+    LeaseLost,
+    PayloadError,
+    Permanent,
+    RateLimited,
+    RetryLater,
+    StoreError,
+)
+from xbot.logs import kv
+from xbot.queue import Task, TaskQueue
+
+log = logging.getLogger(__name__)
+
+
+class Notifier(Protocol):
+    async def __call__(self, task: Task, reason: str) -> None: ...
+
+
+@attrs.define
+class TaskContext:
+    """What a running task may do to its own row (always under its lease)."""
+
+    task: Task
+    queue: TaskQueue
+    clock: Callable[[], float]
+
+    async def save_payload(self, payload: str | Mapping[str, object]) -> None:
+        """Record progress (two-phase delivery): raises `LeaseLost` if the lease is gone."""
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        await self.queue.replace_payload(self.task.lease, text, self.clock())
+        self.task = attrs.evolve(self.task, payload=text)
+
+
+TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
+
+
+@attrs.define
+class Workers:
+    """A fixed number of asyncio workers sharing one queue.
+
+    Attributes:
+        handlers: task kind → coroutine doing the work.
+        notify: tells a chat that its task finally failed (the dead-letter notice).
+        lease_for: seconds a lease lasts without a heartbeat.
+        heartbeat_every: seconds between heartbeats (a third of the lease).
+        idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
+    """
+
+    queue: TaskQueue
+    handlers: Mapping[str, TaskHandler]
+    notify: Notifier
+    count: int = 4
+    lease_for: float = 90.0
+    heartbeat_every: float = 30.0
+    idle_poll: float = 1.0
+    clock: Callable[[], float] = time.time
+    _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
+    _running: dict[int, asyncio.Task[None]] = attrs.field(factory=dict, init=False)
+    _stopping: bool = attrs.field(default=False, init=False)
+    done_count: int = attrs.field(default=0, init=False)
+
+    def wake(self) -> None:
+        """Called after an enqueue: an idle worker looks at the queue at once."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._stopping = False
+        self._loops = [
+            asyncio.create_task(self._loop(i), name=f"xbot-worker-{i}") for i in range(self.count)
+        ]
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    async def stop(self, grace: float = 6.0) -> None:
+        """Stop leasing; let running tasks finish for `grace` s, then hand their leases back."""
+        self._stopping = True
+        self._wake.set()
+        running = list(self._running.values())
+        if running:
+            _, pending = await asyncio.wait(running, timeout=grace)
+            for t in pending:
+                t.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=2.0)
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops.clear()
+
+    async def _loop(self, index: int) -> None:
+        while not self._stopping:
+            try:
+                task = await self.queue.lease_next(self.clock(), self.lease_for)
+            except StoreError as exc:
+                log.warning("lease failed %s", kv(worker=index, error=exc))
+                await self._nap(5.0)
+                continue
+            if task is None:
+                await self._nap(self.idle_poll)
+                continue
+            job = asyncio.create_task(self._execute(task), name=f"xbot-task-{task.id}")
+            self._running[task.id] = job
+            try:
+                # Shielded: stopping the loop must not cancel the task itself;
+                # `stop` decides when a running task is cancelled.
+                await asyncio.shield(job)
+            except asyncio.CancelledError:
+                if not job.done():
+                    with contextlib.suppress(BaseException):
+                        await asyncio.wait_for(job, 8.0)
+                raise
+            finally:
+                self._running.pop(task.id, None)
+
+    async def _nap(self, seconds: float) -> None:
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+
+    async def _heartbeat(self, ctx: TaskContext, work: asyncio.Task[None]) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_every)
+            try:
+                await self.queue.heartbeat(ctx.task.lease, self.clock(), self.lease_for)
+            except LeaseLost:
+                log.warning("lease lost %s", kv(task=ctx.task.id, chat=ctx.task.chat_id))
+                work.cancel()
+                return
+            except StoreError as exc:
+                log.warning("heartbeat failed %s", kv(task=ctx.task.id, error=exc))
+
+    async def _execute(self, task: Task) -> None:
+        try:
+            await self._ladder(task)
+        except LeaseLost:
+            log.warning("lease lost during write-back %s", kv(task=task.id, chat=task.chat_id))
+        except StoreError as exc:
+            # The write-back did not land; the lease expires and repair hands it back.
+            log.error("write-back failed %s", kv(task=task.id, chat=task.chat_id, error=exc))
+
+    async def _ladder(self, task: Task) -> None:
+        """Run the task, then settle its ending; one log line per task."""
+        ctx = TaskContext(task, self.queue, self.clock)
+        started = time.monotonic()
+        fields: dict[str, object] = {
+            "task": task.id,
+            "kind": task.kind,
+            "chat": task.chat_id,
+            "attempt": task.attempts,
+        }
+        outcome = "done"
+        try:
+            await self._run(ctx)
+            await self.queue.mark_done(ctx.task.lease, self.clock())
+            self.done_count += 1
+        except asyncio.CancelledError:
+            outcome = "handed_back"
+            # Shutdown or a lost lease: give the task back at once, without an attempt.
+            with contextlib.suppress(LeaseLost, StoreError):
+                await self.queue.reschedule(
+                    ctx.task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
+                )
+            raise
+        except Exception as exc:  # noqa: BLE001 - every ending is settled, none escapes
+            outcome = await self._settle(ctx, exc, fields)
+        finally:
+            fields["outcome"] = outcome
+            fields["duration"] = f"{time.monotonic() - started:.3f}"
+            log.info("task %s", kv(**fields))
+
+    async def _run(self, ctx: TaskContext) -> None:
+        handler = self.handlers.get(ctx.task.kind)
+        if handler is None:
+            raise PayloadError(f"no handler for task kind {ctx.task.kind!r}")
+        work = asyncio.create_task(handler(ctx))
+        beat = asyncio.create_task(self._heartbeat(ctx, work))
+        try:
+            await asyncio.shield(work)
+        except asyncio.CancelledError:
+            work.cancel()
+            with contextlib.suppress(BaseException):
+                await work
+            raise
+        finally:
+            beat.cancel()
+
+    async def _settle(self, ctx: TaskContext, exc: Exception, fields: dict[str, object]) -> str:
+        """The one ladder: a task's failure becomes a write-back, a log field, a notice."""
+        task, now = ctx.task, self.clock()
+        if isinstance(exc, LeaseLost):
+            return "lease_lost"  # someone else holds it now: write nothing
+        if isinstance(exc, RateLimited):
+            # Hold the whole chat (every pending task of it), and give this one back
+            # without counting an attempt: a 429 is Telegram's pace, not a failure.
+            await self.queue.rate_limited(task.lease, now, now + exc.retry_after, str(exc))
+            fields["retry_after"] = round(exc.retry_after, 2)
+            return "rate_limited"
+        if isinstance(exc, ChatUnavailable):
+            await self.queue.dead_letter(task.lease, now, f"chat unavailable: {exc}")
+            return "chat_unavailable"
+        if isinstance(exc, Permanent | PayloadError):
+            reason = exc.reason if isinstance(exc, Permanent) else "the task could not be read"
+            fields["error"] = reason if isinstance(exc, Permanent) else str(exc)
+            await self.queue.dead_letter(task.lease, now, str(fields["error"]))
+            if not isinstance(exc, Permanent) or exc.notify:
+                await self._notify(task, reason)
+            return "dead"
+        retry = exc if isinstance(exc, RetryLater) else None
+        reason = retry.reason if retry else f"internal error ({type(exc).__name__})"
+        fields["error"] = reason
+        if retry is None:
+            log.error("task failed unexpectedly %s", kv(**fields), exc_info=exc)
+        if task.attempts >= task.max_attempts:
+            await self.queue.dead_letter(task.lease, now, reason)
+            await self._notify(task, _plain(reason))
+            return "dead"
+        delay = compute_backoff(
+            task.attempts, jitter=random.random(), retry_after=retry.delay if retry else None
+        )
+        await self.queue.reschedule(task.lease, now, delay, reason)
+        fields["delay"] = round(delay, 1)
+        return "retry"
+
+    async def _notify(self, task: Task, reason: str) -> None:
+        try:
+            await self.notify(task, reason)
+        except Exception as exc:  # noqa: BLE001 - best effort; the dead letter is written
+            log.warning("dead-letter notice failed %s", kv(task=task.id, error=type(exc).__name__))
+
+
+def _plain(reason: str) -> str:
+    """Internal reasons are not for users; keep the sentence short and human."""
+    if reason.startswith("internal error"):
+        return "something went wrong on my side"
+    return reason
