@@ -485,6 +485,17 @@ async def test_media_group_size_rules(bot: telegram.Bot, count: int, message: st
         await bot.send_media_group(CHAT, items)
 
 
+async def test_media_group_upload_without_attach_is_refused(bot: telegram.Bot) -> None:
+    # PTB uploads an InputFile made without attach=True as one part named "media",
+    # leaving the items without a "media" field; Telegram cannot read such an album.
+    photo = await bot.send_photo(CHAT, JPEG)
+    loose = telegram.InputFile(JPEG, filename="1.jpg")
+    with pytest.raises(BadRequest, match=exactly("Can't parse inputmedia: media not found")):
+        await bot.send_media_group(
+            CHAT, [InputMediaPhoto(loose), InputMediaPhoto(photo.photo[-1].file_id)]
+        )
+
+
 async def test_media_group_url_failure_names_the_item(
     bot: telegram.Bot, media: MediaServer
 ) -> None:
@@ -775,6 +786,18 @@ async def test_stop_ends_a_held_long_poll_at_once() -> None:
         with pytest.raises(httpx.HTTPError):
             await poll
     assert time.monotonic() - started < 2
+
+
+async def test_restart_keeps_port_and_state(srv: BotApiServer) -> None:
+    async with make_bot(srv) as bot:
+        sent = await bot.send_photo(CHAT, JPEG)
+    port = srv.port
+    await srv.stop()
+    await srv.start()
+    assert srv.port == port
+    async with make_bot(srv) as bot:
+        again = await bot.send_photo(CHAT, sent.photo[-1].file_id)
+    assert again.message_id == sent.message_id + 1
 
 
 def test_usable_from_sync_code() -> None:

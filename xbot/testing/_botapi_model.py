@@ -487,6 +487,15 @@ class TelegramModel:
             raise bad_request("Bad Request: too much messages to send as an album")
         if len(media) < 2:
             raise bad_request("Bad Request: media group must include 2-10 items")
+        for item in media:
+            # An InputFile sent without attach=True arrives as a part named "media" and
+            # items without a "media" field: Telegram refuses the album with these words.
+            if not isinstance(item, dict) or "media" not in item:
+                raise bad_request("Bad Request: can't parse InputMedia: media not found")
+            if not isinstance(item["media"], str):
+                raise bad_request(
+                    'Bad Request: can\'t parse InputMedia: Field "media" must be of type String'
+                )
         kinds = [str(item.get("type", "")) for item in media]
         for kind in kinds:
             if kind not in ("photo", "video", "document", "audio"):
