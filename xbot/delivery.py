@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,24 @@ class SentStep:
 
 
 @attrs.frozen
+class Delivered:
+    """What a finished delivery sent, for whoever acts on it next (the forward prompt).
+
+    Attributes:
+        items: every media item sent, in post order, by file_id.
+        caption_parts: ``author_name``, ``author_handle``, ``text`` (unescaped).
+    """
+
+    chat_id: int
+    key: str
+    url: str
+    reply_to: int | None
+    caption_parts: Mapping[str, str]
+    items: tuple[SentItem, ...]
+    chat_type: str = "private"
+
+
+@attrs.frozen
 class DeliverPayload:
     """What a deliver task carries. `sent` grows as albums are confirmed.
 
@@ -71,6 +89,7 @@ class DeliverPayload:
         chat_type: ``private``, ``group``, ``supergroup`` or ``channel``.
         sent: the send steps Telegram has confirmed, in order.
         skipped: media left out (too large), so the entry is not cached.
+        announced: `Delivery.on_delivered` ran (e.g. the forward prompt was sent).
     """
 
     url: str
@@ -82,6 +101,7 @@ class DeliverPayload:
     chat_type: str = "private"
     sent: tuple[SentStep, ...] = ()
     skipped: int = 0
+    announced: bool = False
 
     @property
     def is_group(self) -> bool:
@@ -103,6 +123,7 @@ class DeliverPayload:
                     for s in self.sent
                 ],
                 "skipped": self.skipped,
+                "announced": self.announced,
             },
             separators=(",", ":"),
         )
@@ -130,6 +151,7 @@ class DeliverPayload:
                 chat_type=str(data.get("chat_type", "private")),
                 sent=sent,
                 skipped=int(data.get("skipped", 0)),
+                announced=bool(data.get("announced", False)),
             )
         except PayloadError:
             raise
@@ -160,6 +182,9 @@ class Delivery:
     Attributes:
         guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
         other_sites: delivers a non-X link (yt-dlp), or None when that is off.
+        on_delivered: runs once after every album of a post was delivered (the
+            forward prompt hangs here); recorded in the payload so a retry does
+            not run it twice.
     """
 
     settings: Settings
@@ -172,6 +197,7 @@ class Delivery:
     other_sites: Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]] | None = (
         None
     )
+    on_delivered: Callable[[TaskContext, Delivered], Awaitable[None]] | None = None
 
     async def run(self, ctx: TaskContext) -> None:
         payload = DeliverPayload.from_json(ctx.task.payload)
@@ -213,7 +239,8 @@ class Delivery:
             cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
             if cached is not None:
                 try:
-                    await self._send_cached(ctx, payload, cached, settings)
+                    payload = await self._send_cached(ctx, payload, cached, settings)
+                    await self.announce(ctx, payload, cached.url, cached.caption_parts)
                     return
                 except StaleFileId:
                     log.info("stale file_id, refetching %s", kv(key=payload.key))
@@ -222,7 +249,28 @@ class Delivery:
             post = await self._fetch(ctx, payload)
             if post is None:
                 return
-            await self._send_fresh(ctx, payload, post, settings)
+            payload = await self._send_fresh(ctx, payload, post, settings)
+            parts = {"author_name": post.author_name, "author_handle": post.author_handle,
+                     "text": post.text}  # fmt: skip
+            await self.announce(ctx, payload, post.url, parts)
+
+    async def announce(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        url: str,
+        caption_parts: Mapping[str, str],
+    ) -> None:
+        """Run `on_delivered` once per task, after every album went out."""
+        if self.on_delivered is None or payload.announced or not payload.sent:
+            return
+        items = tuple(i for step in sorted(payload.sent, key=lambda s: s.step) for i in step.items)
+        delivered = Delivered(
+            chat_id=ctx.task.chat_id, key=payload.key, url=url, reply_to=payload.reply_to,
+            caption_parts=dict(caption_parts), items=items, chat_type=payload.chat_type,
+        )  # fmt: skip
+        await self.on_delivered(ctx, delivered)
+        await ctx.save_payload(attrs.evolve(payload, announced=True).to_json())
 
     async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
         assert payload.post_id is not None
@@ -246,7 +294,7 @@ class Delivery:
         payload: DeliverPayload,
         cached: CachedPost,
         settings: ChatSettings,
-    ) -> None:
+    ) -> DeliverPayload:
         post = Post(
             key=cached.key,
             url=cached.url,
@@ -271,10 +319,11 @@ class Delivery:
                 group=payload.is_group,
             )
             payload = await self._record(ctx, payload, index, [s for s, _ in sent])
+        return payload
 
     async def _send_fresh(
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
-    ) -> None:
+    ) -> DeliverPayload:
         caption = self._caption(post, settings)
         steps = plan_sends([m.kind for m in post.media])
         spoiler = post.sensitive and settings.spoiler_sensitive
@@ -288,6 +337,7 @@ class Delivery:
             payload = await self._record(ctx, payload, index, sent, skipped=skipped)
         if payload.skipped == 0:
             await self._remember(post, payload, ctx.clock())
+        return payload
 
     async def _send_step(
         self,
