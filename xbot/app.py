@@ -31,6 +31,7 @@ from xbot.delivery import KIND as DELIVER
 from xbot.delivery import DeliverPayload, Delivery
 from xbot.errors import PayloadError, StoreError
 from xbot.handlers import commands, messages
+from xbot.instance import instance_lock
 from xbot.link_cache import LinkCache
 from xbot.logs import kv
 from xbot.media import netguard
@@ -192,15 +193,27 @@ class Bot:
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.on_ready: Callable[[], Awaitable[None]] | None = None
+        self._lock = instance_lock(settings.data_dir)
 
     async def start(self) -> Services:
+        # One bot per data dir; holding the lock, every lease left in the
+        # database belongs to a process that is gone.
+        self._lock.acquire()
+        try:
+            return await self._start()
+        except BaseException:
+            self._lock.release()
+            raise
+
+    async def _start(self) -> Services:
         add_handlers(self.application)
         await self.application.initialize()
         services = await build_services(
             self.settings, self.application, clock=self.clock, pacer=self.pacer
         )
         self.services = services
-        log.info("startup sweep %s", kv(**await sweep_once(services)))
+        orphans = await services.queue.reclaim_orphans(self.clock())
+        log.info("startup sweep %s", kv(leases_reclaimed=orphans, **await sweep_once(services)))
         with contextlib.suppress(Exception):
             await self.application.bot.set_my_commands(commands.menu())
         services.workers.start()
@@ -234,6 +247,7 @@ class Bot:
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()
             await self.services.pool.close()
+        self._lock.release()
         log.info("stopped")
 
 

@@ -61,6 +61,13 @@ class SentStep:
     items: tuple[SentItem, ...]
 
 
+@attrs.define
+class ChatAction:
+    """The chat action being refreshed; the work may switch it (photo → video)."""
+
+    value: str
+
+
 @attrs.frozen
 class Delivered:
     """What a finished delivery sent, for whoever acts on it next (the forward prompt).
@@ -210,8 +217,8 @@ class Delivery:
                 raise Permanent("Links to that site are not supported here.", notify=False)
             await self.other_sites(ctx, payload, chat.settings)
             return
-        async with self._chat_action(ctx.task.chat_id, "upload_photo"):
-            await self._deliver_x(ctx, payload, chat.settings)
+        async with self._chat_action(ctx.task.chat_id, "upload_photo") as action:
+            await self._deliver_x(ctx, payload, chat.settings, action)
 
     async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
         try:
@@ -233,7 +240,11 @@ class Delivery:
         return expanded
 
     async def _deliver_x(
-        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        action: ChatAction,
     ) -> None:
         async with self.flights.hold(payload.key):
             cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
@@ -249,6 +260,8 @@ class Delivery:
             post = await self._fetch(ctx, payload)
             if post is None:
                 return
+            if any(m.kind != "photo" for m in post.media):
+                action.value = "upload_video"
             payload = await self._send_fresh(ctx, payload, post, settings)
             parts = {"author_name": post.author_name, "author_handle": post.author_handle,
                      "text": post.text}  # fmt: skip
@@ -473,15 +486,18 @@ class Delivery:
         )
 
     @contextlib.asynccontextmanager
-    async def _chat_action(self, chat_id: int, action: str) -> AsyncIterator[None]:
+    async def _chat_action(self, chat_id: int, initial: str) -> AsyncIterator[ChatAction]:
+        """Keep Telegram's "sending a photo…" status up while the work runs."""
+        action = ChatAction(initial)
+
         async def refresh() -> None:
             while True:
-                await self.sender.chat_action(chat_id, action)
+                await self.sender.chat_action(chat_id, action.value)
                 await asyncio.sleep(CHAT_ACTION_EVERY)
 
         task = asyncio.create_task(refresh())
         try:
-            yield
+            yield action
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -196,6 +196,15 @@ def _repair(conn: apsw.Connection, now: float) -> builtins.list[Task]:
     return [_task(r) for r in conn.execute(_REPAIR_SQL, {"now": now}).fetchall()]
 
 
+# Every lease, live or not: only for a process that holds the instance lock
+# (xbot.instance), to which every lease in the file belongs to a dead process.
+_RECLAIM_SQL: Final = _REPAIR_SQL.replace("lease_expires <= :now", "lease_expires IS NOT NULL")
+
+
+def _reclaim(conn: apsw.Connection, now: float) -> builtins.list[Task]:
+    return [_task(r) for r in conn.execute(_RECLAIM_SQL, {"now": now}).fetchall()]
+
+
 def _lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Task | None:
     _repair(conn, now)
     params = {"token": secrets.token_hex(16), "expires": now + lease_for, "now": now}
@@ -639,6 +648,14 @@ class TaskQueue:
     async def repair_expired(self, now: float) -> int:
         """Hand expired leases back (dead when out of attempts); returns how many."""
         return len(await self._write(partial(_repair, now=now)))
+
+    async def reclaim_orphans(self, now: float) -> int:
+        """At startup, under the instance lock: hand back every lease, expired or not.
+
+        The attempt they used stays counted, so a task that kills the process
+        every time still dies after its last attempt.
+        """
+        return len(await self._write(partial(_reclaim, now=now)))
 
     async def prune_done(self, now: float, older_than: float = 86400.0) -> int:
         """Delete done tasks last touched before ``now - older_than``, in short chunks."""
