@@ -17,6 +17,7 @@ from telegram.error import (
 )
 
 from xbot.errors import (
+    ChatMoved,
     ChatUnavailable,
     Permanent,
     RateLimited,
@@ -39,7 +40,7 @@ CASES = [
     (BadRequest("Message is too long"), "", Permanent),
     (BadRequest("Message caption is too long"), "url", Permanent),
     (Forbidden("Forbidden: bot was blocked by the user"), "", ChatUnavailable),
-    (ChatMigrated(-1001234), "", RetryLater),
+    (ChatMigrated(-1001234), "", ChatMoved),
     (TimedOut(), "", RetryLater),
     (NetworkError("Bad Gateway"), "", RetryLater),
     (InvalidToken(), "", RetryLater),

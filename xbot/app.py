@@ -17,7 +17,6 @@ from telegram import Update
 from telegram.ext import (
     Application,
     ApplicationBuilder,
-    CommandHandler,
     ContextTypes,
     MessageHandler,
     filters,
@@ -30,7 +29,10 @@ from xbot.db import open_store
 from xbot.delivery import KIND as DELIVER
 from xbot.delivery import DeliverPayload, Delivery
 from xbot.errors import PayloadError, StoreError
-from xbot.handlers import commands, messages
+from xbot.forwarding import KIND as FORWARD
+from xbot.forwarding import Forwarding
+from xbot.handlers import callbacks, caption_edit, commands, messages
+from xbot.handlers.auth import Authority
 from xbot.instance import instance_lock
 from xbot.link_cache import LinkCache
 from xbot.logs import kv
@@ -103,10 +105,28 @@ async def build_services(
     x_api = XApi(x_client, settings.x_api_url)
     delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
 
+    # The forward prompt after each delivery, and the forward task it starts.
+    forwarding = Forwarding(settings, application.bot, sender, chats, queue, clock)
+    delivery.on_delivered = forwarding.on_delivered
+
     async def notify(task: Task, reason: str) -> None:
+        if task.kind == FORWARD:
+            await forwarding.report_failure(task, reason)  # said on the prompt itself
+            return
         await dead_letter_notice(sender, task, reason)
 
-    workers = Workers(queue, {DELIVER: delivery.run}, notify, count=settings.workers, clock=clock)
+    async def chat_moved(old_id: int, new_id: int) -> None:
+        await chats.move_chat(old_id, new_id, clock())
+
+    workers = Workers(
+        queue,
+        {DELIVER: delivery.run, FORWARD: forwarding.run},
+        notify,
+        count=settings.workers,
+        clock=clock,
+        on_chat_moved=chat_moved,
+    )
+    forwarding.wake = workers.wake
     services = Services(
         settings=settings,
         pool=pool,
@@ -116,6 +136,8 @@ async def build_services(
         sender=sender,
         delivery=delivery,
         workers=workers,
+        forwarding=forwarding,
+        authority=Authority(application.bot),
         x_client=x_client,
         guarded=guarded,
         clock=clock,
@@ -136,8 +158,10 @@ async def dead_letter_notice(sender: Sender, task: Task, reason: str) -> None:
 
 
 def add_handlers(application: AppType) -> None:
-    for command in commands.COMMANDS:
-        application.add_handler(CommandHandler(command.name, command.handler))
+    # A pending caption edit takes its text before the link handler sees it.
+    application.add_handlers(caption_edit.handlers(), group=caption_edit.GROUP)
+    application.add_handlers(commands.handlers())
+    application.add_handlers(callbacks.handlers())
     text_like = (filters.TEXT | filters.CAPTION) & ~filters.COMMAND
     application.add_handler(MessageHandler(text_like, messages.on_message))
     application.add_error_handler(on_error)
@@ -157,6 +181,10 @@ async def sweep_once(services: Services) -> dict[str, int]:
     done["cache_pruned"] = await services.cache.prune(now, services.settings.cache_ttl)
     expired = await services.chats.prune_expired(now)
     done["records_expired"] = len(expired)
+    # An expired forward prompt is edited to say nothing was forwarded; its buttons go.
+    done["prompts_expired"] = sum(
+        [await services.forwarding.expire(chat_id, record) for chat_id, record in expired]
+    )
     done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, now)
     done["leases_repaired"] = await services.queue.repair_expired(now)
     done["holds_released"] = await services.queue.release_expired_holds(now)

@@ -84,6 +84,7 @@ class Delivered:
     caption_parts: Mapping[str, str]
     items: tuple[SentItem, ...]
     chat_type: str = "private"
+    user_id: int | None = None
 
 
 @attrs.frozen
@@ -97,6 +98,8 @@ class DeliverPayload:
         sent: the send steps Telegram has confirmed, in order.
         skipped: media left out (too large), so the entry is not cached.
         announced: `Delivery.on_delivered` ran (e.g. the forward prompt was sent).
+        user_id: who sent the link (None: unknown, an anonymous admin, a channel);
+            their forward prompt is theirs to press.
     """
 
     url: str
@@ -109,6 +112,7 @@ class DeliverPayload:
     sent: tuple[SentStep, ...] = ()
     skipped: int = 0
     announced: bool = False
+    user_id: int | None = None
 
     @property
     def is_group(self) -> bool:
@@ -131,6 +135,7 @@ class DeliverPayload:
                 ],
                 "skipped": self.skipped,
                 "announced": self.announced,
+                "user_id": self.user_id,
             },
             separators=(",", ":"),
         )
@@ -159,6 +164,7 @@ class DeliverPayload:
                 sent=sent,
                 skipped=int(data.get("skipped", 0)),
                 announced=bool(data.get("announced", False)),
+                user_id=int(data["user_id"]) if data.get("user_id") is not None else None,
             )
         except PayloadError:
             raise
@@ -166,7 +172,9 @@ class DeliverPayload:
             raise PayloadError(f"deliver payload does not parse: {exc}") from exc
 
     @classmethod
-    def for_link(cls, link: Link, *, reply_to: int | None, chat_type: str) -> DeliverPayload:
+    def for_link(
+        cls, link: Link, *, reply_to: int | None, chat_type: str, user_id: int | None = None
+    ) -> DeliverPayload:
         return cls(
             url=link.url,
             key=link.key,
@@ -175,6 +183,7 @@ class DeliverPayload:
             handle=link.handle,
             reply_to=reply_to,
             chat_type=chat_type,
+            user_id=user_id,
         )
 
 
@@ -264,7 +273,7 @@ class Delivery:
                 action.value = "upload_video"
             payload = await self._send_fresh(ctx, payload, post, settings)
             parts = {"author_name": post.author_name, "author_handle": post.author_handle,
-                     "text": post.text}  # fmt: skip
+                     "text": post.text, "sensitive": "1" if post.sensitive else "0"}  # fmt: skip
             await self.announce(ctx, payload, post.url, parts)
 
     async def announce(
@@ -281,6 +290,7 @@ class Delivery:
         delivered = Delivered(
             chat_id=ctx.task.chat_id, key=payload.key, url=url, reply_to=payload.reply_to,
             caption_parts=dict(caption_parts), items=items, chat_type=payload.chat_type,
+            user_id=payload.user_id,
         )  # fmt: skip
         await self.on_delivered(ctx, delivered)
         await ctx.save_payload(attrs.evolve(payload, announced=True).to_json())

@@ -22,6 +22,7 @@ Everything above those modules speaks only this tree.
     │   └── ChatUnavailable      bot blocked/kicked, chat gone: drop the work, tell no one
     └── Outcome                  raised by a task to tell the worker what to do next
         ├── RetryLater(delay)    transient failure; count an attempt, back off
+        │   └── ChatMoved(new_id) the group became a supergroup: move its work, run again
         ├── RateLimited(after)   Telegram said retry_after; hold the chat, no attempt counted
         └── Permanent(reason)    will never succeed; dead-letter with a plain sentence
 
@@ -116,6 +117,19 @@ class RetryLater(Outcome):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
+
+
+class ChatMoved(RetryLater):
+    """The group became a supergroup (Telegram's ``migrate_to_chat_id``).
+
+    The worker moves the chat's tasks, hold and state to `new_chat_id` and runs
+    the task again there, without counting an attempt. A RetryLater, so code
+    that does not know it still retries rather than losing the work.
+    """
+
+    def __init__(self, new_chat_id: int) -> None:
+        super().__init__(f"the group moved to {new_chat_id}", delay=0)
+        self.new_chat_id = new_chat_id
 
 
 class RateLimited(Outcome):

@@ -42,6 +42,7 @@ from telegram.error import (
 )
 
 from xbot.errors import (
+    ChatMoved,
     ChatUnavailable,
     Permanent,
     RateLimited,
@@ -139,7 +140,7 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
     if isinstance(exc, RetryAfter):
         return RateLimited(retry_after_seconds(exc))
     if isinstance(exc, ChatMigrated):
-        return RetryLater(f"the group moved to {exc.new_chat_id}", delay=0)
+        return ChatMoved(exc.new_chat_id)
     if isinstance(exc, Forbidden):
         return ChatUnavailable(exc.message)
     if isinstance(exc, InvalidToken | Conflict):

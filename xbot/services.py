@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
     from xbot.db import DbPool
     from xbot.delivery import Delivery
+    from xbot.forwarding import Forwarding
+    from xbot.handlers.auth import Authority
     from xbot.link_cache import LinkCache
     from xbot.queue import TaskQueue
     from xbot.sender import Sender
@@ -33,6 +35,8 @@ class Services:
     """Everything wired by the composition root (`xbot.app`).
 
     Attributes:
+        forwarding: forward prompts, presses and the forward task.
+        authority: who may do what (admin lists from the Bot API, cached).
         started_at: wall-clock start, for /stats' uptime.
         clock: the wall clock (injected in tests).
     """
@@ -45,6 +49,8 @@ class Services:
     sender: Sender
     delivery: Delivery
     workers: Workers
+    forwarding: Forwarding
+    authority: Authority
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
     started_at: float = attrs.field(factory=time.time)

@@ -21,6 +21,7 @@ import attrs
 
 from xbot.backoff import compute_backoff
 from xbot.errors import (
+    ChatMoved,
     ChatUnavailable,
     LeaseLost,
     PayloadError,
@@ -55,6 +56,7 @@ class TaskContext:
 
 
 TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
+ChatMovedHook = Callable[[int, int], Coroutine[Any, Any, None]]
 
 
 @attrs.define
@@ -67,6 +69,8 @@ class Workers:
         lease_for: seconds a lease lasts without a heartbeat.
         heartbeat_every: seconds between heartbeats (a third of the lease).
         idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
+        on_chat_moved: after a group became a supergroup and its tasks moved,
+            moves the rest of what the chat owns (settings, records): (old, new).
     """
 
     queue: TaskQueue
@@ -77,6 +81,7 @@ class Workers:
     heartbeat_every: float = 30.0
     idle_poll: float = 1.0
     clock: Callable[[], float] = time.time
+    on_chat_moved: ChatMovedHook | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _running: dict[int, asyncio.Task[None]] = attrs.field(factory=dict, init=False)
@@ -231,6 +236,8 @@ class Workers:
             if not isinstance(exc, Permanent) or exc.notify:
                 await self._notify(task, reason)
             return "dead"
+        if isinstance(exc, ChatMoved) and exc.new_chat_id != task.chat_id:
+            return await self._moved(ctx, exc, fields)
         retry = exc if isinstance(exc, RetryLater) else None
         reason = retry.reason if retry else f"internal error ({type(exc).__name__})"
         fields["error"] = reason
@@ -246,6 +253,24 @@ class Workers:
         await self.queue.reschedule(task.lease, now, delay, reason)
         fields["delay"] = round(delay, 1)
         return "retry"
+
+    async def _moved(self, ctx: TaskContext, exc: ChatMoved, fields: dict[str, object]) -> str:
+        """The group became a supergroup: all its tasks (this one included), its hold and
+        its state move to the new id; then this one runs again there, no attempt counted."""
+        task = ctx.task
+        await self.queue.move_chat(task.chat_id, exc.new_chat_id)
+        if self.on_chat_moved is not None:
+            # Before the task is handed back, so it finds the chat's settings under the new id.
+            try:
+                await self.on_chat_moved(task.chat_id, exc.new_chat_id)
+            except Exception as hook_exc:  # noqa: BLE001 - the tasks moved; log the rest
+                log.warning(
+                    "chat move hook failed %s",
+                    kv(chat=task.chat_id, new=exc.new_chat_id, error=type(hook_exc).__name__),
+                )
+        await self.queue.reschedule(task.lease, self.clock(), 0.0, exc.reason, count_attempt=False)
+        fields["moved_to"] = exc.new_chat_id
+        return "chat_moved"
 
     async def _notify(self, task: Task, reason: str) -> None:
         try:

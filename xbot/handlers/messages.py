@@ -52,7 +52,13 @@ async def on_message(update: Update, context: XContext) -> None:
         if link.kind == "other" and not (others_on and services.delivery.other_sites):
             refused_other += 1
             continue
-        payload = DeliverPayload.for_link(link, reply_to=message.message_id, chat_type=chat.type)
+        payload = DeliverPayload.for_link(
+            link,
+            reply_to=message.message_id,
+            chat_type=chat.type,
+            # Whose forward prompt it will be; None when posted as a chat (anonymous admin).
+            user_id=user.id if user and message.sender_chat is None else None,
+        )
         await services.queue.enqueue(
             KIND,
             payload.to_json(),

@@ -1,0 +1,178 @@
+"""Every inline button: decode, check who pressed, answer at once, then do the quick thing.
+
+Callback data comes from the client and can be forged: it only names which
+button (`xbot.callback_data`). Whether the button still exists, what it acts
+on and whether this person may press it come from the message Telegram
+shows, our database and the Bot API. Anything that does not add up is
+answered "This button has expired." and changes nothing. What a button
+starts is a durable task (a forward) or one quick database write (a setting).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
+from telegram.error import TelegramError
+from telegram.ext import BaseHandler, CallbackQueryHandler
+
+from xbot.callback_data import Action, CallbackData, decode
+from xbot.errors import XbotError
+from xbot.forwarding import EXPIRED, SKIPPED, find_prompt
+from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.commands import DEAD_SHOWN, dead_view, menu_context
+from xbot.handlers.messages import NOT_ALLOWED
+from xbot.logs import kv
+from xbot.services import XContext
+from xbot.settings_menu import change_note, menu_markup, menu_text, toggle
+from xbot.state import ChatState
+
+log = logging.getLogger(__name__)
+
+_PROMPT_ACTIONS = frozenset({Action.FORWARD, Action.EDIT, Action.SKIP, Action.CONFIRM})
+
+
+def carries(message: Message, data: str) -> bool:
+    """The message really shows a button with this data (Telegram sends the message as it is
+    now: a button removed by an edit, or never there, is not on it)."""
+    markup = message.reply_markup
+    if not isinstance(markup, InlineKeyboardMarkup):
+        return False
+    return any(b.callback_data == data for row in markup.inline_keyboard for b in row)
+
+
+async def answer(query: CallbackQuery, text: str | None = None) -> None:
+    """Answer the press (Telegram shows a spinner until we do); a late answer is no error."""
+    try:
+        await query.answer(text)
+    except TelegramError as exc:
+        log.info("callback answer failed %s", kv(error=type(exc).__name__))
+
+
+async def on_callback(update: Update, context: XContext) -> None:
+    query = update.callback_query
+    if query is None:
+        return
+    data = decode(query.data)
+    message = query.message
+    if data is None or not isinstance(message, Message) or not carries(message, str(query.data)):
+        await answer(query, EXPIRED)
+        return
+    services = context.services
+    if not services.settings.is_allowed_chat(message.chat.id, query.from_user.id):
+        await answer(query, NOT_ALLOWED)
+        return
+    try:
+        if data.action in _PROMPT_ACTIONS:
+            await _prompt(query, message, data, context)
+        elif data.action in (Action.SETTING, Action.MENU):
+            await _settings(query, message, data, context)
+        elif data.action == Action.RETRY:
+            await _retry(query, message, data, context)
+        else:
+            await answer(query, EXPIRED)
+    except XbotError as exc:
+        log.warning("button failed %s", kv(chat=message.chat.id, error=exc))
+        await answer(query, "Sorry, something went wrong. Please try again.")
+
+
+async def _prompt(
+    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
+) -> None:
+    services = context.services
+    chat = message.chat
+    prompt_id = data.int_arg(0)
+    state = await services.chats.get(chat.id, services.clock())
+    prompt = find_prompt(state, prompt_id, services.clock()) if prompt_id is not None else None
+    if prompt is None or prompt.message_id != message.message_id:
+        await answer(query, EXPIRED)
+        return
+    presser = query.from_user.id
+    if not await services.authority.may(chat.type, chat.id, Actor(presser), prompt.owner):
+        await answer(query, ONLY_ADMINS)
+        return
+    forwarding = services.forwarding
+    result = await forwarding.press(chat.id, data, message_id=message.message_id, presser=presser)
+    await answer(query, result.answer)
+    if result.outcome == "skipped":
+        await forwarding.edit(chat.id, message.message_id, SKIPPED, None)
+    elif result.outcome in ("ask", "confirm", "queued") and result.prompt is not None:
+        # Shown before the task is queued, so the task's "Forwarded" is always the last word.
+        await forwarding.show(chat.id, result.prompt)
+        if result.outcome == "queued":
+            await forwarding.start(chat.id, result.prompt)
+
+
+async def _settings(
+    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
+) -> None:
+    services = context.services
+    chat = message.chat
+    if not await services.authority.may(chat.type, chat.id, Actor(query.from_user.id)):
+        await answer(query, ONLY_ADMINS)
+        return
+    if data.action == Action.MENU:
+        if data.args != ("close",):
+            await answer(query, EXPIRED)
+            return
+        await answer(query)
+        try:
+            await message.edit_text("Settings closed. /settings opens them again.")
+        except TelegramError as exc:
+            log.info("menu close failed %s", kv(chat=chat.id, error=type(exc).__name__))
+        return
+    code = data.str_arg(0)
+    menu = await menu_context(services, chat)
+    now = services.clock()
+    if code is None or len(data.args) != 1:
+        await answer(query, EXPIRED)
+        return
+    changed: list[bool] = []
+
+    def flip(state: ChatState) -> ChatState:
+        # Read and flip under the chat's lock: two quick presses flip twice, not once.
+        change = toggle(state.settings, code, menu)
+        changed.append(change is not None)
+        return state.with_settings(**change) if change is not None else state
+
+    new = await services.chats.update(chat.id, flip, now)
+    if not changed or not changed[0]:
+        await answer(query, EXPIRED)
+        return
+    await answer(query, change_note(new.settings, code, menu))
+    try:
+        await message.edit_text(
+            menu_text(new.settings, menu),
+            parse_mode="HTML",
+            reply_markup=menu_markup(new.settings, menu),
+        )
+    except TelegramError as exc:
+        log.info("menu edit failed %s", kv(chat=chat.id, error=type(exc).__name__))
+
+
+async def _retry(
+    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
+) -> None:
+    services = context.services
+    if not is_operator(services.settings.admin_ids, query.from_user.id):
+        await answer(query, ONLY_OPERATORS)
+        return
+    task_id = data.int_arg(0)
+    if task_id is None or len(data.args) != 1:
+        await answer(query, EXPIRED)
+        return
+    if await services.queue.retry(task_id, services.clock()):
+        services.workers.wake()
+        await answer(query, f"Task #{task_id} is queued again.")
+    else:
+        await answer(query, f"Task #{task_id} is no longer a dead letter.")
+    text, markup = dead_view(await services.queue.list(state="dead", limit=DEAD_SHOWN))
+    try:
+        await message.edit_text(text, reply_markup=markup)
+    except TelegramError as exc:
+        log.info("dead list edit failed %s", kv(error=type(exc).__name__))
+
+
+def handlers() -> list[BaseHandler[Update, XContext, None]]:
+    # No pattern: malformed data must reach us too, to be answered "expired".
+    return [CallbackQueryHandler(on_callback)]
