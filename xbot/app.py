@@ -39,6 +39,7 @@ from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.media.x_api import XApi
+from xbot.other_sites import OtherSites
 from xbot.pacing import Pacer
 from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
@@ -104,6 +105,8 @@ async def build_services(
     )
     x_api = XApi(x_client, settings.x_api_url)
     delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
+    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
+    delivery.other_sites = OtherSites(settings, sender, cache, delivery)
 
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, application.bot, sender, chats, queue, clock)

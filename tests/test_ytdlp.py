@@ -1,0 +1,331 @@
+"""yt-dlp's boundary: options, the format under the cap, cache keys, info fields, and its
+errors translated once into sentences (a table of synthetic yt-dlp exceptions)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from yt_dlp.networking.common import Response
+from yt_dlp.networking.exceptions import HTTPError, TransportError
+from yt_dlp.utils import (
+    DownloadError,
+    ExtractorError,
+    GeoRestrictedError,
+    UnsupportedError,
+)
+
+from xbot.errors import (
+    BlockedAddress,
+    FetchError,
+    PostUnavailable,
+    TooLarge,
+    TransientFetch,
+    UnsupportedLink,
+)
+from xbot.media import ytdlp
+from xbot.media.ytdlp import (
+    GEO_BLOCKED,
+    GONE,
+    LIVE,
+    LOGIN_REQUIRED,
+    REFUSED,
+    UNSUPPORTED,
+    YtdlpConfig,
+    allowed_extractors,
+    build_options,
+    cache_key,
+    first_video,
+    format_selector,
+    host_guard,
+    translate,
+    video_info,
+)
+
+
+def test_importing_the_app_does_not_import_yt_dlp() -> None:
+    # A fresh interpreter: this test process imported yt_dlp above.
+    code = "import sys, xbot.app, xbot.other_sites; print('yt_dlp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("sites", "expected"),
+    [("known", ["default", "-generic"]), ("all", ["default"])],
+    ids=["known-without-generic", "all-with-generic"],
+)
+def test_allowed_extractors(sites: str, expected: list[str]) -> None:
+    assert allowed_extractors(sites) == expected
+
+
+def test_allowed_extractors_refuses_anything_else() -> None:
+    with pytest.raises(ValueError, match="XBOT_YTDLP_SITES"):
+        allowed_extractors("everything")
+
+
+def test_format_selector_spelling() -> None:
+    assert format_selector(50 * 2**20) == "best[filesize<?52428800][filesize_approx<?52428800]"
+    with pytest.raises(ValueError):
+        format_selector(0)
+
+
+def _fmt(format_id: str, **fields: Any) -> dict[str, Any]:
+    base = {"format_id": format_id, "ext": "mp4", "vcodec": "avc1", "acodec": "mp4a",
+            "url": f"https://cdn.example/{format_id}", "protocol": "https"}  # fmt: skip
+    return {**base, **fields}
+
+
+SELECTIONS: list[tuple[str, list[dict[str, Any]], list[str]]] = [
+    ("known-fits-beats-known-too-big", [_fmt("big", filesize=80), _fmt("small", filesize=40)],
+     ["small"]),
+    ("unknown-size-admitted", [_fmt("direct")], ["direct"]),
+    ("known-too-big-refused", [_fmt("big", filesize=80)], []),
+    ("approx-too-big-refused", [_fmt("big", filesize_approx=90)], []),
+    ("approx-fits-beats-better-approx-too-big",
+     [_fmt("a", filesize_approx=40), _fmt("b", filesize_approx=90, tbr=5000)], ["a"]),
+    ("either-size-too-big-refuses", [_fmt("x", filesize=40, filesize_approx=90)], []),
+    ("video-only-never-chosen", [_fmt("v", acodec="none", filesize=1)], []),
+    ("best-that-fits", [_fmt("lo", filesize=10, tbr=100), _fmt("hi", filesize=45, tbr=900)],
+     ["hi"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("formats", "chosen"),
+    [(f, c) for _, f, c in SELECTIONS],
+    ids=[name for name, *_ in SELECTIONS],
+)
+def test_format_selector_as_yt_dlp_applies_it(
+    formats: list[dict[str, Any]], chosen: list[str]
+) -> None:
+    import yt_dlp
+
+    select = yt_dlp.YoutubeDL({"quiet": True}).build_format_selector(format_selector(50))
+    ctx = {"formats": formats, "has_merged_format": False, "incomplete_formats": False}
+    assert [f["format_id"] for f in select(ctx)] == chosen
+
+
+def test_build_options_keep_the_rules(tmp_path: Path) -> None:
+    def hook(_: dict[str, Any]) -> None:
+        return None
+
+    config = YtdlpConfig(limit_bytes=1000, sites="known", overrides={"ratelimit": 5})
+    options = build_options(config, tmp_path, hook)
+    assert options["quiet"] is True
+    assert options["no_warnings"] is True
+    assert options["noplaylist"] is True
+    assert options["cachedir"] is False
+    assert options["restrictfilenames"] is True
+    assert options["logger"] is not None
+    assert options["socket_timeout"] == 20.0
+    assert options["paths"] == {"home": str(tmp_path), "temp": str(tmp_path)}
+    assert options["outtmpl"] == {"default": "media.%(ext)s"}  # never a name from the site
+    assert options["allowed_extractors"] == ["default", "-generic"]
+    assert options["format"] == format_selector(1000)
+    assert options["progress_hooks"] == [hook]
+    assert options["ratelimit"] == 5
+
+
+@pytest.mark.parametrize(
+    ("extractor", "video_id", "url", "key"),
+    [
+        ("Youtube", "dQw4w9WgXcQ", "https://www.youtube.com/watch?v=dQw4w9WgXcQ",
+         "yt:youtube:dQw4w9WgXcQ"),
+        ("Youtube", "dQw4w9WgXcQ", "https://youtu.be/dQw4w9WgXcQ", "yt:youtube:dQw4w9WgXcQ"),
+        ("Generic", "video", "https://a.example/video.mp4", "yt:generic:https://a.example/video.mp4"),
+        ("Generic", "video", "https://b.example/video.mp4", "yt:generic:https://b.example/video.mp4"),
+        ("HTML5MediaEmbed", "page-1", "https://a.example/page",
+         "yt:generic:https://a.example/page"),
+        ("TikTok", "", "https://tiktok.com/x", "yt:generic:https://tiktok.com/x"),
+    ],
+    ids=["youtube", "youtube-other-spelling", "generic-a", "generic-b", "html5-embed", "no-id"],
+)  # fmt: skip
+def test_cache_key(extractor: str, video_id: str, url: str, key: str) -> None:
+    assert cache_key(extractor, video_id, url) == key
+
+
+def test_video_info_takes_what_the_bot_needs() -> None:
+    info = video_info(
+        {
+            "id": "abc",
+            "extractor_key": "Vimeo",
+            "webpage_url": "https://vimeo.com/abc",
+            "title": " A clip ",
+            "uploader": "Bob",
+            "duration": 12.4,
+            "width": 1280,
+            "height": 720,
+            "thumbnail": "https://i.vimeocdn.com/abc.jpg",
+            "ext": "mp4",
+            "vcodec": "avc1",
+            "filesize_approx": 1234,
+            "age_limit": 18,
+        },
+        "https://vimeo.com/abc?x=1",
+    )
+    assert info.key == "yt:vimeo:abc"
+    assert (info.url, info.title, info.uploader) == ("https://vimeo.com/abc", "A clip", "Bob")
+    assert (info.duration, info.width, info.height) == (12.0, 1280, 720)
+    assert info.thumbnail == "https://i.vimeocdn.com/abc.jpg"
+    assert (info.ext, info.size, info.audio_only, info.adult) == ("mp4", 1234, False, True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "expected"),
+    [
+        ({"ext": "../etc"}, "ext", "mp4"),
+        ({"ext": "webm"}, "ext", "webm"),
+        ({"vcodec": "none"}, "audio_only", True),
+        ({"width": True, "height": -3}, "width", None),
+        ({"channel": "Chan"}, "uploader", "Chan"),
+        ({}, "url", "https://fallback.example/v"),
+        ({"duration": 0}, "duration", None),
+    ],
+    ids=["ext-not-a-path", "ext-kept", "audio-only", "junk-size", "channel-as-uploader",
+         "url-fallback", "zero-duration"],
+)  # fmt: skip
+def test_video_info_is_tolerant(raw: dict[str, Any], field: str, expected: object) -> None:
+    assert getattr(video_info(raw, "https://fallback.example/v"), field) == expected
+
+
+@pytest.mark.parametrize(
+    "raw", [{"is_live": True}, {"live_status": "is_upcoming"}], ids=["live", "upcoming"]
+)
+def test_live_streams_are_refused(raw: dict[str, Any]) -> None:
+    with pytest.raises(PostUnavailable, match="live stream"):
+        video_info(raw, "https://x.example")
+
+
+def test_first_video_of_a_playlist() -> None:
+    video = {"id": "1", "_type": "video"}
+    assert first_video(video) is video
+    assert first_video({"_type": "playlist", "entries": [None, video, {"id": "2"}]}) is video
+    assert first_video({"_type": "playlist", "entries": []}) is None
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+def _http(status: int, reason: str) -> HTTPError:
+    return HTTPError(Response(io.BytesIO(b""), "https://s.example/v", {}, status, reason))
+
+
+def _caused(error: Exception, message: str = "Unable to download webpage") -> DownloadError:
+    """What YoutubeDL raises: a DownloadError whose exc_info holds what the extractor raised."""
+    try:
+        raise error
+    except Exception:
+        inner = ExtractorError(f"{message}: {error}", cause=error)
+    return _wrapped(inner, "ERROR: [site] login-id: ")
+
+
+def _wrapped(inner: Exception, prefix: str = "ERROR: ") -> DownloadError:
+    return DownloadError(f"{prefix}{inner}", exc_info=(type(inner), inner, None))
+
+
+def _expected(message: str) -> DownloadError:
+    return _wrapped(ExtractorError(message, expected=True, video_id="abc", ie="site"))
+
+
+HTTP_500 = "the site did not answer properly (HTTP 500)"
+GEO = GeoRestrictedError("This video is not available from your location", countries=["US"])
+NO_EXTRACTOR = "ERROR: No suitable extractor found for URL https://s.example/"
+URL_SAYS_LOGIN = "ERROR: [generic] login: HTTP Error 500 (https://s.example/login)"
+
+TRANSLATIONS: list[tuple[str, BaseException, type[FetchError], str]] = [
+    ("private-video",
+     _expected("Private video. Sign in if you've been granted access to this video"),
+     PostUnavailable, GONE),
+    ("removed", _expected("This video has been removed by the uploader"), PostUnavailable, GONE),
+    ("unavailable", _expected("Video unavailable"), PostUnavailable, GONE),
+    ("age-gate",
+     _expected("Sign in to confirm your age. This video may be inappropriate for some users."),
+     PostUnavailable, LOGIN_REQUIRED),
+    ("login-cookies",
+     _expected("This content is only available for registered users. Use --cookies"),
+     PostUnavailable, LOGIN_REQUIRED),
+    ("members-only", _expected("Join this channel to get access to members-only content"),
+     PostUnavailable, LOGIN_REQUIRED),
+    ("geo-error-class", GEO, PostUnavailable, GEO_BLOCKED),
+    ("geo-wrapped", _wrapped(GeoRestrictedError("x")), PostUnavailable, GEO_BLOCKED),
+    ("geo-words", _expected("The uploader has not made this video available in your country"),
+     PostUnavailable, GEO_BLOCKED),
+    ("live-upcoming", _expected("This live event will begin in 3 hours."), PostUnavailable, LIVE),
+    ("unsupported-class", _wrapped(UnsupportedError("https://s.example/")),
+     UnsupportedLink, UNSUPPORTED),
+    ("no-extractor", DownloadError(NO_EXTRACTOR), UnsupportedLink, UNSUPPORTED),
+    ("no-format-fits", _expected("Requested format is not available. Use --list-formats"),
+     TooLarge, ytdlp.NO_FORMAT_FITS),
+    ("http-404", _caused(_http(404, "Not Found")), PostUnavailable, GONE),
+    ("http-410", _caused(_http(410, "Gone")), PostUnavailable, GONE),
+    ("http-401", _caused(_http(401, "Unauthorized")), PostUnavailable, LOGIN_REQUIRED),
+    ("http-451", _caused(_http(451, "Unavailable For Legal Reasons")),
+     PostUnavailable, GEO_BLOCKED),
+    ("http-403", _caused(_http(403, "Forbidden")), PostUnavailable, REFUSED),
+    ("http-500", _caused(_http(500, "Internal Server Error")), TransientFetch, HTTP_500),
+    ("http-429", _caused(_http(429, "Too Many Requests")), TransientFetch,
+     "the site did not answer properly (HTTP 429)"),
+    ("connection-refused", _caused(TransportError("[Errno 111] Connection refused")),
+     TransientFetch, ytdlp.SITE_FAILED),
+    ("timeout", _caused(TimeoutError("timed out")), TransientFetch, ytdlp.SITE_FAILED),
+    ("other-expected", _expected("This tweet has no video"), PostUnavailable, REFUSED),
+    ("extractor-bug", _wrapped(ExtractorError("KeyError 'x'")), TransientFetch, ytdlp.SITE_FAILED),
+    ("anything-else", ValueError("what"), TransientFetch, ytdlp.SITE_FAILED),
+    ("a-url-saying-login",
+     DownloadError(URL_SAYS_LOGIN, exc_info=(HTTPError, _http(500, "Internal Server Error"), None)),
+     TransientFetch, HTTP_500),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "reason"),
+    [(e, k, r) for _, e, k, r in TRANSLATIONS],
+    ids=[name for name, *_ in TRANSLATIONS],
+)
+def test_translate(error: BaseException, kind: type[FetchError], reason: str) -> None:
+    translated = translate(error)
+    assert type(translated) is kind
+    assert translated.reason == reason
+
+
+def test_translate_passes_our_own_guard_through() -> None:
+    blocked = BlockedAddress("no")
+    assert translate(_wrapped(blocked)) is blocked
+
+
+@given(st.text(max_size=200))
+def test_translate_never_raises(message: str) -> None:
+    for error in (_expected(message), DownloadError(message), ExtractorError(message)):
+        assert isinstance(translate(error), FetchError)
+
+
+# --- the request guard -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "error"),
+    [
+        ("http://127.0.0.1/v.mp4", BlockedAddress),
+        ("http://localhost:8080/v.mp4", BlockedAddress),
+        ("http://[::ffff:10.0.0.1]/v.mp4", BlockedAddress),
+        ("http://169.254.169.254/latest/meta-data", BlockedAddress),
+        ("file:///etc/passwd", UnsupportedLink),
+        ("http://user:pw@93.184.216.34/", UnsupportedLink),
+    ],
+    ids=["loopback", "localhost", "mapped-private", "metadata", "file-scheme", "userinfo"],
+)
+def test_host_guard_refuses_what_netguard_refuses(url: str, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        host_guard(allow_private=False)(url)
+
+
+def test_host_guard_lets_a_public_literal_through_and_everything_when_allowed() -> None:
+    host_guard(allow_private=False)("https://93.184.216.34/v.mp4")
+    host_guard(allow_private=True)("http://127.0.0.1:1/v.mp4")

@@ -1,0 +1,320 @@
+"""A link to another site (YouTube, TikTok, Reddit, … through yt-dlp) becomes its video.
+
+The deliver task of a link whose kind is ``other`` lands here
+(`Delivery.other_sites`). The same rules as for X posts hold:
+
+- **SSRF first.** The URL's host is checked and resolved before yt-dlp
+  sees it (`xbot.media.netguard`); inside yt-dlp every request passes the
+  same check (`xbot.media.ytdlp.host_guard`).
+- **Link cache.** The link arrives as ``url:{normalised url}``; only
+  yt-dlp knows which video it is (``yt:{extractor}:{id}``). Entries are
+  written under both keys: the same URL again is answered without asking
+  the site at all, and another spelling of the same video costs one
+  extraction and no download.
+- **Single flight.** One job per link key and per video key at a time; the
+  second waits, then finds the cache filled.
+- **Two-phase.** The payload records the sent video right after Telegram
+  confirms it; a task resumed after that point only finishes up.
+- **Progress.** The chat action runs meanwhile; a job longer than a few
+  seconds gets one status message (`xbot.progress`), deleted when the video
+  is sent or turned into the error sentence.
+- **Errors** arrive as xbot's own (`xbot.media.ytdlp.translate`) and leave as
+  one sentence in the chat, or as `RetryLater` when the site may recover.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import httpx
+
+from xbot.caption import build_caption
+from xbot.config import Settings
+from xbot.delivery import DeliverPayload, Delivery, SentStep
+from xbot.errors import (
+    BlockedAddress,
+    FetchError,
+    RetryLater,
+    StaleFileId,
+    TooLarge,
+    TransientFetch,
+    UnsupportedLink,
+)
+from xbot.link_cache import CachedItem, CachedPost, LinkCache
+from xbot.logs import kv
+from xbot.media import netguard
+from xbot.media.models import Post
+from xbot.media.tempfiles import temp_folder
+from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
+from xbot.sender import OutMedia, Sender, SentItem
+from xbot.state import ChatSettings
+from xbot.worker import TaskContext
+
+log = logging.getLogger(__name__)
+
+
+def too_large_sentence(limit_mb: int, url: str) -> str:
+    """What a user reads when the video cannot fit; the link lets them open it themselves."""
+    return f"That video does not fit the {limit_mb} MB upload limit, so I cannot send it: {url}"
+
+
+def sentence_for(error: FetchError, *, url: str, limit_mb: int, group: bool) -> str | None:
+    """The one sentence a failed link gets in its chat, or None to stay quiet.
+
+    A link nothing can fetch is ignored in groups (people paste links for
+    each other there, not for the bot) and gets one sentence in private.
+    """
+    if isinstance(error, TooLarge):
+        return too_large_sentence(limit_mb, url)
+    if isinstance(error, UnsupportedLink | BlockedAddress):
+        return None if group else error.reason
+    return error.reason
+
+
+def caption_parts(info: VideoInfo) -> dict[str, str]:
+    """What the cache keeps to rebuild the caption in each chat's style."""
+    return {
+        "author_name": info.uploader,
+        "author_handle": "",
+        "text": info.title,
+        "sensitive": "1" if info.adult else "0",
+        "source": "ytdlp",
+        "ytdlp_key": info.key,
+    }
+
+
+def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
+    return Post(
+        key=key,
+        url=url,
+        author_name=parts.get("author_name", ""),
+        author_handle="",
+        text=parts.get("text", ""),
+        sensitive=parts.get("sensitive") == "1",
+        source="ytdlp",
+    )
+
+
+@attrs.define
+class OtherSites:
+    """Delivers non-X links through yt-dlp; `xbot.app` sets it as `Delivery.other_sites`.
+
+    Attributes:
+        delivery: shares its single-flight map and `announce` (the forward prompt).
+        progress_first, progress_every: the status message's timings (tests shorten them).
+        ytdlp_overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
+        resolver: name resolution for the SSRF pre-check (tests inject one).
+        clock: monotonic seconds for the status message.
+    """
+
+    settings: Settings
+    sender: Sender
+    cache: LinkCache
+    delivery: Delivery
+    progress_first: float = FIRST_AFTER
+    progress_every: float = EVERY
+    ytdlp_overrides: Mapping[str, Any] = attrs.field(factory=dict)
+    resolver: netguard.Resolver = netguard.system_resolver
+    clock: Callable[[], float] = time.monotonic
+
+    @property
+    def config(self) -> YtdlpConfig:
+        return YtdlpConfig(
+            limit_bytes=self.settings.upload_limit,
+            sites=self.settings.ytdlp_sites,
+            allow_private=self.settings.allow_private_networks,
+            overrides=dict(self.ytdlp_overrides),
+        )
+
+    async def __call__(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> None:
+        if any(step.step == 0 for step in payload.sent):
+            await self._resume(ctx, payload)
+            return
+        try:
+            await self._precheck(payload.url)
+        except (BlockedAddress, UnsupportedLink) as exc:
+            await self._say_for(ctx, payload, exc)
+            return
+        async with self.delivery.flights.hold(payload.key):
+            if await self._from_cache(ctx, payload, payload.key, settings):
+                return
+            await self._fetch(ctx, payload, settings)
+
+    async def _precheck(self, url: str) -> None:
+        """The host of the link, resolved and checked before yt-dlp opens anything."""
+        allow = self.settings.allow_private_networks
+        netguard.check_url(url, allow)
+        parsed = httpx.URL(url)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
+
+    async def _fetch(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> None:
+        status = StatusReporter(
+            self.sender,
+            ctx.task.chat_id,
+            reply_to=payload.reply_to,
+            group=payload.is_group,
+            first_after=self.progress_first,
+            every=self.progress_every,
+            clock=self.clock,
+        )
+        async with status:
+            try:
+                done = await self._download_and_send(ctx, payload, settings, status)
+            except TransientFetch as exc:
+                raise RetryLater(exc.reason) from exc  # the status message goes with the block
+            except FetchError as exc:
+                sentence = self._sentence(payload, exc)
+                if sentence is not None:
+                    await status.fail(sentence)
+                return
+            await status.done()
+        if done is not None:
+            payload, url, parts = done
+            await self.delivery.announce(ctx, payload, url, parts)
+
+    async def _download_and_send(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        status: StatusReporter,
+    ) -> tuple[DeliverPayload, str, Mapping[str, str]] | None:
+        """Extract, then (on a cache miss under the video's key) download and send.
+
+        Returns what `announce` needs, or None when the cache answered (it announced).
+        """
+        with temp_folder(self.settings.data_dir) as folder:
+            async with YtdlpJob(payload.url, folder, self.config, on_progress=status.update) as job:
+                info = await job.extract()
+                async with self._hold(info.key, payload.key):
+                    if await self._from_cache(ctx, payload, info.key, settings):
+                        return None
+                    status.update(Snapshot("download", 0, info.size))
+                    path = await job.download()
+                    size = path.stat().st_size
+                    status.update(Snapshot("upload", size))
+                    out = OutMedia(
+                        "document" if info.audio_only else "video",
+                        path,
+                        "upload",
+                        info.width,
+                        info.height,
+                        info.duration,
+                        filename=f"video.{info.ext}",
+                    )
+                    parts = caption_parts(info)
+                    sent = await self.sender.send_media(
+                        ctx.task.chat_id,
+                        [out],
+                        caption=self._caption(info.key, info.url, parts, settings),
+                        reply_to=payload.reply_to,
+                        spoiler=info.adult and settings.spoiler_sensitive,
+                        group=payload.is_group,
+                    )
+                    items = [item for item, _ in sent]
+                    payload = await self._record(ctx, payload, items)
+                    await self._remember(info, payload.key, items, ctx.clock())
+                    log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
+        return payload, info.url, parts
+
+    @contextlib.asynccontextmanager
+    async def _hold(self, key: str, held: str) -> AsyncIterator[None]:
+        """Single flight under the video's key too (two spellings, one download)."""
+        if key == held:
+            yield
+            return
+        async with self.delivery.flights.hold(key):
+            yield
+
+    async def _from_cache(
+        self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
+    ) -> bool:
+        """Answer from the link cache by file_id; False on a miss or a stale file_id."""
+        cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
+        if cached is None or not cached.items:
+            return False
+        parts = cached.caption_parts
+        item = cached.items[0]
+        try:
+            sent = await self.sender.send_media(
+                ctx.task.chat_id,
+                [OutMedia(item.kind, item.file_id, "file_id")],
+                caption=self._caption(key, cached.url, parts, settings),
+                reply_to=payload.reply_to,
+                spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
+                group=payload.is_group,
+            )
+        except StaleFileId:
+            log.info("stale file_id, fetching again %s", kv(key=key))
+            for stale in {key, payload.key, parts.get("ytdlp_key", key)}:
+                await self.cache.invalidate(stale)
+            return False
+        payload = await self._record(ctx, payload, [s for s, _ in sent])
+        if key != payload.key:  # found by the video's key: the link's spelling hits next time
+            await self.cache.put(attrs.evolve(cached, key=payload.key, created_at=ctx.clock()))
+        await self.delivery.announce(ctx, payload, cached.url, parts)
+        return True
+
+    async def _resume(self, ctx: TaskContext, payload: DeliverPayload) -> None:
+        """The video went out before a crash: only the follow-up (the prompt) is left."""
+        cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
+        url = cached.url if cached else payload.url
+        parts = cached.caption_parts if cached else {}
+        await self.delivery.announce(ctx, payload, url, parts)
+
+    async def _record(
+        self, ctx: TaskContext, payload: DeliverPayload, sent: Sequence[SentItem]
+    ) -> DeliverPayload:
+        """Phase one: Telegram confirmed the video; write it down before anything else."""
+        updated = attrs.evolve(payload, sent=(*payload.sent, SentStep(0, tuple(sent))))
+        await ctx.save_payload(updated.to_json())
+        return updated
+
+    async def _remember(
+        self, info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
+    ) -> None:
+        items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
+        entry = CachedPost(
+            key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
+            created_at=now,
+        )  # fmt: skip
+        await self.cache.put(entry)
+        if link_key != info.key:
+            await self.cache.put(attrs.evolve(entry, key=link_key))
+
+    def _caption(self, key: str, url: str, parts: Mapping[str, str], settings: ChatSettings) -> str:
+        return build_caption(
+            post_of(key, url, parts),
+            style=settings.caption_style,
+            template=settings.caption_template,
+        )
+
+    def _sentence(self, payload: DeliverPayload, error: FetchError) -> str | None:
+        return sentence_for(
+            error,
+            url=payload.url,
+            limit_mb=self.settings.upload_limit_mb,
+            group=payload.is_group,
+        )
+
+    async def _say_for(self, ctx: TaskContext, payload: DeliverPayload, error: FetchError) -> None:
+        sentence = self._sentence(payload, error)
+        if sentence is not None:
+            await self.sender.send_text(
+                ctx.task.chat_id,
+                sentence,
+                reply_to=payload.reply_to,
+                group=payload.is_group,
+                html=False,
+            )

@@ -1,0 +1,279 @@
+"""Progress people can see: one status message for a long download, edited now and then.
+
+A download that takes more than `FIRST_AFTER` seconds gets one status
+message in reply to the user ("Downloading… 42% of 31 MB"), edited at most
+every `EVERY` seconds and only when its text changed (Telegram refuses an
+edit that changes nothing, and limits edits like messages). When the media
+is sent the status message is deleted; when the job fails it becomes the
+error sentence. The chat action (``upload_video``) keeps going meanwhile.
+
+The decisions are pure (`Throttle`, `render`) over an injected clock, so
+their tests do not wait; `StatusReporter` is the thin shell that talks to
+Telegram. Everything it does is best effort: a failed status edit must
+never fail the download it decorates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Literal
+
+import attrs
+from telegram import Message
+from telegram.error import TelegramError
+
+from xbot.errors import RateLimited, XbotError
+from xbot.logs import kv
+from xbot.sender import Sender, classify
+
+log = logging.getLogger(__name__)
+
+FIRST_AFTER = 5.0  # a quick download needs no status message
+EVERY = 4.0  # Telegram limits edits too; 3-5 s reads as live without flooding
+CHAT_ACTION_EVERY = 4.0  # an action shows for ~5 s; refresh before it fades
+DELETE_TIMEOUT = 1.0  # at shutdown the status message gets this long to go away
+
+Phase = Literal["fetch", "download", "upload"]
+
+
+@attrs.frozen
+class Snapshot:
+    """Where a job is.
+
+    Attributes:
+        phase: ``fetch`` (reading the page), ``download``, ``upload`` (to Telegram).
+        done: bytes downloaded so far.
+        total: the expected size in bytes, None when the site does not say.
+    """
+
+    phase: Phase = "fetch"
+    done: int = 0
+    total: int | None = None
+
+
+def human_size(size: int) -> str:
+    """``812 KB``, ``31 MB``, ``1.4 GB``: two significant digits are plenty on a phone."""
+    if size < 1024 * 1024:
+        return f"{max(size, 0) // 1024} KB"
+    mb = size / (1024 * 1024)
+    if mb < 1000:
+        return f"{mb:.1f} MB" if mb < 10 else f"{mb:.0f} MB"
+    return f"{mb / 1024:.1f} GB"
+
+
+def render(snapshot: Snapshot) -> str:
+    """The status line for `snapshot`."""
+    if snapshot.phase == "fetch":
+        return "Looking at the link…"
+    if snapshot.phase == "upload":
+        size = f" {human_size(snapshot.done)}" if snapshot.done else ""
+        return f"Uploading{size} to Telegram…"
+    if snapshot.total:
+        percent = min(100, max(0, snapshot.done * 100 // snapshot.total))
+        return f"Downloading… {percent}% of {human_size(snapshot.total)}"
+    if snapshot.done:
+        return f"Downloading… {human_size(snapshot.done)}"
+    return "Downloading…"
+
+
+@attrs.define
+class Throttle:
+    """When the status message may appear and be edited next. Pure over ``now``.
+
+    Attributes:
+        started: when the job started (the clock's seconds).
+        first_after: the first post waits this long (quick jobs show nothing).
+        every: at least this long between two posts or edits.
+    """
+
+    started: float
+    first_after: float = FIRST_AFTER
+    every: float = EVERY
+    _last: float | None = attrs.field(default=None, init=False)
+
+    def next_due(self) -> float:
+        if self._last is None:
+            return self.started + self.first_after
+        return self._last + self.every
+
+    def due(self, now: float) -> bool:
+        return now >= self.next_due()
+
+    def mark(self, now: float) -> None:
+        """A post or an edit went out at `now`."""
+        self._last = now
+
+
+@attrs.define
+class StatusReporter:
+    """The chat action and the status message of one job.
+
+    Use as ``async with StatusReporter(...) as status``; feed it with
+    `update` (from the event loop; the yt-dlp thread hands updates over with
+    ``loop.call_soon_threadsafe``), then end with `done` (delete the status
+    message) or `fail` (turn it into the error sentence). Leaving the block
+    without either (cancellation, a retry) deletes the status message.
+
+    Attributes:
+        sender: the bot's sender (sends through its pacer).
+        chat_id, reply_to, group: where the status goes.
+        first_after, every: the `Throttle`'s timings.
+        clock: monotonic seconds (injected by tests).
+    """
+
+    sender: Sender
+    chat_id: int
+    reply_to: int | None = None
+    group: bool = False
+    first_after: float = FIRST_AFTER
+    every: float = EVERY
+    action: str = "upload_video"
+    clock: Callable[[], float] = time.monotonic
+    _snapshot: Snapshot = attrs.field(factory=Snapshot, init=False)
+    _changed: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _throttle: Throttle | None = attrs.field(default=None, init=False)
+    _message_id: int | None = attrs.field(default=None, init=False)
+    _shown: str | None = attrs.field(default=None, init=False)
+    _muted: bool = attrs.field(default=False, init=False)
+    _loop: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _posting: asyncio.Future[Message] | None = attrs.field(default=None, init=False)
+
+    @property
+    def message_id(self) -> int | None:
+        """The status message, once one was posted."""
+        return self._message_id
+
+    def update(self, snapshot: Snapshot) -> None:
+        """A new snapshot; shown at the next due time if its text differs."""
+        self._snapshot = snapshot
+        self._changed.set()
+
+    async def __aenter__(self) -> StatusReporter:
+        self._throttle = Throttle(self.clock(), self.first_after, self.every)
+        self._loop = asyncio.create_task(self._run(), name=f"xbot-status-{self.chat_id}")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._stop()
+        if self._message_id is not None:
+            # Cancelled (shutdown) or retried: the message would say "42%" forever.
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(self._delete(), DELETE_TIMEOUT)
+
+    async def done(self) -> None:
+        """The media went out: the status message has served its purpose."""
+        await self._stop()
+        await self._delete()
+
+    async def fail(self, sentence: str) -> None:
+        """The job ended with `sentence`: the status message becomes it, or it is sent."""
+        await self._stop()
+        if self._message_id is not None and await self._edit(sentence):
+            self._message_id = None  # it is the answer now; __aexit__ must not delete it
+            return
+        await self._delete()
+        await self.sender.send_text(
+            self.chat_id, sentence, reply_to=self.reply_to, group=self.group, html=False
+        )
+
+    async def _stop(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop
+            self._loop = None
+        posting, self._posting = self._posting, None
+        if posting is not None:
+            # Stopped while the status message was on its way: learn its id, so it
+            # is deleted rather than left behind saying "Downloading…".
+            with contextlib.suppress(XbotError, asyncio.CancelledError):
+                self._message_id = (await posting).message_id
+
+    async def _run(self) -> None:
+        assert self._throttle is not None
+        next_action = self.clock()
+        while True:
+            now = self.clock()
+            if now >= next_action:
+                await self.sender.chat_action(self.chat_id, self.action)
+                next_action = now + CHAT_ACTION_EVERY
+            if not self._muted and self._throttle.due(now):
+                await self._show(now)
+            wake = min(next_action, self._throttle.next_due())
+            self._changed.clear()
+            if not self._muted and self._shown != render(self._snapshot):
+                # Something new to show: sleep until it may be shown.
+                await asyncio.sleep(max(0.0, wake - self.clock()))
+            else:
+                # Nothing new: sleep until the next chat action or a change.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), max(0.0, next_action - now))
+
+    async def _show(self, now: float) -> None:
+        assert self._throttle is not None
+        text = render(self._snapshot)
+        if text == self._shown:
+            return
+        self._throttle.mark(now)
+        pacer = self.sender.pacer
+        if pacer.delay(self.chat_id, group=self.group, now=pacer.clock()):
+            # The chat's budget belongs to the media; try again next time. Edits
+            # are not recorded in the pacer: they must not delay the media.
+            return
+        if self._message_id is None:
+            self._posting = asyncio.ensure_future(
+                self.sender.send_text(
+                    self.chat_id, text, reply_to=self.reply_to, group=self.group, html=False
+                )
+            )
+            try:
+                message = await asyncio.shield(self._posting)
+            except XbotError as exc:
+                self._posting = None
+                self._mute("send", exc)
+                return
+            self._posting = None
+            self._message_id = message.message_id
+            self._shown = text
+            return
+        if await self._edit(text):
+            self._shown = text
+
+    def _mute(self, what: str, exc: BaseException) -> None:
+        """A status message is a courtesy: after a refusal, stop trying for this job."""
+        self._muted = True
+        log.debug("status %s failed %s", what, kv(chat=self.chat_id, error=type(exc).__name__))
+
+    # Sender has no edit or delete of its own yet; these translate Telegram's
+    # errors with its `classify`, so the tree stays the one in xbot.errors.
+    async def _edit(self, text: str) -> bool:
+        assert self._message_id is not None
+        try:
+            await self.sender.bot.edit_message_text(text, self.chat_id, self._message_id)
+        except TelegramError as exc:
+            error = classify(exc)
+            if isinstance(error, RateLimited):
+                self._mute("edit", error)
+            else:
+                log.debug("status edit failed %s", kv(chat=self.chat_id, error=error))
+            return False
+        return True
+
+    async def _delete(self) -> None:
+        if self._message_id is None:
+            return
+        message_id, self._message_id = self._message_id, None
+        try:
+            await self.sender.bot.delete_message(self.chat_id, message_id)
+        except TelegramError as exc:
+            log.debug("status delete failed %s", kv(chat=self.chat_id, error=classify(exc)))
