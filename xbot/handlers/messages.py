@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 MAX_LINKS = 10
 NOT_ALLOWED = "Sorry, this bot is private and does not serve this chat."
+UNSUPPORTED_LINK = "I cannot fetch anything from that link."
 
 
 async def on_message(update: Update, context: XContext) -> None:
@@ -42,7 +43,9 @@ async def on_message(update: Update, context: XContext) -> None:
             await message.reply_text(NOT_ALLOWED)
         return
 
-    plan = plan_links(links_found, MAX_LINKS)
+    plan = plan_links(
+        links_found, MAX_LINKS, allow_private=services.settings.allow_private_networks
+    )
     now = services.clock()
     chat_state = await services.chats.get(chat.id, now)
     others_on = chat_state.settings.ytdlp_enabled(chat.type)
@@ -82,5 +85,7 @@ async def on_message(update: Update, context: XContext) -> None:
         )
     if refused_other and private and not queued:
         notes.append("I can only fetch posts from X (twitter.com / x.com) here.")
+    elif plan.unsupported and private and not queued:
+        notes.append(UNSUPPORTED_LINK)
     if notes:
         await message.reply_text(" ".join(notes))
