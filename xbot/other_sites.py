@@ -24,6 +24,7 @@ The deliver task of a link whose kind is ``other`` lands here
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -49,6 +50,7 @@ from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.models import Post
+from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
 from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
@@ -75,6 +77,17 @@ def sentence_for(error: FetchError, *, url: str, limit_mb: int, group: bool) -> 
     if isinstance(error, UnsupportedLink | BlockedAddress):
         return None if group else error.reason
     return error.reason
+
+
+def fill_from_header(info: VideoInfo, header: Mp4Info) -> VideoInfo:
+    """What the site did not say, from the file's own header (a direct link says nothing).
+
+    The picture size is taken as a pair, never a site's width with the file's height.
+    """
+    width, height = info.width, info.height
+    if not (width and height) and header.width and header.height:
+        width, height = header.width, header.height
+    return attrs.evolve(info, width=width, height=height, duration=info.duration or header.duration)
 
 
 def caption_parts(info: VideoInfo) -> dict[str, str]:
@@ -202,6 +215,8 @@ class OtherSites:
                         return None
                     status.update(Snapshot("download", 0, info.size))
                     path = await job.download()
+                    if not info.audio_only:
+                        info = fill_from_header(info, await asyncio.to_thread(probe_mp4, path))
                     size = path.stat().st_size
                     status.update(Snapshot("upload", size))
                     out = OutMedia(

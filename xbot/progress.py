@@ -230,6 +230,14 @@ class StatusReporter:
             # The chat's budget belongs to the media; try again next time. Edits
             # are not recorded in the pacer: they must not delay the media.
             return
+        try:
+            await self._post_or_edit(text)
+        finally:
+            # Counted from when Telegram answered: a slow request must not let the
+            # next one arrive sooner than `every` after it.
+            self._throttle.mark(self.clock())
+
+    async def _post_or_edit(self, text: str) -> None:
         if self._message_id is None:
             self._posting = asyncio.ensure_future(
                 self.sender.send_text(

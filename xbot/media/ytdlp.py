@@ -403,7 +403,18 @@ def _guarded_youtubedl() -> type[Any]:
         def urlopen(self, req: Any) -> Any:
             url = req if isinstance(req, str) else getattr(req, "url", None) or req.get_full_url()
             self.before_request(str(url))
-            return super().urlopen(req)
+            response = super().urlopen(req)
+            # A download stopped by the hook leaves its response open (yt-dlp closes
+            # it only on success): keep hold of it so the job can close its socket.
+            opened = [r for r in getattr(self, "_xbot_opened", ()) if not r.closed]
+            self._xbot_opened = [*opened, response]
+            return response
+
+        def close_responses(self) -> None:
+            for response in getattr(self, "_xbot_opened", ()):
+                with contextlib.suppress(Exception):
+                    response.close()
+            self._xbot_opened = []
 
     return GuardedYoutubeDL
 
@@ -517,7 +528,10 @@ class YtdlpJob:
     def _extract_sync(self) -> Mapping[str, Any]:
         if self._ydl is None:
             self._ydl = self._new_ydl()
-        info = self._ydl.extract_info(self.url, download=False)
+        try:
+            info = self._ydl.extract_info(self.url, download=False)
+        finally:
+            self._ydl.close_responses()
         video = first_video(info or {})
         if video is None:
             raise UnsupportedLink(UNSUPPORTED)
@@ -525,7 +539,10 @@ class YtdlpJob:
         return sanitized
 
     def _download_sync(self, raw: Mapping[str, Any]) -> Path:
-        result = self._ydl.process_ie_result(dict(raw), download=True)
+        try:
+            result = self._ydl.process_ie_result(dict(raw), download=True)
+        finally:
+            self._ydl.close_responses()
         downloads = result.get("requested_downloads") or ()
         paths = [Path(d["filepath"]) for d in downloads if d.get("filepath")]
         if not paths or not paths[0].is_file():

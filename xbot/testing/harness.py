@@ -8,8 +8,11 @@ it), the fxtwitter-compatible API and a media server. The bot is the real
 from __future__ import annotations
 
 import asyncio
+import html
+import json
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +117,26 @@ class Harness:
         """Serve an mp4 of `size` bytes; returns its URL."""
         return self.media.add(f"/media/{name}.mp4", fake_mp4(size), "video/mp4", **route)
 
+    def video_page(
+        self,
+        name: str,
+        video_url: str,
+        *,
+        title: str = "A clip",
+        json_ld: Mapping[str, Any] | None = None,
+        **route: Any,
+    ) -> str:
+        """Serve an HTML page that embeds `video_url` (``<video src>``, or JSON-LD
+        metadata with ``json_ld``), as sites do; returns the page's URL."""
+        head = f"<title>{html.escape(title)}</title>"
+        if json_ld is not None:
+            head += f'<script type="application/ld+json">{json.dumps(json_ld)}</script>'
+            body = "<p>a page about a video</p>"
+        else:
+            body = f'<video controls src="{html.escape(video_url, quote=True)}"></video>'
+        page = f"<!doctype html><html><head>{head}</head><body>{body}</body></html>"
+        return self.media.add(f"/pages/{name}.html", page.encode(), "text/html", **route)
+
     def media_hits(self) -> int:
         return sum(n for path, n in self.media.hits.items() if path.startswith("/media/"))
 
@@ -130,3 +153,39 @@ class Harness:
                 return
             await asyncio.sleep(0.02)
         raise TimeoutError(f"queue not idle within {within}s")
+
+
+def _box(kind: bytes, payload: bytes) -> bytes:
+    return struct.pack(">I4s", 8 + len(payload), kind) + payload
+
+
+def mp4_with_header(
+    size: int,
+    *,
+    width: int = 640,
+    height: int = 360,
+    duration: float = 12.0,
+    rotated: bool = False,
+    moov_last: bool = False,
+) -> bytes:
+    """`size` bytes of an MP4 whose header names its duration and picture size
+    (``moov/mvhd`` and ``moov/trak/tkhd``), like a real file; `rotated` stores it
+    sideways with a 90-degree matrix, as phones do; `moov_last` puts the header
+    after the media data, as a file written without "fast start" has it."""
+    ticks = round(duration * 1000)
+    mvhd = _box(b"mvhd", b"\0\0\0\0" + struct.pack(">IIII", 0, 0, 1000, ticks) + bytes(80))
+    a, b, c, d = (0, 65536, -65536, 0) if rotated else (65536, 0, 0, 65536)
+    matrix = struct.pack(">9i", a, b, 0, c, d, 0, 0, 0, 0x40000000)
+    stored = (height, width) if rotated else (width, height)
+    tkhd = _box(
+        b"tkhd",
+        b"\0\0\0\x03" + struct.pack(">IIIII", 0, 0, 1, 0, ticks) + bytes(8) + bytes(8)
+        + matrix + struct.pack(">II", stored[0] << 16, stored[1] << 16),
+    )  # fmt: skip
+    moov = _box(b"moov", mvhd + _box(b"trak", tkhd))
+    ftyp = _box(b"ftyp", b"isom\0\0\x02\0isomiso2avc1mp41")
+    filler = size - len(ftyp) - len(moov) - 8
+    if filler < 0:
+        raise ValueError(f"an MP4 with a header needs at least {size - filler} bytes")
+    mdat = _box(b"mdat", bytes(filler))
+    return ftyp + (mdat + moov if moov_last else moov + mdat)
