@@ -1,0 +1,165 @@
+"""One yt-dlp job, the real yt-dlp against the media stand-in on 127.0.0.1: the cap counts
+bytes, cancellation stops the thread, and every request passes the guard."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from xbot.errors import BlockedAddress, TooLarge
+from xbot.media.tempfiles import temp_folder
+from xbot.media.ytdlp import OVER_LIMIT, YtdlpConfig, YtdlpJob
+from xbot.progress import Snapshot
+from xbot.testing.media_server import MediaServer, big, fake_mp4
+
+LIMIT = 1_000_000
+
+
+@pytest.fixture
+async def media() -> AsyncIterator[MediaServer]:
+    server = await MediaServer().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def config(**overrides: object) -> YtdlpConfig:
+    return YtdlpConfig(
+        limit_bytes=LIMIT, sites="all", allow_private=True, overrides=dict(overrides)
+    )
+
+
+async def run(url: str, folder: Path, cfg: YtdlpConfig, seen: list[Snapshot]) -> Path:
+    async with YtdlpJob(url, folder, cfg, on_progress=seen.append) as job:
+        await job.extract()
+        return await job.download()
+
+
+@pytest.mark.parametrize("chunked", [True, False], ids=["no-content-length", "content-length"])
+async def test_the_cap_stops_the_download_itself(
+    media: MediaServer, tmp_path: Path, chunked: bool
+) -> None:
+    url = media.add("/huge.mp4", big(100 * 2**20), "video/mp4", chunked=chunked)
+    seen: list[Snapshot] = []
+    started = time.monotonic()
+    with pytest.raises(TooLarge) as caught:
+        await run(url, tmp_path, config(), seen)
+    assert caught.value.reason == OVER_LIMIT
+    assert time.monotonic() - started < 5, "100 MB were not read to the end"
+    # yt-dlp reads in blocks: the hook stops it at the first block past the cap.
+    assert all(s.done <= LIMIT for s in seen)
+    part = [p.stat().st_size for p in tmp_path.iterdir()]
+    assert all(size <= 2 * LIMIT for size in part), part
+
+
+async def test_a_file_under_the_cap_is_kept_with_a_fixed_name(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    url = media.add("/My Video (1).mp4", fake_mp4(300_000), "video/mp4", chunked=True)
+    seen: list[Snapshot] = []
+    path = await run(url.replace(" ", "%20"), tmp_path, config(), seen)
+    assert path == (tmp_path / "media.mp4").resolve(), "never a name from the site"
+    assert path.stat().st_size == 300_000
+    assert seen[-1] == Snapshot("download", 300_000, 300_000)
+
+
+async def test_cancelling_stops_the_thread_and_the_folder_goes(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    url = media.add("/slow.mp4", fake_mp4(2_000_000), "video/mp4")
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        with temp_folder(tmp_path) as folder:
+            async with YtdlpJob(url, folder, config(ratelimit=100_000)) as j:
+                jobs.append(j)
+                await j.extract()
+                await j.download()
+
+    task = asyncio.create_task(job())
+    parts = tmp_path / "tmp"
+    deadline = time.monotonic() + 10
+    while not any(p.suffix == ".part" for p in parts.rglob("*")):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 1.5
+    assert jobs[0]._busy is not None
+    assert jobs[0]._busy.done(), "the yt-dlp thread stopped at its next block"
+    assert list(parts.iterdir()) == []
+
+
+async def test_a_thread_stuck_on_a_stalled_socket_cleans_up_when_it_ends(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    # The page answers a few bytes, then goes silent: yt-dlp blocks in a read that
+    # no flag can interrupt; only its socket timeout ends it.
+    page = media.add("/stall.html", b"<html>" + bytes(5000), "text/html", stall_after=10)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    cfg = YtdlpConfig(
+        limit_bytes=LIMIT, sites="all", allow_private=True, socket_timeout=1.0,
+        cancel_grace=0.1, overrides={"retries": 0, "extractor_retries": 0},
+    )  # fmt: skip
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(page, folder, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+
+    task = asyncio.create_task(job())
+    deadline = time.monotonic() + 10
+    while media.hits["/stall.html"] == 0:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 0.5, "the job returns after its grace"
+    busy = jobs[0]._busy
+    assert busy is not None
+    assert not busy.done(), "still blocked in a read: the socket timeout has not passed"
+    assert folder.exists()
+    deadline = time.monotonic() + 10
+    while folder.exists():
+        assert time.monotonic() < deadline, "removed once the thread gave up"
+        await asyncio.sleep(0.02)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(busy), 5)
+
+
+async def test_every_request_passes_the_guard_embedded_media_too(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    video = f"http://localhost:{media.port}/elsewhere.mp4"
+    media.add("/elsewhere.mp4", fake_mp4(50_000), "video/mp4")
+    page = media.add(
+        "/page.html",
+        f'<html><body><video src="{video}"></video></body></html>'.encode(),
+        "text/html",
+    )
+    asked: list[str] = []
+
+    def guard(url: str) -> None:
+        asked.append(url)
+        if "localhost" in url:  # stands for a host that resolves to a private address
+            raise BlockedAddress("blocked")
+
+    async with YtdlpJob(page, tmp_path, config(), guard=guard) as job:
+        await job.extract()
+        with pytest.raises(BlockedAddress):
+            await job.download()
+    assert asked[0] == page
+    assert video in asked
+    assert media.hits["/elsewhere.mp4"] == 0, "refused before connecting"
