@@ -53,14 +53,17 @@ async def on_callback(update: Update, context: XContext) -> None:
     query = update.callback_query
     if query is None:
         return
+    services = context.services
+    if query.message is None:  # a button under an inline message: none of ours
+        await answer(query, EXPIRED)
+        return
+    if not services.settings.is_allowed_chat(query.message.chat.id, query.from_user.id):
+        await answer(query, NOT_ALLOWED)
+        return
     data = decode(query.data)
     message = query.message
     if data is None or not isinstance(message, Message) or not carries(message, str(query.data)):
         await answer(query, EXPIRED)
-        return
-    services = context.services
-    if not services.settings.is_allowed_chat(message.chat.id, query.from_user.id):
-        await answer(query, NOT_ALLOWED)
         return
     try:
         if data.action in _PROMPT_ACTIONS:
