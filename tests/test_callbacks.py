@@ -17,7 +17,7 @@ import pytest
 
 from xbot.app import sweep_once
 from xbot.callback_data import Action, CallbackData, encode
-from xbot.forwarding import PROMPT
+from xbot.prompts import PROMPT
 from xbot.testing.harness import Harness
 
 USER = 1001  # a private chat's id is its user's id

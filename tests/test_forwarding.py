@@ -11,18 +11,17 @@ from hypothesis import strategies as st
 
 from xbot.callback_data import Action, CallbackData, decode, encode
 from xbot.errors import PayloadError
-from xbot.forwarding import (
+from xbot.forwarding import ForwardPayload, plan_forward
+from xbot.prompts import (
     ALREADY,
     EXPIRED,
     KEEP,
     PROMPT,
-    ForwardPayload,
     Prompt,
     apply_cancel,
     apply_caption,
     apply_press,
     find_prompt,
-    plan_forward,
     prompt_by_message,
     prompt_view,
 )

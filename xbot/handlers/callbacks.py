@@ -18,11 +18,11 @@ from telegram.ext import BaseHandler, CallbackQueryHandler
 
 from xbot.callback_data import Action, CallbackData, decode
 from xbot.errors import XbotError
-from xbot.forwarding import EXPIRED, SKIPPED, find_prompt
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.commands import DEAD_SHOWN, dead_view, menu_context
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.logs import kv
+from xbot.prompts import EXPIRED, SKIPPED, find_prompt
 from xbot.services import XContext
 from xbot.settings_menu import change_note, menu_markup, menu_text, toggle
 from xbot.state import ChatState

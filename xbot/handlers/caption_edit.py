@@ -16,9 +16,9 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, filters
 
 from xbot.caption import CAPTION_LIMIT, visible_length
-from xbot.forwarding import Prompt, find_prompt, prompt_by_message
 from xbot.handlers.commands import actor_of
 from xbot.logs import kv
+from xbot.prompts import Prompt, find_prompt, prompt_by_message
 from xbot.services import XContext
 from xbot.state import CAPTION_EDIT
 
