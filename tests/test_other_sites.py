@@ -16,7 +16,7 @@ from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLi
 from xbot.media import netguard, ytdlp
 from xbot.media.mp4info import Mp4Info
 from xbot.media.ytdlp import VideoInfo
-from xbot.other_sites import OtherSites, fill_from_header, sentence_for
+from xbot.other_sites import OtherSites, fill_from_header, sentence_for, too_large_sentence
 from xbot.testing.harness import Harness, mp4_with_header
 from xbot.testing.media_server import big, fake_mp4
 
@@ -150,6 +150,25 @@ async def test_over_the_limit_without_content_length_stops_and_says_so(tmp_path:
         assert temp_entries(h) == [], "no .part file left behind"
         stats = await h.services.queue.stats(h.clock())
         assert stats.counts_by_state.get("dead", 0) == 0
+    finally:
+        await h.stop()
+
+
+async def test_a_slow_failure_turns_the_status_message_into_the_sentence(
+    tmp_path: Path,
+) -> None:
+    h = await Harness.start(tmp_path / "data", ytdlp_sites="all", upload_limit_mb=1)
+    try:
+        other = sites(h)
+        other.progress_first, other.progress_every = 0.3, 1.0
+        other.ytdlp_overrides = {"ratelimit": 1_000_000}  # the cap is reached after ~1 s
+        url = h.media.add("/media/slowbig.mp4", big(20 * 2**20), "video/mp4", chunked=True)
+        await settle(h, CHAT, url)
+        (status,) = [c for c in h.api.calls_for("sendMessage", CHAT) if c.status == 200]
+        assert status.params["text"] != texts(h, CHAT)[0], "it said something else first"
+        assert texts(h, CHAT) == [too_large_sentence(1, url)], "one message: the status became it"
+        assert h.api.calls_for("deleteMessage", CHAT) == []
+        assert temp_entries(h) == []
     finally:
         await h.stop()
 

@@ -72,7 +72,7 @@ async def test_a_file_under_the_cap_is_kept_with_a_fixed_name(
 async def test_cancelling_stops_the_thread_and_the_folder_goes(
     media: MediaServer, tmp_path: Path
 ) -> None:
-    url = media.add("/slow.mp4", fake_mp4(2_000_000), "video/mp4")
+    url = media.add("/slow.mp4", fake_mp4(900_000), "video/mp4")  # under the cap: ~9 s
     jobs: list[YtdlpJob] = []
 
     async def job() -> None:
