@@ -154,6 +154,22 @@ async def test_over_the_limit_without_content_length_stops_and_says_so(tmp_path:
         await h.stop()
 
 
+async def test_a_video_over_the_clouds_50_mb_goes_to_a_local_bot_api_server(
+    tmp_path: Path,
+) -> None:
+    # XBOT_UPLOAD_LIMIT_MB=80 with the stand-in playing a local Bot API server.
+    h = await Harness.start(tmp_path / "data", ytdlp_sites="all", upload_limit_mb=80)
+    try:
+        size = 60 * 2**20
+        url = h.media.add("/media/large.mp4", big(size, prefix=mp4_with_header(4096)), "video/mp4")
+        await settle(h, CHAT, url)
+        (call,) = videos(h, CHAT)
+        assert call.files["video"][1] == size, "uploaded whole"
+        assert temp_entries(h) == []
+    finally:
+        await h.stop()
+
+
 async def test_a_slow_failure_turns_the_status_message_into_the_sentence(
     tmp_path: Path,
 ) -> None:

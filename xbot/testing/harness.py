@@ -59,7 +59,11 @@ class Harness:
     ) -> Harness:
         media = await MediaServer().start()
         fx = await FxApiServer().start()
-        api = await BotApiServer(allow_url_fetch_from_loopback=allow_url_fetch).start()
+        # Above the cloud's 50 MB the stand-in plays a local Bot API server (up to 2000 MB).
+        limit_mb = max(50, int(overrides.get("upload_limit_mb", 50)))
+        api = await BotApiServer(
+            allow_url_fetch_from_loopback=allow_url_fetch, upload_limit=limit_mb * 1024 * 1024
+        ).start()
         values: dict[str, Any] = {
             "token": api.token,
             "bot_api_url": f"{api.url}/bot",
