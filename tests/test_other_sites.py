@@ -12,11 +12,19 @@ from typing import Any
 
 import pytest
 
+from xbot.delivery import KIND, DeliverPayload
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
+from xbot.links import classify
 from xbot.media import netguard, ytdlp
 from xbot.media.mp4info import Mp4Info
 from xbot.media.ytdlp import VideoInfo
-from xbot.other_sites import OtherSites, fill_from_header, sentence_for, too_large_sentence
+from xbot.other_sites import (
+    X_ONLY,
+    OtherSites,
+    fill_from_header,
+    sentence_for,
+    too_large_sentence,
+)
 from xbot.testing.harness import Harness, mp4_with_header
 from xbot.testing.media_server import big, fake_mp4
 
@@ -295,6 +303,33 @@ async def test_a_group_that_turned_them_on_gets_videos_and_no_noise(h: Harness) 
         await asyncio.sleep(0.02)
     assert h.media.hits["/pages/none.html"] >= 1, "yt-dlp did look at it"
     assert texts(h, GROUP) == [], "an unsupported link is ignored in a group"
+
+
+@pytest.mark.parametrize(
+    ("chat", "chat_type", "said"),
+    [(CHAT, "private", [X_ONLY]), (GROUP, "group", [])],
+    ids=["private-told", "group-quiet"],
+)
+async def test_the_chats_choice_holds_when_the_task_runs(
+    h: Harness, chat: int, chat_type: str, said: list[str]
+) -> None:
+    """Turned off after the link was queued (or reached through t.co): not fetched."""
+    if chat_type == "private":
+        await h.services.chats.set_settings(chat, h.clock(), ytdlp=False)
+    else:
+        h.api.add_chat(chat, chat_type)
+    url = h.media.add("/media/late.mp4", fake_mp4(50_000), "video/mp4")
+    link = classify(url, allow_private=True)
+    assert link is not None
+    payload = DeliverPayload.for_link(link, reply_to=None, chat_type=chat_type)
+    await h.services.queue.enqueue(KIND, payload.to_json(), chat, now=h.clock())
+    h.services.workers.wake()
+    deadline = time.monotonic() + 10
+    while not await h.services.queue.list(chat_id=chat, state="done"):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    assert texts(h, chat) == said
+    assert h.media.hits["/media/late.mp4"] == 0
 
 
 async def test_an_unsupported_link_gets_one_sentence_in_private(h: Harness) -> None:

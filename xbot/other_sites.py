@@ -61,6 +61,9 @@ from xbot.worker import TaskContext
 log = logging.getLogger(__name__)
 
 
+X_ONLY = "I can only fetch posts from X (twitter.com / x.com) here."
+
+
 def too_large_sentence(limit_mb: int, url: str) -> str:
     """What a user reads when the video cannot fit; the link lets them open it themselves."""
     return f"That video does not fit the {limit_mb} MB upload limit, so I cannot send it: {url}"
@@ -150,6 +153,12 @@ class OtherSites:
     ) -> None:
         if any(step.step == 0 for step in payload.sent):
             await self._resume(ctx, payload)
+            return
+        if not settings.ytdlp_enabled(payload.chat_type):
+            # Turned off since the link was queued, or reached through a t.co link
+            # the handler could not see through: the chat's choice holds either way.
+            if not payload.is_group:
+                await self._say(ctx, payload, X_ONLY)
             return
         try:
             await self._precheck(payload.url)
@@ -326,10 +335,10 @@ class OtherSites:
     async def _say_for(self, ctx: TaskContext, payload: DeliverPayload, error: FetchError) -> None:
         sentence = self._sentence(payload, error)
         if sentence is not None:
-            await self.sender.send_text(
-                ctx.task.chat_id,
-                sentence,
-                reply_to=payload.reply_to,
-                group=payload.is_group,
-                html=False,
-            )
+            await self._say(ctx, payload, sentence)
+
+    async def _say(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
+        await self.sender.send_text(
+            ctx.task.chat_id, sentence, reply_to=payload.reply_to, group=payload.is_group,
+            html=False,
+        )  # fmt: skip
