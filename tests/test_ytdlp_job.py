@@ -163,3 +163,23 @@ async def test_every_request_passes_the_guard_embedded_media_too(
     assert asked[0] == page
     assert video in asked
     assert media.hits["/elsewhere.mp4"] == 0, "refused before connecting"
+
+
+async def test_a_redirect_to_a_refused_address_is_not_used(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    media.add("/secret.mp4", fake_mp4(50_000), "video/mp4")
+    hop = media.add("/hop.mp4", b"", redirect_to=f"http://localhost:{media.port}/secret.mp4")
+
+    def guard(url: str) -> None:
+        if "localhost" in url:
+            raise BlockedAddress("blocked")
+
+    async with YtdlpJob(hop, tmp_path, config(), guard=guard) as job:
+        with pytest.raises(BlockedAddress):
+            await job.extract()
+    # yt-dlp follows redirects inside its HTTP handler, beyond any hook: the request
+    # was made (the residual risk the systemd unit's IPAddressDeny covers), its answer
+    # was not used.
+    assert media.hits["/secret.mp4"] == 1
+    assert list(tmp_path.iterdir()) == []

@@ -404,6 +404,15 @@ def _guarded_youtubedl() -> type[Any]:
             url = req if isinstance(req, str) else getattr(req, "url", None) or req.get_full_url()
             self.before_request(str(url))
             response = super().urlopen(req)
+            final = getattr(response, "url", None)
+            if isinstance(final, str) and final != url:
+                # Redirects are followed inside yt-dlp's handler, where no hook runs:
+                # the request went out, but what a refused address answered is not used.
+                try:
+                    self.before_request(final)
+                except BaseException:
+                    response.close()
+                    raise
             # A download stopped by the hook leaves its response open (yt-dlp closes
             # it only on success): keep hold of it so the job can close its socket.
             opened = [r for r in getattr(self, "_xbot_opened", ()) if not r.closed]
