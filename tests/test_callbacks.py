@@ -7,6 +7,7 @@ injected clock (the prompt TTL passes by moving it), never a sleep.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -399,6 +400,17 @@ async def test_a_failed_forward_is_retried(h: Harness) -> None:
     h.api.fail_next("sendPhoto", 502, "Bad Gateway", chat_id=CHANNEL)
     await press_label(h, USER, prompt, "Forward to channel")
     await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", CHANNEL), 5)
+    backing_off: list[Any] = []
+
+    async def settled() -> bool:
+        backing_off[:] = await h.services.queue.list(chat_id=CHANNEL, state="pending")
+        return bool(backing_off) and backing_off[0].last_error is not None
+
+    for _ in range(500):  # the failed attempt settles: pending again, backing off
+        if await settled():
+            break
+        await asyncio.sleep(0.01)
+    assert backing_off[0].attempts == 1
     clock(h).offset += 60  # past the backoff, no sleeping
     h.services.workers.wake()
     (post,) = await forwarded(h)
