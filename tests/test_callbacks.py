@@ -159,6 +159,15 @@ async def test_no_channel_no_prompt(h: Harness) -> None:
     assert all(not buttons(m) for m in h.sent(USER))
 
 
+async def test_a_channel_is_not_offered_to_forward_to_itself(h: Harness) -> None:
+    await link_channel(h, CHANNEL)
+    h.fx.add_post("2", text="x", photos=[h.photo("p2")])
+    h.api.user_message(CHANNEL, "https://x.com/alice/status/2")
+    await h.api.wait_for(lambda: any("photo" in m for m in h.sent(CHANNEL)), 10)
+    await h.wait_idle()
+    assert all(not buttons(m) for m in h.sent(CHANNEL))
+
+
 async def test_forward_copies_by_file_id_with_the_caption(h: Harness) -> None:
     await link_channel(h, USER)
     prompt = await post_and_prompt(h, USER, "10", text="to the channel")

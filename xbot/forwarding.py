@@ -206,8 +206,8 @@ class Forwarding:
         group = delivered.chat_type in ("group", "supergroup")
         if group and settings.delete_original and delivered.reply_to is not None:
             await self._delete(delivered.chat_id, delivered.reply_to)
-        if settings.channel_id is None or not delivered.items:
-            return
+        if settings.channel_id in (None, delivered.chat_id) or not delivered.items:
+            return  # nothing linked (or this is the channel itself): nothing to offer
         parts = delivered.caption_parts
         post = Post(
             key=delivered.key,
