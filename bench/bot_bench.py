@@ -316,7 +316,11 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
     rss_before = rss_now_mb()
     t0 = time.monotonic()
     bot = Bot(settings, pacer=Pacer(enabled=False), poll_timeout=10)
-    await bot.start()
+    try:
+        await bot.start()
+    except BaseException:
+        log_file.close()
+        raise
     startup = time.monotonic() - t0
     rss_started = rss_now_mb()
 
@@ -327,7 +331,7 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         for i, (name, rate) in enumerate(
             [("fresh (burst)", 0.0), ("cache (burst)", 0.0), ("cache (paced)", args.rate)]
         ):
-            group = [c + i * 1000 for c in chats]
+            group = [c + i * 1_000_000 for c in chats]  # other chats each phase
             phase, before = await run_phase(
                 name, bot, standins, group, 37 * i, per_chat, rate, before
             )
@@ -440,6 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--starts", type=int, default=5, help="`xbot run` starts timed (default 5)")
     ap.add_argument("--keep", type=Path, help="keep the data dirs and logs here")
     args = ap.parse_args(argv)
+    if not 1 <= args.chats <= args.links:
+        ap.error("--chats must be between 1 and --links")
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
         return asyncio.run(bench(args, args.keep))
