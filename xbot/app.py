@@ -109,7 +109,7 @@ async def build_services(
     delivery.other_sites = OtherSites(settings, sender, cache, delivery)
 
     # The forward prompt after each delivery, and the forward task it starts.
-    forwarding = Forwarding(settings, application.bot, sender, chats, queue, clock)
+    forwarding = Forwarding(settings, sender, chats, queue, clock)
     delivery.on_delivered = forwarding.on_delivered
 
     async def notify(task: Task, reason: str) -> None:

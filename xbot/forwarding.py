@@ -21,10 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
-import telegram
-from telegram import InlineKeyboardMarkup, LinkPreviewOptions
-from telegram.constants import ParseMode
-from telegram.error import TelegramError
+from telegram import InlineKeyboardMarkup
 
 from xbot.albums import plan_albums
 from xbot.callback_data import Action, CallbackData
@@ -58,7 +55,7 @@ from xbot.prompts import (
     prompt_view,
 )
 from xbot.queue import Task, TaskQueue
-from xbot.sender import OutMedia, Sender, SentItem, classify
+from xbot.sender import OutMedia, Sender, SentItem
 from xbot.state import CAPTION_EDIT, ChatState, ChatStore, Record
 from xbot.worker import TaskContext
 
@@ -181,12 +178,10 @@ class Forwarding:
     """Prompts, presses and the forward task, wired once by the app.
 
     Attributes:
-        bot: for editing and deleting messages (sending goes through `sender`).
         wake: tells the workers a task was enqueued.
     """
 
     settings: Settings
-    bot: telegram.Bot
     sender: Sender
     chats: ChatStore
     queue: TaskQueue
@@ -425,22 +420,12 @@ class Forwarding:
     ) -> bool:
         """Best effort: a prompt that cannot be edited (deleted, too old) is not an error."""
         try:
-            await self.bot.edit_message_text(
-                text,
-                chat_id=chat_id,
-                message_id=message_id,
-                parse_mode=ParseMode.HTML,
-                reply_markup=markup,
-                link_preview_options=LinkPreviewOptions(is_disabled=True),
-            )
-        except TelegramError as exc:
-            if "not modified" not in exc.message.lower():
-                log.info("prompt edit failed %s", kv(chat=chat_id, error=classify(exc)))
-                return False
+            await self.sender.edit_text(chat_id, message_id, text, reply_markup=markup)
+        except XbotError as exc:
+            log.info("prompt edit failed %s", kv(chat=chat_id, error=exc))
+            return False
         return True
 
     async def _delete(self, chat_id: int, message_id: int) -> None:
-        try:
-            await self.bot.delete_message(chat_id, message_id)
-        except TelegramError as exc:
-            log.info("link message not deleted %s", kv(chat=chat_id, error=classify(exc)))
+        if not await self.sender.delete(chat_id, message_id):
+            log.info("link message not deleted %s", kv(chat=chat_id, message=message_id))

@@ -25,11 +25,10 @@ from typing import Literal
 
 import attrs
 from telegram import Message
-from telegram.error import TelegramError
 
 from xbot.errors import RateLimited, XbotError
 from xbot.logs import kv
-from xbot.sender import Sender, classify
+from xbot.sender import Sender
 
 log = logging.getLogger(__name__)
 
@@ -262,18 +261,15 @@ class StatusReporter:
         self._muted = True
         log.debug("status %s failed %s", what, kv(chat=self.chat_id, error=type(exc).__name__))
 
-    # Sender has no edit or delete of its own yet; these translate Telegram's
-    # errors with its `classify`, so the tree stays the one in xbot.errors.
     async def _edit(self, text: str) -> bool:
         assert self._message_id is not None
         try:
-            await self.sender.bot.edit_message_text(text, self.chat_id, self._message_id)
-        except TelegramError as exc:
-            error = classify(exc)
-            if isinstance(error, RateLimited):
-                self._mute("edit", error)
-            else:
-                log.debug("status edit failed %s", kv(chat=self.chat_id, error=error))
+            await self.sender.edit_text(self.chat_id, self._message_id, text, html=False)
+        except RateLimited as exc:
+            self._mute("edit", exc)
+            return False
+        except XbotError as exc:
+            log.debug("status edit failed %s", kv(chat=self.chat_id, error=exc))
             return False
         return True
 
@@ -281,7 +277,4 @@ class StatusReporter:
         if self._message_id is None:
             return
         message_id, self._message_id = self._message_id, None
-        try:
-            await self.sender.bot.delete_message(self.chat_id, message_id)
-        except TelegramError as exc:
-            log.debug("status delete failed %s", kv(chat=self.chat_id, error=classify(exc)))
+        await self.sender.delete(self.chat_id, message_id)

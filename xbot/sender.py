@@ -362,6 +362,41 @@ class Sender:
         except TelegramError as exc:
             raise classify(exc) from exc
 
+    async def edit_text(
+        self,
+        chat_id: int,
+        message_id: int,
+        text: str,
+        *,
+        html: bool = True,
+        reply_markup: telegram.InlineKeyboardMarkup | None = None,
+    ) -> None:
+        """Edit a message the bot sent. "Not modified" counts as done; other refusals raise ours."""
+        try:
+            await self.bot.edit_message_text(
+                text,
+                chat_id=chat_id,
+                message_id=message_id,
+                parse_mode=ParseMode.HTML if html else None,
+                reply_markup=reply_markup,
+                link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+            )
+        except TelegramError as exc:
+            if "not modified" in exc.message.lower():
+                return
+            raise classify(exc) from exc
+
+    async def delete(self, chat_id: int, message_id: int) -> bool:
+        """Best effort: a message already gone, or one we may not delete, is not an error."""
+        try:
+            return bool(await self.bot.delete_message(chat_id, message_id))
+        except TelegramError as exc:
+            log.debug(
+                "delete failed chat=%s message=%s error=%s",
+                chat_id, message_id, type(classify(exc)).__name__,
+            )  # fmt: skip
+            return False
+
     async def chat_action(self, chat_id: int, action: str) -> None:
         """Best effort: a failed chat action must never fail the work it decorates."""
         try:
