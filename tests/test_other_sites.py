@@ -232,7 +232,10 @@ async def test_the_status_message_is_edited_no_more_often_than_the_throttle(h: H
     assert len(edits) >= 2, "a download of seconds shows its progress"
     moments = [status.at] + [e.at for e in edits]
     gaps = [b - a for a, b in itertools.pairwise(moments)]
-    assert min(gaps) >= 1.0 - 0.05, f"edited faster than the throttle: {gaps}"
+    # Arrival times, not send times: on a loaded machine one request can be
+    # delayed and the next not, so allow half the interval. Without a
+    # throttle the edits come milliseconds apart (one per progress hook).
+    assert min(gaps) >= 0.5, f"edited faster than the throttle: {gaps}"
     shown = [status.params["text"]] + [e.params["text"] for e in edits]
     assert any(t.startswith("Downloading… ") and "% of 1.5 MB" in t for t in shown), shown
     # Deleted once the video went out: only the video remains in the chat.
