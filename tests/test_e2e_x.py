@@ -253,3 +253,17 @@ async def test_junk_updates_never_produce_a_traceback(
     assert tracebacks == []
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+async def test_slow_work_shows_the_matching_chat_action_fast_work_none(harness: Harness) -> None:
+    h = harness
+    h.fx.add_post("120", text="slow photo", photos=[h.photo("slow", delay=1.6)])
+    h.fx.add_post("121", text="slow video", videos=[h.video("slowv", delay=1.6)])
+    await send_and_settle(h, CHAT, "https://x.com/a/status/120")
+    await send_and_settle(h, CHAT + 1, "https://x.com/a/status/121")
+    actions = [(c.chat_id, c.params["action"]) for c in h.api.calls_for("sendChatAction")]
+    assert (CHAT, "upload_photo") in actions
+    assert (CHAT + 1, "upload_video") in actions
+    before = len(h.api.calls_for("sendChatAction"))
+    await send_and_settle(h, CHAT + 2, "https://x.com/a/status/120")  # a cache hit
+    assert len(h.api.calls_for("sendChatAction")) == before, "a quick answer needs no action"
