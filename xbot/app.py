@@ -24,7 +24,7 @@ from telegram.ext import (
 from telegram.request import HTTPXRequest
 
 from xbot import __version__
-from xbot.config import Settings
+from xbot.config import Settings, WebhookConfig
 from xbot.db import open_store
 from xbot.delivery import KIND as DELIVER
 from xbot.delivery import DeliverPayload, Delivery
@@ -215,8 +215,10 @@ class Bot:
         clock: Callable[[], float] = time.time,
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
+        webhook: WebhookConfig | None = None,
     ) -> None:
         self.settings = settings
+        self.webhook = webhook
         self.clock = clock
         self.pacer = pacer
         self.poll_timeout = poll_timeout
@@ -250,14 +252,34 @@ class Bot:
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
         await self.application.start()
-        assert self.application.updater is not None
-        await self.application.updater.start_polling(
-            timeout=self.poll_timeout,
-            poll_interval=0.0,
-            allowed_updates=Update.ALL_TYPES,
-            drop_pending_updates=False,
-        )
-        log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
+        updater = self.application.updater
+        assert updater is not None
+        if self.webhook is None:
+            await updater.start_polling(
+                timeout=self.poll_timeout,
+                poll_interval=0.0,
+                allowed_updates=Update.ALL_TYPES,
+                drop_pending_updates=False,
+            )
+            log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
+        else:
+            # PTB's tornado server answers 403 to a request without Telegram's
+            # X-Telegram-Bot-Api-Secret-Token header, and setWebhook tells
+            # Telegram the secret and the URL.
+            hook = self.webhook
+            await updater.start_webhook(
+                listen=hook.listen,
+                port=hook.port,
+                url_path=hook.url_path,
+                webhook_url=hook.url,
+                secret_token=hook.secret_token,
+                allowed_updates=Update.ALL_TYPES,
+                drop_pending_updates=False,
+            )
+            log.info(
+                "webhook %s",
+                kv(version=__version__, listen=f"{hook.listen}:{hook.port}", path=hook.url_path),
+            )
         return services
 
     async def stop(self) -> None:

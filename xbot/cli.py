@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
-import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from xbot import __version__
 from xbot.config import (
@@ -73,15 +71,10 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from xbot.logs import setup_logging
 
     setup_logging(settings.log_level, secrets=[settings.token])
-    options: dict[str, Any] = {}
-    if webhook is not None:
-        if "webhook" not in inspect.signature(Bot).parameters:
-            return _fail("webhook mode is not available in this build of xbot; use long polling")
-        options["webhook"] = webhook
     from telegram.error import InvalidToken, NetworkError  # the startup's getMe
 
     try:
-        asyncio.run(run_until_signalled(Bot(settings, **options)))
+        asyncio.run(run_until_signalled(Bot(settings, webhook=webhook)))
     except InvalidToken:
         return _fail(REFUSED_HELP, [settings.token])
     except NetworkError as exc:
