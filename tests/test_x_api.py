@@ -645,6 +645,33 @@ async def test_fetch_puts_only_plain_handles_in_the_path(handle: str | None, pat
     assert paths == [path]
 
 
+async def test_fetch_falls_back_to_the_handleless_route_on_404() -> None:
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        if request.url.path == "/status/1234567890":  # an API that routes only this form
+            return httpx.Response(200, content=body("photo"))
+        return httpx.Response(404, text="no route")
+
+    post = await api(handler).fetch("1234567890", "alice")
+    assert post.key == "x:1234567890"
+    assert paths == ["/alice/status/1234567890", "/status/1234567890"]
+
+
+@pytest.mark.parametrize("status", [401, 500], ids=["private", "server-error"])
+async def test_fetch_does_not_fall_back_on_other_statuses(status: int) -> None:
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        return httpx.Response(status, json={"code": status, "tweet": None})
+
+    with pytest.raises(FetchError):
+        await api(handler).fetch("1", "alice")
+    assert paths == ["/alice/status/1"]
+
+
 @pytest.mark.parametrize("post_id", ["", "abc", "1/2", "12?x", "1" * 26], ids=str)
 async def test_fetch_refuses_non_ids(post_id: str) -> None:
     def handler(request: httpx.Request) -> httpx.Response:

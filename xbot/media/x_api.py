@@ -323,6 +323,23 @@ class XApi:
             FetchError: an answer that is not a readable status (HTML, garbage, too big).
         """
         url = self.status_url(post_id, handle)
+        try:
+            body = await self._get(url)
+        except PostUnavailable as exc:
+            # fxtwitter serves both /{handle}/status/{id} and /status/{id}; a
+            # compatible API may route only the second. One more request, and
+            # only for a 404: a post that is really gone costs two.
+            if exc.reason != DELETED:
+                raise
+            body = await self._get(f"{self.base_url.rstrip('/')}/status/{post_id}")
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            raise FetchError(MALFORMED) from exc
+        return parse_status(data, post_id=post_id)
+
+    async def _get(self, url: str) -> bytes:
+        """One status request; the status code is classified here, once."""
         headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
         try:
             async with self._client.stream(
@@ -338,14 +355,9 @@ class XApi:
                     raise TransientFetch(API_TROUBLE)
                 if status != 200:
                     raise FetchError(MALFORMED)
-                body = await self._read_capped(response)
+                return await self._read_capped(response)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise http_error(exc, "the X API") from exc
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            raise FetchError(MALFORMED) from exc
-        return parse_status(data, post_id=post_id)
 
     async def _read_capped(self, response: httpx.Response) -> bytes:
         body = bytearray()
