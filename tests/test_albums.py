@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.albums import SendStep, plan_albums, plan_sends
-from xbot.media.models import MediaKind
+from xbot.albums import PlanKind, SendStep, plan_albums, plan_sends
 
 CHUNKS = [
     (0, [], "none"),
@@ -39,9 +38,9 @@ def test_plan_albums_other_size_and_bad_size() -> None:
         plan_albums([1, 2], size=2)
 
 
-P, V, G = "photo", "video", "gif"
+P, V, G, D = "photo", "video", "gif", "document"
 
-SENDS: list[tuple[list[MediaKind], list[SendStep], str]] = [
+SENDS: list[tuple[list[PlanKind], list[SendStep], str]] = [
     ([], [], "empty"),
     ([P], [SendStep("photo", (0,))], "one-photo"),
     ([V], [SendStep("video", (0,))], "one-video"),
@@ -78,32 +77,52 @@ SENDS: list[tuple[list[MediaKind], list[SendStep], str]] = [
         [SendStep("media_group", (0, 1)), SendStep("animation", (2,))],
         "gif-last",
     ),
+    ([D], [SendStep("document", (0,))], "one-document"),
+    ([D] * 3, [SendStep("media_group", (0, 1, 2))], "documents-group-together"),
+    (
+        [D, D, V, V],
+        [SendStep("media_group", (0, 1)), SendStep("media_group", (2, 3))],
+        "documents-never-mix-with-videos",
+    ),
+    (
+        [D, V, D],
+        [SendStep("document", (0,)), SendStep("video", (1,)), SendStep("document", (2,))],
+        "a-video-between-documents",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("kinds", "steps"), [c[:2] for c in SENDS], ids=[c[2] for c in SENDS])
-def test_plan_sends(kinds: list[MediaKind], steps: list[SendStep]) -> None:
+def test_plan_sends(kinds: list[PlanKind], steps: list[SendStep]) -> None:
     assert plan_sends(kinds) == steps
 
 
-@given(st.lists(st.sampled_from(["photo", "video", "gif"]), max_size=60))
-def test_property_plan_sends_keeps_telegrams_rules(kinds: list[MediaKind]) -> None:
+@given(st.lists(st.sampled_from(["photo", "video", "gif", "document"]), max_size=60))
+def test_property_plan_sends_keeps_telegrams_rules(kinds: list[PlanKind]) -> None:
     steps = plan_sends(kinds)
     assert [i for s in steps for i in s.items] == list(range(len(kinds)))
     for step in steps:
         if step.method == "media_group":
             assert 2 <= len(step.items) <= 10
             assert all(kinds[i] != "gif" for i in step.items)
+            group = {kinds[i] == "document" for i in step.items}
+            assert len(group) == 1, "documents group only with documents"
         else:
             assert len(step.items) == 1
-            expected = {"photo": "photo", "video": "video", "gif": "animation"}[
-                kinds[step.items[0]]
-            ]
+            expected = {
+                "photo": "photo",
+                "video": "video",
+                "gif": "animation",
+                "document": "document",
+            }[kinds[step.items[0]]]
             assert step.method == expected
-    # A lone photo/video only stands between GIFs (or at an end): next to
-    # another photo/video it would have joined an album.
+    # A lone item only stands between things it cannot share an album with
+    # (GIFs, or the other class): next to its own class it would have joined.
+    album_class = {"photo": "visual", "video": "visual", "document": "file", "gif": "gif"}
     for a, b in itertools.pairwise(steps):
-        if a.method != "animation" and b.method != "animation":
+        ca = {album_class[kinds[i]] for i in a.items}
+        cb = {album_class[kinds[i]] for i in b.items}
+        if ca == cb != {"gif"}:
             assert a.method == b.method == "media_group"
 
 

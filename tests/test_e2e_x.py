@@ -267,3 +267,29 @@ async def test_slow_work_shows_the_matching_chat_action_fast_work_none(harness: 
     before = len(h.api.calls_for("sendChatAction"))
     await send_and_settle(h, CHAT + 2, "https://x.com/a/status/120")  # a cache hit
     assert len(h.api.calls_for("sendChatAction")) == before, "a quick answer needs no action"
+
+
+async def test_photos_as_documents_are_uploaded_as_files_and_cached_apart(
+    harness: Harness,
+) -> None:
+    h = harness
+    h.fx.add_post("130", text="raw", photos=[h.photo("r1"), h.photo("r2")], videos=[h.video("rv")])
+    await h.services.chats.set_settings(CHAT, h.clock(), photos_as_documents=True)
+    await send_and_settle(h, CHAT, "https://x.com/a/status/130")
+    calls = ok_media_calls(h, CHAT)
+    assert [c.method for c in calls] == ["sendMediaGroup", "sendVideo"]
+    assert [m["type"] for m in calls[0].params["media"]] == ["document", "document"]
+    assert set(calls[0].files) == {m["media"].removeprefix("attach://")
+                                   for m in calls[0].params["media"]}  # fmt: skip
+    # Another chat that wants photos as photos gets photos, not the files' file_ids.
+    await send_and_settle(h, CHAT + 1, "https://x.com/a/status/130")
+    (album,) = ok_media_calls(h, CHAT + 1)
+    assert [m["type"] for m in album.params["media"]] == ["photo", "photo", "video"]
+    # And the files come from the cache the second time: no download.
+    hits = h.media_hits()
+    await send_and_settle(h, CHAT + 2, "https://x.com/a/status/130")  # photos again
+    await h.services.chats.set_settings(CHAT + 3, h.clock(), photos_as_documents=True)
+    await send_and_settle(h, CHAT + 3, "https://x.com/a/status/130")
+    assert h.media_hits() == hits
+    docs = ok_media_calls(h, CHAT + 3)
+    assert [m["type"] for m in docs[0].params["media"]] == ["document", "document"]

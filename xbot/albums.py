@@ -5,6 +5,8 @@ Pure functions, no I/O. Telegram's rules (Bot API):
 - ``sendMediaGroup`` takes 2-10 items; photos and videos may mix in one group.
 - GIFs (``sendAnimation``) cannot be in a media group at all.
 - One item alone goes by ``sendPhoto`` / ``sendVideo`` / ``sendAnimation``.
+- Documents (photos sent as files, for their original quality) group only
+  with documents.
 
 So a post is split around its GIFs into runs of photos and videos; a run of
 one is a single send, a longer run becomes albums balanced so that none is
@@ -23,15 +25,23 @@ import attrs
 
 from xbot.media.models import MediaKind
 
-__all__ = ["MAX_GROUP", "SendMethod", "SendStep", "plan_albums", "plan_sends"]
+__all__ = ["MAX_GROUP", "PlanKind", "SendMethod", "SendStep", "plan_albums", "plan_sends"]
 
 T = TypeVar("T")
 
-SendMethod = Literal["photo", "video", "animation", "media_group"]
+SendMethod = Literal["photo", "video", "animation", "document", "media_group"]
+PlanKind = MediaKind | Literal["document"]
 
 MAX_GROUP = 10  # sendMediaGroup's upper bound
 
-_SINGLE: dict[MediaKind, SendMethod] = {"photo": "photo", "video": "video", "gif": "animation"}
+_SINGLE: dict[PlanKind, SendMethod] = {
+    "photo": "photo",
+    "video": "video",
+    "gif": "animation",
+    "document": "document",
+}
+# Which kinds may share an album: photos with videos, documents with documents.
+_ALBUM_CLASS: dict[PlanKind, str] = {"photo": "visual", "video": "visual", "document": "file"}
 
 
 @attrs.frozen
@@ -70,11 +80,12 @@ def plan_albums(items: Sequence[T], size: int = MAX_GROUP) -> list[list[T]]:
     return out
 
 
-def plan_sends(kinds: Sequence[MediaKind]) -> list[SendStep]:
+def plan_sends(kinds: Sequence[PlanKind]) -> list[SendStep]:
     """The Telegram calls that send media of these kinds, in post order.
 
     GIFs are sent alone where they stand; the photos and videos between
-    them go as a single send (one item) or as balanced albums.
+    them go as a single send (one item) or as balanced albums, and so do
+    runs of documents.
     """
     steps: list[SendStep] = []
     run: list[int] = []
@@ -90,7 +101,9 @@ def plan_sends(kinds: Sequence[MediaKind]) -> list[SendStep]:
         if kind == "gif":
             flush()
             steps.append(SendStep("animation", (index,)))
-        else:
-            run.append(index)
+            continue
+        if run and _ALBUM_CLASS[kinds[run[0]]] != _ALBUM_CLASS[kind]:
+            flush()
+        run.append(index)
     flush()
     return steps

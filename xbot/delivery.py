@@ -15,12 +15,11 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
 
-from xbot.albums import plan_sends
+from xbot.albums import PlanKind, plan_sends
 from xbot.caption import build_caption, build_text_reply
 from xbot.config import Settings
 from xbot.errors import (
@@ -259,16 +258,18 @@ class Delivery:
         settings: ChatSettings,
         action: ChatAction,
     ) -> None:
-        async with self.flights.hold(payload.key):
-            cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
+        # Photos sent as files are other file_ids than photos: their own entry.
+        key = cache_key(payload.key, as_documents=settings.photos_as_documents)
+        async with self.flights.hold(key):
+            cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
             if cached is not None:
                 try:
                     payload = await self._send_cached(ctx, payload, cached, settings)
                     await self.announce(ctx, payload, cached.url, cached.caption_parts)
                     return
                 except StaleFileId:
-                    log.info("stale file_id, refetching %s", kv(key=payload.key))
-                    await self.cache.invalidate(payload.key)
+                    log.info("stale file_id, refetching %s", kv(key=key))
+                    await self.cache.invalidate(key)
                     payload = DeliverPayload.from_json(ctx.task.payload)
             post = await self._fetch(ctx, payload)
             if post is None:
@@ -332,7 +333,7 @@ class Delivery:
         )
         caption = self._caption(post, settings)
         items = [OutMedia(i.kind, i.file_id, "file_id") for i in cached.items]
-        steps = plan_sends([_album_kind(i.kind) for i in cached.items])
+        steps = plan_sends([i.kind for i in cached.items])
         for index, step in enumerate(steps):
             if any(s.step == index for s in payload.sent):
                 continue
@@ -352,18 +353,22 @@ class Delivery:
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
     ) -> DeliverPayload:
         caption = self._caption(post, settings)
-        steps = plan_sends([m.kind for m in post.media])
+        as_docs = settings.photos_as_documents
+        kinds: list[PlanKind] = [
+            "document" if as_docs and m.kind == "photo" else m.kind for m in post.media
+        ]
+        steps = plan_sends(kinds)
         spoiler = post.sensitive and settings.spoiler_sensitive
         for index, step in enumerate(steps):
             if any(s.step == index for s in payload.sent):
                 continue
             media = [post.media[i] for i in step.items]
             sent, skipped = await self._send_step(
-                ctx, payload, media, caption if index == 0 else None, spoiler
+                ctx, payload, media, caption if index == 0 else None, spoiler, as_docs=as_docs
             )
             payload = await self._record(ctx, payload, index, sent, skipped=skipped)
         if payload.skipped == 0:
-            await self._remember(post, payload, ctx.clock())
+            await self._remember(post, payload, ctx.clock(), cache_key(post.key, as_docs))
         return payload
 
     async def _send_step(
@@ -373,10 +378,16 @@ class Delivery:
         media: Sequence[MediaItem],
         caption: str | None,
         spoiler: bool,
+        *,
+        as_docs: bool = False,
     ) -> tuple[list[SentItem], int]:
-        """URL first (Telegram fetches it), upload when Telegram could not."""
+        """URL first (Telegram fetches it), upload when Telegram could not.
+
+        Photos as documents always upload: Telegram takes documents by URL
+        only for GIF, PDF and ZIP files.
+        """
         chat_id = ctx.task.chat_id
-        by_url = [_by_url(m) for m in media]
+        by_url = [None if as_docs and m.kind == "photo" else _by_url(m) for m in media]
         if all(o is not None for o in by_url):
             try:
                 sent = await self.sender.send_media(
@@ -395,7 +406,7 @@ class Delivery:
             too_large: list[MediaItem] = []
             for n, item in enumerate(media):
                 try:
-                    uploads.append(await self._download(item, folder, n))
+                    uploads.append(await self._download(item, folder, n, as_docs=as_docs))
                 except TooLarge:
                     too_large.append(item)
             sent_items: list[SentItem] = []
@@ -427,7 +438,9 @@ class Delivery:
                 return [], len(too_large)
         return sent_items, len(too_large)
 
-    async def _download(self, item: MediaItem, folder: Path, n: int) -> OutMedia:
+    async def _download(
+        self, item: MediaItem, folder: Path, n: int, *, as_docs: bool = False
+    ) -> OutMedia:
         limit = self.settings.upload_limit
         url = item.url
         if item.kind != "photo":
@@ -446,7 +459,9 @@ class Delivery:
         except FetchError as exc:
             raise Permanent(exc.reason) from exc
         kind: OutKind = item.kind
-        if kind == "photo" and (result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)):
+        if kind == "photo" and (
+            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
+        ):
             kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
         return OutMedia(
             kind, result.path, "upload", item.width, item.height, item.duration,
@@ -470,7 +485,7 @@ class Delivery:
         await ctx.save_payload(updated.to_json())
         return updated
 
-    async def _remember(self, post: Post, payload: DeliverPayload, now: float) -> None:
+    async def _remember(self, post: Post, payload: DeliverPayload, now: float, key: str) -> None:
         items: list[CachedItem] = []
         for step in sorted(payload.sent, key=lambda s: s.step):
             items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
@@ -484,7 +499,7 @@ class Delivery:
         }
         await self.cache.put(
             CachedPost(
-                key=post.key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
+                key=key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
             )
         )
 
@@ -519,8 +534,9 @@ class Delivery:
                 await task
 
 
-def _album_kind(kind: str) -> Any:
-    return "photo" if kind == "document" else kind
+def cache_key(key: str, as_documents: bool) -> str:
+    """The link-cache key for a post as a chat wants it (photos as photos, or as files)."""
+    return f"{key}:doc" if as_documents else key
 
 
 def _by_url(item: MediaItem) -> OutMedia | None:

@@ -118,6 +118,7 @@ async def menu_context(services: Services, chat: Chat) -> MenuContext:
         chat_type=chat.type,
         can_delete=can_delete,
         other_sites=services.delivery.other_sites is not None,
+        documents=True,  # xbot.delivery sends photos as files when the chat asks
     )
 
 
