@@ -627,7 +627,23 @@ def test_payload_identity(raw: str, expected: dict[str, str]) -> None:
 # --- group commit ----------------------------------------------------------------------------
 
 
-async def test_concurrent_calls_share_batches_but_not_outcomes(q: TaskQueue) -> None:
+@pytest.fixture
+def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the batches that ran (a spy on the group commit)."""
+    sizes: list[int] = []
+    real = queue_mod._apply_batch
+
+    def spy(conn: apsw.Connection, fns: list[Callable[[apsw.Connection], Any]]) -> Any:
+        sizes.append(len(fns))
+        return real(conn, fns)
+
+    monkeypatch.setattr(queue_mod, "_apply_batch", spy)
+    return sizes
+
+
+async def test_concurrent_calls_share_batches_but_not_outcomes(
+    q: TaskQueue, batches: list[int]
+) -> None:
     for chat in range(6):
         await add(q, chat)
     stale = await q.lease_next(T0, lease_for=1)
@@ -655,25 +671,53 @@ async def test_concurrent_calls_share_batches_but_not_outcomes(q: TaskQueue) -> 
         "done": 0,
         "dead": 0,
     }
+    assert batches == [6]  # the first call went alone, the other six together
 
 
-async def test_a_database_error_in_a_batch_reaches_only_its_caller(q: TaskQueue) -> None:
+async def test_a_database_error_in_a_batch_reaches_only_its_caller(
+    q: TaskQueue, batches: list[int]
+) -> None:
     await add(q, 1)
+    await add(q, 2)
 
     def broken(c: apsw.Connection) -> None:
         c.execute("INSERT INTO no_such_table VALUES (1)")
 
     results = await asyncio.gather(
-        q._write(broken),  # type: ignore[attr-defined]
+        q.lease_next(T0),  # alone: the next three share a batch
         q.lease_next(T0),
-        add(q, 2),
+        q._write(broken),  # type: ignore[attr-defined]
+        add(q, 3),
         return_exceptions=True,
     )
-    assert isinstance(results[0], StoreError)
-    assert isinstance(results[1], Task)
-    assert results[1].state == "running"
-    assert isinstance(results[2], Task)
-    assert (await q.stats(T0)).counts_by_state["pending"] == 1
+    assert batches == [3]  # rolled back as a whole, then each ran alone
+    assert isinstance(results[2], StoreError)
+    assert [isinstance(r, Task) and r.state for r in results] == [
+        "running",
+        "running",
+        False,
+        "pending",
+    ]
+    assert (await q.stats(T0)).counts_by_state == {
+        "pending": 1,
+        "running": 2,
+        "done": 0,
+        "dead": 0,
+    }
+
+
+async def test_a_lone_caller_goes_straight_and_a_crowd_is_batched(
+    q: TaskQueue, batches: list[int]
+) -> None:
+    for chat in range(8):
+        await add(q, chat)  # one at a time: no batch at all
+    assert batches == []
+    got = await asyncio.gather(*(q.lease_next(T0) for _ in range(8)))
+    assert len({t.chat_id for t in got if t}) == 8
+    assert batches == [7]
+    got = await asyncio.gather(*(q.lease_next(T0) for _ in range(3)))
+    assert got == [None, None, None]
+    assert batches == [7, 3]  # after a crowd, the next caller joins a batch too
 
 
 async def test_a_cancelled_caller_does_not_lose_the_others(q: TaskQueue) -> None:

@@ -506,6 +506,8 @@ class TaskQueue:
     _pool: DbPool
     _ops: builtins.list[_Op] = attrs.field(factory=list, init=False)
     _flusher: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _direct: bool = attrs.field(default=False, init=False)
+    _alone: bool = attrs.field(default=True, init=False)
 
     async def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run ``fn`` in a write transaction, with what other callers asked meanwhile.
@@ -516,10 +518,21 @@ class TaskQueue:
         sees what a transaction of its own would have given (a batch is one
         serial order of concurrent calls). One thread hop and one commit then
         serve several workers; see docs/benchmarks.md.
+
+        A caller that was alone last time goes straight to the pool, without
+        a flusher task; whoever comes meanwhile waits for the next batch.
         """
+        if self._alone and self._flusher is None and not self._direct:
+            self._direct = True
+            try:
+                return await self._pool.write(fn)
+            finally:
+                self._direct = False
+                if self._ops and self._flusher is None:
+                    self._flusher = asyncio.create_task(self._flush())
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._ops.append(_Op(fn, fut))
-        if self._flusher is None:
+        if self._flusher is None and not self._direct:
             self._flusher = asyncio.create_task(self._flush())
         return await fut
 
@@ -528,6 +541,7 @@ class TaskQueue:
             while self._ops:
                 batch = self._ops[:BATCH_MAX]
                 del self._ops[: len(batch)]
+                self._alone = len(batch) == 1
                 await self._run_batch(batch)
         finally:
             # No await between the last look at _ops and this line: a caller
