@@ -21,6 +21,7 @@ from typing import Any, Literal, cast
 import attrs
 import telegram
 from telegram import (
+    InputFile,
     InputMediaAnimation,
     InputMediaDocument,
     InputMediaPhoto,
@@ -51,6 +52,7 @@ from xbot.errors import (
     UrlNotFetched,
     XbotError,
 )
+from xbot.media import thumbnail as thumbnails
 from xbot.pacing import Pacer
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,8 @@ class OutMedia:
         kind: how Telegram should show it.
         source: a file_id or URL (str), or a local file (Path) to upload.
         by: ``file_id``, ``url`` or ``upload`` — how `source` is meant.
+        thumbnail: a still for an uploaded video (a local JPEG); sent only when
+            it meets Telegram's rule (`xbot.media.thumbnail`), else left out.
     """
 
     kind: OutKind
@@ -107,6 +111,7 @@ class OutMedia:
     height: int | None = None
     duration: float | None = None
     filename: str = "media"
+    thumbnail: Path | None = None
 
     @property
     def size(self) -> int:
@@ -190,6 +195,20 @@ def _input(item: OutMedia) -> str | bytes:
     return item.source
 
 
+def _thumbnail(item: OutMedia) -> InputFile | None:
+    """The video's still, when Telegram will use it: only beside an uploaded video
+    (it ignores one sent with a URL or file_id) and only if it is a JPEG within
+    200 kB and 320 x 320. A named InputFile with ``attach=True``, so it gets its
+    own ``attach://`` part inside InputMediaVideo too, as ``image/jpeg``."""
+    if item.thumbnail is None or item.kind != "video" or item.by != "upload":
+        return None
+    data = thumbnails.read_acceptable(item.thumbnail)
+    if data is None:
+        log.debug("thumbnail left out: not a JPEG within Telegram's limits")
+        return None
+    return InputFile(data, filename=thumbnails.FILENAME, attach=True)
+
+
 def _duration(item: OutMedia) -> int | None:
     return int(item.duration) if item.duration else None
 
@@ -213,6 +232,7 @@ def _input_media(
             duration=_duration(item),
             supports_streaming=True,
             has_spoiler=spoiler or None,
+            thumbnail=_thumbnail(item),
             **common,
         )
     if item.kind == "gif":
@@ -324,6 +344,7 @@ class Sender:
                 duration=_duration(item),
                 supports_streaming=True,
                 has_spoiler=spoiler or None,
+                thumbnail=_thumbnail(item),
                 **common,
             )
         if item.kind == "gif":
