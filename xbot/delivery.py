@@ -37,6 +37,7 @@ from xbot.flights import Flights
 from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.links import Link, classify
 from xbot.logs import kv
+from xbot.media import thumbnail as thumbnails
 from xbot.media.download import download
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
@@ -463,9 +464,14 @@ class Delivery:
             as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
         ):
             kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
+        # The player's still (best effort: None when missing, failed or not one Telegram takes).
+        thumb = None
+        if kind == "video" and item.thumbnail_url:
+            thumb_dest = folder / f"{n}.thumb.jpg"
+            thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
         return OutMedia(
             kind, result.path, "upload", item.width, item.height, item.duration,
-            filename=dest.name,
+            filename=dest.name, thumbnail=thumb,
         )  # fmt: skip
 
     async def _record(
