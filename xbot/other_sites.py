@@ -29,6 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -49,6 +50,7 @@ from xbot.errors import (
 from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.logs import kv
 from xbot.media import netguard
+from xbot.media import thumbnail as thumbnails
 from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
@@ -226,6 +228,7 @@ class OtherSites:
                     path = await job.download()
                     if not info.audio_only:
                         info = fill_from_header(info, await asyncio.to_thread(probe_mp4, path))
+                    thumbnail = await self._thumbnail(info, folder)
                     size = path.stat().st_size
                     status.update(Snapshot("upload", size))
                     out = OutMedia(
@@ -236,6 +239,7 @@ class OtherSites:
                         info.height,
                         info.duration,
                         filename=f"video.{info.ext}",
+                        thumbnail=thumbnail,
                     )
                     parts = caption_parts(info)
                     sent = await self.sender.send_media(
@@ -251,6 +255,16 @@ class OtherSites:
                     await self._remember(info, payload.key, items, ctx.clock())
                     log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
         return payload, info.url, parts
+
+    async def _thumbnail(self, info: VideoInfo, folder: Path) -> Path | None:
+        """The site's still for the player, if it gives one Telegram takes; never fails the video.
+
+        The URL comes from the site, so it goes through the guarded client like the media.
+        """
+        if info.audio_only or not info.thumbnail:
+            return None
+        dest = folder / thumbnails.FILENAME
+        return await thumbnails.fetch(self.delivery.guarded, info.thumbnail, dest)
 
     @contextlib.asynccontextmanager
     async def _hold(self, key: str, held: str) -> AsyncIterator[None]:
