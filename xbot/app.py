@@ -18,6 +18,7 @@ from telegram.ext import (
     Application,
     ApplicationBuilder,
     ContextTypes,
+    Defaults,
     MessageHandler,
     filters,
 )
@@ -41,7 +42,7 @@ from xbot.media.tempfiles import sweep_temp
 from xbot.media.x_api import XApi
 from xbot.other_sites import OtherSites
 from xbot.pacing import Pacer
-from xbot.queue import Task, TaskQueue
+from xbot.queue import Task, TaskQueue, payload_identity
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import Services, XContext
@@ -74,6 +75,9 @@ def build_application(settings: Settings) -> AppType:
         .request(request)
         .get_updates_request(HTTPXRequest(connection_pool_size=1, read_timeout=40.0))
         .context_types(ContextTypes(context=XContext))
+        # A reply to a message deleted meanwhile (an anti-spam bot removing commands,
+        # a user quick to delete) goes out without the quote instead of failing.
+        .defaults(Defaults(allow_sending_without_reply=True))
         # Handlers only enqueue; letting them overlap keeps one slow reply from
         # holding up every other chat.
         .concurrent_updates(True)
@@ -156,6 +160,9 @@ async def dead_letter_notice(sender: Sender, task: Task, reason: str) -> None:
         with contextlib.suppress(PayloadError):
             payload = DeliverPayload.from_json(task.payload)
             what, reply_to = payload.url, payload.reply_to
+    if what == "your link":
+        # An older or corrupt payload: name the post from whatever of it reads.
+        what = payload_identity(task.payload).get("url", what)
     text = f"Sorry, I could not deliver {what}: {reason.rstrip('.')}."
     await sender.send_text(task.chat_id, text, reply_to=reply_to, html=False)
 
@@ -165,7 +172,10 @@ def add_handlers(application: AppType) -> None:
     application.add_handlers(caption_edit.handlers(), group=caption_edit.GROUP)
     application.add_handlers(commands.handlers())
     application.add_handlers(callbacks.handlers())
-    text_like = (filters.TEXT | filters.CAPTION) & ~filters.COMMAND
+    # New messages only: an edit (a typo fixed, a channel post reworded) must not deliver
+    # the same post again; the dedup key only spans tasks still queued.
+    fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
+    text_like = (filters.TEXT | filters.CAPTION) & ~filters.COMMAND & fresh
     application.add_handler(MessageHandler(text_like, messages.on_message))
     application.add_error_handler(on_error)
 

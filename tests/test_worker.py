@@ -1,0 +1,237 @@
+"""The worker's one ladder: each way a task can end becomes the right write-back.
+
+Real queue on a temp file, real Workers; the task handlers are small
+functions that raise the outcome under test, and the notifier records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xbot.app import dead_letter_notice
+from xbot.db import DbPool, open_store
+from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater
+from xbot.queue import Task, TaskQueue
+from xbot.worker import TaskContext, Workers
+
+Handler = Callable[[TaskContext], Coroutine[Any, Any, None]]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
+    p = await open_store(tmp_path / "q.sqlite3")
+    yield p
+    await p.close()
+
+
+async def run_one(
+    pool: DbPool, handler: Handler, *, payload: str = '{"url": "https://x.com/a/status/1"}',
+    max_attempts: int = 3, attempts_before: int = 0,
+) -> tuple[Task, list[tuple[Task, str]], Clock]:  # fmt: skip
+    """Enqueue one task, run it once through the ladder, return the row after."""
+    clock = Clock()
+    queue = TaskQueue(pool)
+    notices: list[tuple[Task, str]] = []
+
+    async def notify(task: Task, reason: str) -> None:
+        notices.append((task, reason))
+
+    workers = Workers(queue, {"t": handler}, notify, count=1, clock=clock)
+    task = await queue.enqueue("t", payload, 42, now=clock(), max_attempts=max_attempts)
+    for _ in range(attempts_before):
+        leased = await queue.lease_next(clock())
+        assert leased is not None
+        await queue.reschedule(leased.lease, clock(), 0.0, "earlier")
+    leased = await queue.lease_next(clock())
+    assert leased is not None
+    await workers._execute(leased)
+    after = await queue.get(task.id)
+    assert after is not None
+    return after, notices, clock
+
+
+async def test_success_marks_done(pool: DbPool) -> None:
+    async def ok(ctx: TaskContext) -> None:
+        await ctx.save_payload({"url": "https://x.com/a/status/1", "progress": 1})
+
+    row, notices, _ = await run_one(pool, ok)
+    assert row.state == "done"
+    assert json.loads(row.payload)["progress"] == 1
+    assert notices == []
+
+
+async def test_retry_later_backs_off_and_counts_the_attempt(pool: DbPool) -> None:
+    async def flaky(ctx: TaskContext) -> None:
+        raise RetryLater("the host timed out")
+
+    row, notices, clock = await run_one(pool, flaky)
+    assert row.state == "pending"
+    assert row.attempts == 1
+    assert row.run_after > clock()
+    assert row.last_error == "the host timed out"
+    assert notices == []
+
+
+async def test_last_attempt_dead_letters_with_one_notice(pool: DbPool) -> None:
+    async def flaky(ctx: TaskContext) -> None:
+        raise RetryLater("the host timed out")
+
+    row, notices, _ = await run_one(pool, flaky, max_attempts=2, attempts_before=1)
+    assert row.state == "dead"
+    assert [reason for _, reason in notices] == ["the host timed out"]
+
+
+async def test_rate_limited_holds_the_chat_without_an_attempt(pool: DbPool) -> None:
+    async def limited(ctx: TaskContext) -> None:
+        raise RateLimited(7.0)
+
+    row, notices, clock = await run_one(pool, limited)
+    assert row.state == "pending"
+    assert row.attempts == 0, "a 429 is Telegram's pace, not a failure"
+    assert row.run_after >= clock() + 7.0
+    queue = TaskQueue(pool)
+    other = await queue.enqueue("t", "{}", 43, now=clock())
+    await queue.enqueue("t", "{}", 42, now=clock())
+    leased = await queue.lease_next(clock() + 1)
+    assert leased is not None
+    assert leased.id == other.id, "other chats go on while chat 42 is held"
+    assert await queue.lease_next(clock() + 1) is None, "chat 42 waits for retry_after"
+    assert notices == []
+
+
+async def test_permanent_dead_letters_and_notifies_unless_told_not_to(pool: DbPool) -> None:
+    async def hopeless(ctx: TaskContext) -> None:
+        raise Permanent("The API sent an answer I could not read.")
+
+    row, notices, _ = await run_one(pool, hopeless)
+    assert row.state == "dead"
+    assert [reason for _, reason in notices] == ["The API sent an answer I could not read."]
+
+    async def quiet(ctx: TaskContext) -> None:
+        raise Permanent("already told the user", notify=False)
+
+    row, notices, _ = await run_one(pool, quiet)
+    assert row.state == "dead"
+    assert notices == []
+
+
+async def test_unknown_kind_and_junk_payload_never_crash_the_worker(pool: DbPool) -> None:
+    queue = TaskQueue(pool)
+    clock = Clock()
+    notices: list[tuple[Task, str]] = []
+
+    async def notify(task: Task, reason: str) -> None:
+        notices.append((task, reason))
+
+    workers = Workers(queue, {}, notify, count=1, clock=clock)
+    task = await queue.enqueue("from-the-future", '{"url": "https://x.com/a/status/9", ', 42,
+                               now=clock())  # fmt: skip
+    leased = await queue.lease_next(clock())
+    assert leased is not None
+    await workers._execute(leased)
+    row = await queue.get(task.id)
+    assert row is not None
+    assert row.state == "dead"
+    assert len(notices) == 1
+
+
+async def test_unexpected_exception_is_logged_and_retried(
+    pool: DbPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def buggy(ctx: TaskContext) -> None:
+        raise KeyError("a bug")
+
+    row, notices, _ = await run_one(pool, buggy)
+    assert row.state == "pending"
+    assert row.last_error == "internal error (KeyError)"
+    assert any(r.levelname == "ERROR" and r.exc_info for r in caplog.records)
+    assert notices == []
+
+
+async def test_lease_lost_writes_nothing(pool: DbPool) -> None:
+    async def stale(ctx: TaskContext) -> None:
+        raise LeaseLost(ctx.task.id, "test")
+
+    row, notices, _ = await run_one(pool, stale)
+    assert row.state == "running", "the worker that lost its lease must not touch the row"
+    assert notices == []
+
+
+async def test_stop_hands_a_running_task_back_without_an_attempt(pool: DbPool) -> None:
+    queue = TaskQueue(pool)
+    clock = Clock()
+    started = asyncio.Event()
+
+    async def slow(ctx: TaskContext) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    async def notify(task: Task, reason: str) -> None:
+        raise AssertionError("no notice on shutdown")
+
+    workers = Workers(queue, {"t": slow}, notify, count=1, clock=clock, idle_poll=0.01)
+    task = await queue.enqueue("t", "{}", 42, now=clock())
+    workers.start()
+    await asyncio.wait_for(started.wait(), 5)
+    await workers.stop(grace=0.1)
+    row = await queue.get(task.id)
+    assert row is not None
+    assert row.state == "pending"
+    assert row.attempts == 0
+
+
+class FakeSender:
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, str, int | None]] = []
+
+    async def send_text(self, chat_id: int, text: str, **kw: Any) -> None:
+        self.sent.append((chat_id, text, kw.get("reply_to")))
+
+
+@pytest.mark.parametrize(
+    ("payload", "named"),
+    [
+        (
+            json.dumps(
+                {
+                    "v": 1,
+                    "url": "https://x.com/a/status/5",
+                    "key": "x:5",
+                    "kind": "x",
+                    "reply_to": 9,
+                }
+            ),
+            "https://x.com/a/status/5",
+        ),
+        ('{"v": 99, "url": "https://x.com/a/status/6"}', "https://x.com/a/status/6"),
+        ('{"url": "https://x.com/a/status/7", trailing junk', "https://x.com/a/status/7"),
+        ("\x00\x01 not json at all", "your link"),
+    ],
+    ids=["readable", "newer-shape", "corrupt-json", "garbage"],
+)
+async def test_dead_letter_notice_names_the_post_even_from_a_broken_payload(
+    payload: str, named: str
+) -> None:
+    sender = FakeSender()
+    task = Task(id=1, kind="deliver", chat_id=42, payload=payload, state="dead", attempts=5,
+                max_attempts=5, run_after=0, dedup_key=None, lease_token=None,
+                lease_expires=None, last_error=None, created_at=0, updated_at=0)  # fmt: skip
+    await dead_letter_notice(sender, task, "the host kept failing")  # type: ignore[arg-type]
+    ((chat, text, _),) = sender.sent
+    assert chat == 42
+    assert named in text
+    assert "the host kept failing" in text
