@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -213,33 +213,35 @@ def _duration(item: OutMedia) -> int | None:
     return int(item.duration) if item.duration else None
 
 
-def _input_media(
-    item: OutMedia, caption: str | None, spoiler: bool
-) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument:
-    media = _input(item)
-    common: dict[str, Any] = {
+def _media_fields(item: OutMedia, caption: str | None, spoiler: bool) -> dict[str, Any]:
+    """What a single send and an album item of this kind both carry, besides the media."""
+    fields: dict[str, Any] = {
         "caption": caption,
         "parse_mode": ParseMode.HTML if caption else None,
         "filename": item.filename if isinstance(item.source, Path) else None,
     }
-    if item.kind == "photo":
-        return InputMediaPhoto(media, has_spoiler=spoiler or None, **common)
+    if item.kind in ("video", "gif"):
+        fields.update(width=item.width, height=item.height, duration=_duration(item))
     if item.kind == "video":
-        return InputMediaVideo(
-            media,
-            width=item.width,
-            height=item.height,
-            duration=_duration(item),
-            supports_streaming=True,
-            has_spoiler=spoiler or None,
-            thumbnail=_thumbnail(item),
-            **common,
-        )
-    if item.kind == "gif":
-        return InputMediaAnimation(
-            media, width=item.width, height=item.height, duration=_duration(item), **common
-        )
-    return InputMediaDocument(media, **common)
+        fields.update(supports_streaming=True, thumbnail=_thumbnail(item))
+    if item.kind != "document":
+        fields["has_spoiler"] = spoiler or None
+    return fields
+
+
+_ALBUM_ITEM = {
+    "photo": InputMediaPhoto,
+    "video": InputMediaVideo,
+    "gif": InputMediaAnimation,
+    "document": InputMediaDocument,
+}
+
+
+def _input_media(
+    item: OutMedia, caption: str | None, spoiler: bool
+) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument:
+    media_type: Any = _ALBUM_ITEM[item.kind]
+    return media_type(_input(item), **_media_fields(item, caption, spoiler))  # type: ignore[no-any-return]
 
 
 def write_timeout_for(size: int) -> float:
@@ -324,40 +326,21 @@ class Sender:
         spoiler: bool,
         write_timeout: float,
     ) -> Message:
-        common: dict[str, Any] = {
-            "caption": caption,
-            "parse_mode": ParseMode.HTML if caption else None,
-            "reply_parameters": reply,
-            "write_timeout": write_timeout,
-            "read_timeout": max(30.0, write_timeout),
-            "filename": item.filename if isinstance(item.source, Path) else None,
+        fields = _media_fields(item, caption, spoiler)
+        fields.update(
+            reply_parameters=reply,
+            write_timeout=write_timeout,
+            read_timeout=max(30.0, write_timeout),
+        )
+        sends: dict[str, Callable[..., Awaitable[Message]]] = {
+            "photo": self.bot.send_photo,
+            "video": self.bot.send_video,
+            "gif": self.bot.send_animation,
+            "document": self.bot.send_document,
         }
-        media = _input(item)
-        if item.kind == "photo":
-            return await self.bot.send_photo(chat_id, media, has_spoiler=spoiler or None, **common)
-        if item.kind == "video":
-            return await self.bot.send_video(
-                chat_id,
-                media,
-                width=item.width,
-                height=item.height,
-                duration=_duration(item),
-                supports_streaming=True,
-                has_spoiler=spoiler or None,
-                thumbnail=_thumbnail(item),
-                **common,
-            )
-        if item.kind == "gif":
-            return await self.bot.send_animation(
-                chat_id,
-                media,
-                width=item.width,
-                height=item.height,
-                duration=_duration(item),
-                has_spoiler=spoiler or None,
-                **common,
-            )
-        return await self.bot.send_document(chat_id, media, **common)
+        send = sends[item.kind]
+        message: Message = await send(chat_id, _input(item), **fields)
+        return message
 
     async def send_text(
         self,
