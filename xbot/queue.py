@@ -161,7 +161,7 @@ UPDATE tasks INDEXED BY tasks_running_expiry SET
         THEN 'worker lost the task ' || attempts || ' times'
         ELSE 'lease expired: the worker lost the task' END,
     lease_token = NULL, lease_expires = NULL, updated_at = :now
-WHERE state = 'running' AND lease_expires <= :now
+WHERE state = 'running' AND lease_expires <= +:now
 RETURNING {_COLUMNS}
 """  # noqa: S608
 
@@ -170,19 +170,24 @@ RETURNING {_COLUMNS}
 # oldest head first and skips chats with a live lease or a hold: one row per
 # busy or held chat, whatever their backlogs. Claiming only heads keeps each
 # chat in (run_after, id) order; the lane triggers move the head along.
-# INDEXED BY: without statistics the planner preferred a full sort.
+# INDEXED BY: without statistics the planner preferred a full sort. ``+:now``:
+# once PRAGMA optimize has gathered STAT4 samples, SQLite re-prepares a
+# statement each time a parameter used in a range constraint changes value
+# (and :now always does): the claim and its trigger programs were compiled
+# again on every call, 5x its cost. The unary plus hides the value from the
+# planner; the plan is pinned by INDEXED BY anyway.
 _CLAIM_SQL: Final = f"""
 UPDATE tasks SET
     state = 'running', lease_token = :token, lease_expires = :expires,
     attempts = attempts + 1, updated_at = :now
 WHERE state = 'pending' AND id = (
     SELECT l.head_id FROM chat_lanes AS l INDEXED BY chat_lanes_order
-    WHERE l.head_run_after <= :now
+    WHERE l.head_run_after <= +:now
       AND NOT EXISTS (
         SELECT 1 FROM tasks AS r INDEXED BY tasks_running_chat
-        WHERE r.state = 'running' AND r.chat_id = l.chat_id AND r.lease_expires > :now)
+        WHERE r.state = 'running' AND r.chat_id = l.chat_id AND r.lease_expires > +:now)
       AND NOT EXISTS (
-        SELECT 1 FROM chat_holds AS h WHERE h.chat_id = l.chat_id AND h.not_before > :now)
+        SELECT 1 FROM chat_holds AS h WHERE h.chat_id = l.chat_id AND h.not_before > +:now)
     ORDER BY l.head_run_after, l.head_id
     LIMIT 1)
 RETURNING {_COLUMNS}
