@@ -203,7 +203,9 @@ def _repair(conn: apsw.Connection, now: float) -> builtins.list[Task]:
 
 # Every lease, live or not: only for a process that holds the instance lock
 # (xbot.instance), to which every lease in the file belongs to a dead process.
-_RECLAIM_SQL: Final = _REPAIR_SQL.replace("lease_expires <= :now", "lease_expires IS NOT NULL")
+_RECLAIM_SQL: Final = _REPAIR_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
+if _RECLAIM_SQL == _REPAIR_SQL:  # the repair's text moved: reclaim would wait out every lease
+    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
 
 
 def _reclaim(conn: apsw.Connection, now: float) -> builtins.list[Task]:
