@@ -140,7 +140,11 @@ async def test_sigkill_between_two_albums_resends_neither(stage: Stage) -> None:
 
     proc = stage.spawn()
     try:
-        await wait_until(lambda: len(stage.album_calls()) >= 2, 20, "second album")
+        try:
+            await wait_until(lambda: len(stage.album_calls()) >= 2, 30, "second album")
+        except TimeoutError as exc:
+            calls = [(c.method, c.status, c.chat_id) for c in stage.api.calls]
+            raise AssertionError(f"{exc}\ncalls: {calls}\nlog:\n{stage.log()}") from exc
         await asyncio.sleep(1.5)  # room for a wrong third album to show up
     finally:
         stop(proc)
