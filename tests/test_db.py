@@ -28,9 +28,10 @@ async def pool(tmp_path: Path):  # type: ignore[no-untyped-def]
         ("synchronous", 1),  # NORMAL
         ("foreign_keys", 1),
         ("busy_timeout", 5000),
-        ("journal_size_limit", 16 * 1024 * 1024),
+        ("journal_size_limit", 32 * 1024 * 1024),
+        ("wal_autocheckpoint", 4000),
     ],
-    ids=["wal", "synchronous-normal", "foreign-keys", "busy-timeout", "wal-bounded"],
+    ids=["wal", "synchronous-normal", "foreign-keys", "busy-timeout", "wal-bounded", "checkpoint"],
 )
 async def test_every_connection_is_configured(pool: DbPool, pragma: str, expected: object) -> None:
     values = await asyncio.gather(*(pool.run(lambda c: c.pragma(pragma)) for _ in range(6)))

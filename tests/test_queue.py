@@ -15,7 +15,7 @@ from typing import Any
 import apsw
 import pytest
 
-from xbot import migrations
+from xbot import group_commit, migrations
 from xbot import queue as queue_mod
 from xbot.db import DbPool, connect, open_store
 from xbot.errors import LeaseLost, StoreError
@@ -632,13 +632,13 @@ def test_payload_identity(raw: str, expected: dict[str, str]) -> None:
 def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The sizes of the batches that ran (a spy on the group commit)."""
     sizes: list[int] = []
-    real = queue_mod._apply_batch
+    real = group_commit._apply_batch
 
     def spy(conn: apsw.Connection, fns: list[Callable[[apsw.Connection], Any]]) -> Any:
         sizes.append(len(fns))
         return real(conn, fns)
 
-    monkeypatch.setattr(queue_mod, "_apply_batch", spy)
+    monkeypatch.setattr(group_commit, "_apply_batch", spy)
     return sizes
 
 
