@@ -6,13 +6,15 @@ the network work is the workers'. Junk is ignored or gets one clear answer.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from telegram import Update
 from telegram.constants import ChatType
 
 from xbot.delivery import KIND, DeliverPayload
-from xbot.links import extract_links, plan_links
+from xbot.errors import StoreError
+from xbot.links import LinkPlan, extract_links, plan_links
 from xbot.logs import kv
 from xbot.services import XContext
 
@@ -21,6 +23,14 @@ log = logging.getLogger(__name__)
 MAX_LINKS = 10
 NOT_ALLOWED = "Sorry, this bot is private and does not serve this chat."
 UNSUPPORTED_LINK = "I cannot fetch anything from that link."
+STORE_UNAVAILABLE = (
+    "I could not take that link just now: my storage is busy or full. "
+    "Please send it again in a few minutes."
+)
+# Pauses before the tries of an enqueue that met a locked or full database. Telegram
+# will not send the update again once the next poll confirmed it, so the handler is
+# the last place the link exists: wait out a short lock, then tell the sender.
+ENQUEUE_PAUSES = (0.0, 1.0, 3.0)
 
 
 async def on_message(update: Update, context: XContext) -> None:
@@ -46,32 +56,13 @@ async def on_message(update: Update, context: XContext) -> None:
     plan = plan_links(
         links_found, MAX_LINKS, allow_private=services.settings.allow_private_networks
     )
-    now = services.clock()
-    chat_state = await services.chats.get(chat.id, now)
-    others_on = chat_state.settings.ytdlp_enabled(chat.type)
-    queued = 0
-    refused_other = 0
-    for link in plan.links:
-        if link.kind == "other" and not (others_on and services.delivery.other_sites):
-            refused_other += 1
-            continue
-        payload = DeliverPayload.for_link(
-            link,
-            reply_to=message.message_id,
-            chat_type=chat.type,
-            # Whose forward prompt it will be; None when posted as a chat (anonymous admin).
-            user_id=user.id if user and message.sender_chat is None else None,
-        )
-        await services.queue.enqueue(
-            KIND,
-            payload.to_json(),
-            chat.id,
-            now=now,
-            # Telegram may deliver an update twice (a crash before the offset was
-            # confirmed): the same message's link is queued once.
-            dedup_key=f"msg:{chat.id}:{message.message_id}:{link.key}",
-        )
-        queued += 1
+    try:
+        queued, refused_other = await _enqueue_links(update, context, plan)
+    except StoreError as exc:
+        log.warning("links not queued %s", kv(chat=chat.id, message=message.message_id, error=exc))
+        # Quoted, even in private: it names which message to send again.
+        await message.reply_text(STORE_UNAVAILABLE, do_quote=True)
+        return
     if queued:
         services.workers.wake()
     log.info(
@@ -89,3 +80,50 @@ async def on_message(update: Update, context: XContext) -> None:
         notes.append(UNSUPPORTED_LINK)
     if notes:
         await message.reply_text(" ".join(notes))
+
+
+async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> tuple[int, int]:
+    """Queue the plan's links; returns (queued, refused other-site links).
+
+    Raises:
+        StoreError: the database stayed locked or full through every try.
+    """
+    message, chat, user = update.effective_message, update.effective_chat, update.effective_user
+    assert message is not None
+    assert chat is not None
+    services = context.services
+    now = services.clock()
+    chat_state = await services.chats.get(chat.id, now)
+    others_on = chat_state.settings.ytdlp_enabled(chat.type)
+    queued = 0
+    refused_other = 0
+    for link in plan.links:
+        if link.kind == "other" and not (others_on and services.delivery.other_sites):
+            refused_other += 1
+            continue
+        payload = DeliverPayload.for_link(
+            link,
+            reply_to=message.message_id,
+            chat_type=chat.type,
+            # Whose forward prompt it will be; None when posted as a chat (anonymous admin).
+            user_id=user.id if user and message.sender_chat is None else None,
+        )
+        for attempt, pause in enumerate(ENQUEUE_PAUSES, 1):
+            if pause:
+                await asyncio.sleep(pause)
+            try:
+                await services.queue.enqueue(
+                    KIND,
+                    payload.to_json(),
+                    chat.id,
+                    now=now,
+                    # Telegram may deliver an update twice (a crash before the offset was
+                    # confirmed): the same message's link is queued once.
+                    dedup_key=f"msg:{chat.id}:{message.message_id}:{link.key}",
+                )
+                break
+            except StoreError:
+                if attempt == len(ENQUEUE_PAUSES):
+                    raise
+        queued += 1
+    return queued, refused_other

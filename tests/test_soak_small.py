@@ -1,0 +1,132 @@
+"""The soak, small: `bench/soak.py` with 40 links in 8 chats, in the test suite.
+
+The real `xbot run` as a subprocess, killed with SIGKILL (once aimed right after
+Telegram confirmed an album), stopped with SIGTERM mid-work, under a 429
+storm, 5xx from the Bot API, a media host that resets and lies about lengths,
+and an X API answering 503. Left to the full soak (`python bench/soak.py`):
+the faults that cost 15-35 s of waiting each (timeouts, stalls, hangs), the
+full disk (it needs root to mount a tmpfs), and the combinations that still
+lose links (see the constants below).
+
+Also here, in-process: what a link meets when the database cannot take it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xbot.errors import StoreError
+from xbot.handlers import messages
+from xbot.queue import TaskQueue
+from xbot.testing.harness import Harness
+
+ROOT = Path(__file__).resolve().parent.parent
+# Not the write lock: with a kill landing while handlers wait on it, PTB has already
+# confirmed those updates and the links are lost (docs/reliability.md, "Findings"); the
+# handler's side of it is tested below, in-process, and the full soak runs it with kills.
+SMALL_SCENARIOS = "kill9,sigterm,storm,botapi,media,fxapi"
+# Left out until the dead-letter notice is durable: a post the X API answers with garbage
+# is told only by that notice, which is sent once, best effort — a 429 from the storm
+# drops it (see docs/reliability.md, "Findings"). The full soak sends them and counts it.
+NOTICE_ONLY_KINDS = "fx_garbage,fx_html,fx_huge"
+
+
+def load_soak() -> Any:
+    spec = importlib.util.spec_from_file_location("xbot_soak", ROOT / "bench" / "soak.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("xbot_soak", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_small_soak_meets_every_target(tmp_path: Path) -> None:
+    soak = load_soak()
+    cfg, workdir = soak.parse_args(
+        ["--small", "--fast", "--only", SMALL_SCENARIOS, "--without-kinds", NOTICE_ONLY_KINDS,
+         "--workdir", str(tmp_path), "--seed", "3"]
+    )  # fmt: skip
+    report = soak.run_soak(cfg, workdir)
+    print(report.table())
+    print(report.details())
+    assert report.misses() == []
+    assert report.links == 40
+    assert report.kills_random + report.kills_aimed >= 3
+    assert report.sigterm_exits, "a SIGTERM mid-work"
+    assert report.answered_429 > 0, "the storm hit"
+    # A kill may resend the albums it caught between confirmation and record: at most one
+    # per task in flight.
+    kills = report.kills_random + report.kills_aimed + len(report.sigterm_exits)
+    assert report.resent_kill <= kills * cfg.workers
+
+
+def test_timeline_is_bounded_and_reproducible() -> None:
+    soak = load_soak()
+    cfg, _ = soak.parse_args(["--small", "--workdir", "/nonexistent"])
+    one = soak.build_timeline(cfg, soak.random.Random(5))
+    two = soak.build_timeline(cfg, soak.random.Random(5))
+    assert one == two
+    assert [e.at for e in one] == sorted(e.at for e in one)
+    assert sum(e.what == "send" for e in one) == cfg.links
+    assert sum(e.what in ("kill9", "aim") for e in one) == cfg.kills
+    assert sum(e.what == "aim" for e in one) == cfg.aimed_kills
+    assert max(e.at for e in one) < cfg.deadline
+
+
+def test_every_scenario_is_a_flag() -> None:
+    soak = load_soak()
+    for name in soak.SCENARIOS:
+        cfg, _ = soak.parse_args(["--only", name, "--workdir", "/nonexistent"])
+        assert cfg.scenarios == frozenset({name})
+        cfg, _ = soak.parse_args(["--without", name, "--workdir", "/nonexistent"])
+        assert name not in cfg.scenarios
+    with pytest.raises(SystemExit):
+        soak.parse_args(["--only", "meteor", "--workdir", "/nonexistent"])
+
+
+# --- when the database cannot take a link ------------------------------------------------------
+
+
+@pytest.fixture
+async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    harness = await Harness.start(tmp_path / "data")
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def test_a_link_outlasts_another_process_holding_the_write_lock(h: Harness) -> None:
+    soak = load_soak()
+    h.fx.add_post("1", text="locked out", photos=[h.photo("lock")])
+    with soak.write_lock_held(h.settings.db_path, 6.0):  # past the 5 s busy timeout
+        h.api.user_message(501, "https://x.com/a/status/1")
+        await h.api.wait_for(lambda: h.api.calls_for("getUpdates"), 5)
+    await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 501), 20)
+    texts = [m.get("text", "") for m in h.sent(501)]
+    assert messages.STORE_UNAVAILABLE not in texts
+
+
+async def test_a_link_the_database_cannot_take_gets_one_sentence(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries = []
+
+    async def full(*args: Any, **kwargs: Any) -> None:
+        tries.append(args)
+        raise StoreError("the disk holding the database is full")
+
+    monkeypatch.setattr(messages, "ENQUEUE_PAUSES", (0.0, 0.01, 0.02))
+    monkeypatch.setattr(TaskQueue, "enqueue", full)
+    h.api.user_message(502, "https://x.com/a/status/2")
+    await h.api.wait_for(lambda: h.sent(502), 10)
+    assert [m["text"] for m in h.sent(502)] == [messages.STORE_UNAVAILABLE]
+    assert len(tries) == 3, "tried again before giving up"
