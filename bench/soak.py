@@ -468,9 +468,9 @@ conn.execute("ROLLBACK")
 """
 
 
-@contextlib.contextmanager
-def write_lock_held(db: Path, seconds: float) -> Iterator[subprocess.Popen[str]]:
-    """Another process takes the database's write lock and holds it for `seconds`."""
+def hold_write_lock(db: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process takes the database's write lock for `seconds`; returns once it holds
+    it (wait for the process to know it let go)."""
     proc = subprocess.Popen(
         [sys.executable, "-c", LOCK_SCRIPT, str(db), str(seconds)],
         stdout=subprocess.PIPE,
@@ -478,6 +478,14 @@ def write_lock_held(db: Path, seconds: float) -> Iterator[subprocess.Popen[str]]
     )
     assert proc.stdout is not None
     proc.stdout.readline()  # "locked"
+    return proc
+
+
+@contextlib.contextmanager
+def write_lock_held(db: Path, seconds: float) -> Iterator[subprocess.Popen[str]]:
+    """`hold_write_lock` for a block of sync code; leaving it waits for the release."""
+    proc = hold_write_lock(db, seconds)
+    assert proc.stdout is not None
     try:
         yield proc
     finally:

@@ -13,8 +13,10 @@ Also here, in-process: what a link meets when the database cannot take it.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -107,10 +109,17 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
 async def test_a_link_outlasts_another_process_holding_the_write_lock(h: Harness) -> None:
     soak = load_soak()
     h.fx.add_post("1", text="locked out", photos=[h.photo("lock")])
-    with soak.write_lock_held(h.settings.db_path, 6.0):  # past the 5 s busy timeout
+    lock = soak.hold_write_lock(h.settings.db_path, 6.0)  # past the 5 s busy timeout
+    try:
+        locked_at = time.monotonic()
         h.api.user_message(501, "https://x.com/a/status/1")
-        await h.api.wait_for(lambda: h.api.calls_for("getUpdates"), 5)
-    await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 501), 20)
+        await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 501), 20)
+        waited = time.monotonic() - locked_at
+    finally:
+        await asyncio.to_thread(lock.wait)
+        assert lock.stdout is not None
+        lock.stdout.close()
+    assert waited > 5.0, "the lock held the link back (else this proves nothing)"
     texts = [m.get("text", "") for m in h.sent(501)]
     assert messages.STORE_UNAVAILABLE not in texts
 
