@@ -344,12 +344,6 @@ def test_any_payload_text_reads_or_raises_payload_error(raw: str) -> None:
         DeliverPayload.from_json(raw)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the delivery owner: from_json lets OverflowError (a number too large "
-    "for an int, e.g. 1e400) and RecursionError (deep nesting) through instead of PayloadError; "
-    "payloads are the bot's own, so the worker retries it as an internal error instead",
-)
 @pytest.mark.parametrize(
     "raw",
     [

@@ -781,11 +781,6 @@ def test_data_dir_and_database_are_private(tmp_path: Path) -> None:
         assert mode & 0o077 == 0, f"{name} is open to others: {oct(mode)}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding for the lead: a data dir that already exists keeps its mode (0755 here); "
-    "the database (0600) and tmp/ (0700) inside it are private, but its listing is not",
-)
 @pytest.mark.slow
 def test_an_existing_data_dir_open_to_others_is_made_private(tmp_path: Path) -> None:
     soak = _soak()

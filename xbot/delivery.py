@@ -172,8 +172,10 @@ class DeliverPayload:
             )
         except PayloadError:
             raise
-        except (ValueError, TypeError, KeyError) as exc:
-            raise PayloadError(f"deliver payload does not parse: {exc}") from exc
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
+            # OverflowError: a number like 1e400 where an int belongs; RecursionError:
+            # nesting deeper than the parser goes. Both are a payload we cannot read.
+            raise PayloadError(f"deliver payload does not parse: {exc!r}"[:300]) from exc
 
     @classmethod
     def for_link(

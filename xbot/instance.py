@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 from pathlib import Path
 
 import attrs
 
 from xbot.errors import StoreError
+from xbot.logs import kv
+
+log = logging.getLogger(__name__)
 
 LOCK_NAME = "xbot.lock"
 
@@ -29,7 +33,7 @@ class InstanceLock:
     _fd: int | None = attrs.field(default=None, init=False)
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -55,6 +59,20 @@ class InstanceLock:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+
+def make_private(folder: Path) -> None:
+    """Create the data dir readable by its owner only, or close one that others could list.
+
+    The database and temp files in it are private already; an existing folder
+    left at 0755 still shows who uses the bot's names and sizes. Only a folder
+    we own is changed (never a shared parent someone pointed us at).
+    """
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = folder.stat()
+    if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+        os.chmod(folder, 0o700)
+        log.warning("data dir was open to others; made it private %s", kv(path=folder))
 
 
 def instance_lock(data_dir: Path) -> InstanceLock:
