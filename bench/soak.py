@@ -434,7 +434,10 @@ class BotProcess:
         if self._exited_at is None:
             self._exited_at = time.monotonic()
             lines = (self.log_dir / f"run-{self.runs:03d}.log").read_text(errors="replace")
-            last = (lines.strip().splitlines() or ["(no output)"])[-1][:200]
+            lines_ = lines.strip().splitlines() or ["(no output)"]
+            # `xbot run`'s own one-line refusal, if it gave one (asyncio may log after it).
+            said = [line for line in lines_ if line.startswith("xbot: ")]
+            last = (said or lines_)[-1][:200]
             self.unexpected_exits.append(
                 Exit(self.runs, self.proc.returncode, time.monotonic() - self.started_at, last)
             )
@@ -668,7 +671,12 @@ TRACEBACK = "Traceback (most recent call last)"
 # Tracebacks a library logs for an error the bot then handles: PTB logs the body of a
 # non-JSON answer (a proxy's HTML 502) at ERROR with the JSON error attached, then
 # raises NetworkError, which the bot retries. Counted on their own row, not hidden.
-HANDLED_BY_THE_BOT = ("telegram.request.BaseRequest Can not load invalid JSON data",)
+# The same for PTB's start-up calls (getMe, deleteWebhook): it logs the failed "bootstrap"
+# with a traceback, then raises NetworkError, which `xbot run` turns into one line, exit 1.
+HANDLED_BY_THE_BOT = (
+    "telegram.request.BaseRequest Can not load invalid JSON data",
+    "telegram.ext Network Retry Loop (Bootstrap",
+)
 
 
 @attrs.frozen
@@ -1192,7 +1200,8 @@ class Report:
             ("requests before a retry_after the bot never received (its request timed "
              "out, or the process was killed first)", str(len(self.early_unseen)), ""),
             ("**unhandled tracebacks in the bot's log**", str(len(self.unhandled)), "0"),
-            ("tracebacks PTB logs for a non-JSON 5xx (then handled: retried)",
+            ("tracebacks PTB logs for a non-JSON 5xx (then handled: retried, or one line "
+             "and exit 1 at start-up)",
              str(len(self.tracebacks) - len(self.unhandled)), ""),
             ("ERROR lines in the bot's log", str(len(self.errors)), ""),
             ("kill -9 (random + aimed)", f"{self.kills_random} + {self.kills_aimed}",
