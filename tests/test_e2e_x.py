@@ -293,3 +293,17 @@ async def test_photos_as_documents_are_uploaded_as_files_and_cached_apart(
     assert h.media_hits() == hits
     docs = ok_media_calls(h, CHAT + 3)
     assert [m["type"] for m in docs[0].params["media"]] == ["document", "document"]
+
+
+async def test_the_dead_letter_notice_survives_a_429_on_its_way(harness: Harness) -> None:
+    h = harness
+    h.fx.add_post("140", text="x", fault="garbage")  # the X API answers junk: permanent
+    h.api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
+    h.api.user_message(CHAT, "https://x.com/a/status/140")
+    await h.api.wait_for(lambda: any("text" in m for m in h.sent(CHAT)), 15)
+    await h.wait_idle(15)
+    notices = [m["text"] for m in h.sent(CHAT) if "text" in m]
+    assert len(notices) == 1
+    assert "could not deliver https://x.com/a/status/140" in notices[0]
+    assert [c.status for c in h.api.calls_for("sendMessage", CHAT)] == [429, 200]
+    assert h.api.early_requests == []

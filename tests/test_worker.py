@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from xbot.app import dead_letter_notice
 from xbot.db import DbPool, open_store
-from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater
+from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater, StoreError
+from xbot.notices import notice_text
 from xbot.queue import Task, TaskQueue
 from xbot.worker import TaskContext, Workers
 
@@ -194,14 +194,6 @@ async def test_stop_hands_a_running_task_back_without_an_attempt(pool: DbPool) -
     assert row.attempts == 0
 
 
-class FakeSender:
-    def __init__(self) -> None:
-        self.sent: list[tuple[int, str, int | None]] = []
-
-    async def send_text(self, chat_id: int, text: str, **kw: Any) -> None:
-        self.sent.append((chat_id, text, kw.get("reply_to")))
-
-
 @pytest.mark.parametrize(
     ("payload", "named"),
     [
@@ -223,15 +215,24 @@ class FakeSender:
     ],
     ids=["readable", "newer-shape", "corrupt-json", "garbage"],
 )
-async def test_dead_letter_notice_names_the_post_even_from_a_broken_payload(
+def test_dead_letter_notice_names_the_post_even_from_a_broken_payload(
     payload: str, named: str
 ) -> None:
-    sender = FakeSender()
     task = Task(id=1, kind="deliver", chat_id=42, payload=payload, state="dead", attempts=5,
                 max_attempts=5, run_after=0, dedup_key=None, lease_token=None,
                 lease_expires=None, last_error=None, created_at=0, updated_at=0)  # fmt: skip
-    await dead_letter_notice(sender, task, "the host kept failing")  # type: ignore[arg-type]
-    ((chat, text, _),) = sender.sent
-    assert chat == 42
+    text, _ = notice_text(task, "the host kept failing")
     assert named in text
     assert "the host kept failing" in text
+
+
+async def test_a_store_error_inside_the_task_writes_nothing_and_traces_nothing(
+    pool: DbPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def disk_full(ctx: TaskContext) -> None:
+        raise StoreError("the disk holding the database is full")
+
+    row, notices, _ = await run_one(pool, disk_full)
+    assert row.state == "running", "left for its lease to run out and the sweep to hand back"
+    assert not any(r.exc_info for r in caplog.records)
+    assert notices == []

@@ -28,8 +28,8 @@ from xbot import __version__
 from xbot.config import Settings, WebhookConfig
 from xbot.db import open_store
 from xbot.delivery import KIND as DELIVER
-from xbot.delivery import DeliverPayload, Delivery
-from xbot.errors import PayloadError, StoreError
+from xbot.delivery import Delivery
+from xbot.errors import StoreError
 from xbot.forwarding import KIND as FORWARD
 from xbot.forwarding import Forwarding
 from xbot.handlers import callbacks, caption_edit, commands, messages
@@ -40,9 +40,11 @@ from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.media.x_api import XApi
+from xbot.notices import KIND as NOTICE
+from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
 from xbot.pacing import Pacer
-from xbot.queue import Task, TaskQueue, payload_identity
+from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import Services, XContext
@@ -120,14 +122,18 @@ async def build_services(
         if task.kind == FORWARD:
             await forwarding.report_failure(task, reason)  # said on the prompt itself
             return
-        await dead_letter_notice(sender, task, reason)
+        if task.kind == NOTICE:
+            log.warning("dead-letter notice given up %s", kv(task=task.id, chat=task.chat_id))
+            return  # a notice about a notice would never end
+        await queue_notice(queue, task, reason, clock())
+        workers.wake()
 
     async def chat_moved(old_id: int, new_id: int) -> None:
         await chats.move_chat(old_id, new_id, clock())
 
     workers = Workers(
         queue,
-        {DELIVER: delivery.run, FORWARD: forwarding.run},
+        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: Notices(sender).run},
         notify,
         count=settings.workers,
         clock=clock,
@@ -151,20 +157,6 @@ async def build_services(
     )
     services.attach(application)
     return services
-
-
-async def dead_letter_notice(sender: Sender, task: Task, reason: str) -> None:
-    """One message naming the post and the reason, when a task finally failed."""
-    what, reply_to = "your link", None
-    if task.kind == DELIVER:
-        with contextlib.suppress(PayloadError):
-            payload = DeliverPayload.from_json(task.payload)
-            what, reply_to = payload.url, payload.reply_to
-    if what == "your link":
-        # An older or corrupt payload: name the post from whatever of it reads.
-        what = payload_identity(task.payload).get("url", what)
-    text = f"Sorry, I could not deliver {what}: {reason.rstrip('.')}."
-    await sender.send_text(task.chat_id, text, reply_to=reply_to, html=False)
 
 
 def add_handlers(application: AppType) -> None:

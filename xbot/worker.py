@@ -220,6 +220,12 @@ class Workers:
         task, now = ctx.task, self.clock()
         if isinstance(exc, LeaseLost):
             return "lease_lost"  # someone else holds it now: write nothing
+        if isinstance(exc, StoreError):
+            # The database refused the task's own write (locked, disk full): a
+            # write-back would meet the same refusal. The lease runs out and the
+            # sweep hands the task back; nothing here is a bug to trace.
+            fields["error"] = str(exc)
+            return "store_unavailable"
         if isinstance(exc, RateLimited):
             # Hold the whole chat (every pending task of it), and give this one back
             # without counting an attempt: a 429 is Telegram's pace, not a failure.
