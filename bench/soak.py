@@ -36,9 +36,11 @@ the exit status is 1 when a target is missed.
 "Lost" is a link whose user never got its media, or, for a link designed to
 fail (private, deleted, garbage from the API), never got a sentence saying so.
 Sends are at least once: a kill between Telegram's confirmation of an album and
-the bot's record of it can resend that one album. The aimed kills measure that
-window on purpose and are reported on their own row, next to the resends no
-kill or timeout explains (the target: 0).
+the bot's record of it can resend that album (one per task in flight). The
+aimed kills land in that window on purpose. Every resend is attributed (a kill
+or stop right after the confirmation, the database refusing the record, a Bot
+API timeout); the target is 0 resends that nothing explains. docs/reliability.md
+has the figures and what each row means.
 """
 
 from __future__ import annotations
@@ -293,9 +295,10 @@ class Catalog:
         elif kind in ("album3", "album12"):
             n = 3 if kind == "album3" else 12
             fx.add_post(pid, text=text, photos=[self._photo(pid, i) for i in range(n)])
-            post = Post(pid, ("photo",) * n)
+            photo: MediaKind = "photo"
+            post = Post(pid, (photo,) * n)
         elif kind in ("private", "deleted"):
-            fx.add_post(pid, **{kind: True})
+            fx.add_post(pid, private=kind == "private", deleted=kind == "deleted")
             return Post(pid, ())
         elif kind == "textonly":
             fx.add_post(pid, text=text)
@@ -543,7 +546,7 @@ def db_counts(db: Path) -> dict[str, int]:
     try:
         conn.set_busy_timeout(2000)
         rows = conn.execute("SELECT state, count(*) FROM tasks GROUP BY state").fetchall()
-        return {str(state): int(n) for state, n in rows}
+        return {str(state): int(str(n)) for state, n in rows}
     except apsw.Error:
         return {"unreadable": 1}
     finally:
