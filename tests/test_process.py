@@ -232,3 +232,41 @@ def test_run_without_a_token_says_where_one_comes_from(tmp_path: Path) -> None:
     assert len(lines) == 1
     assert "@BotFather" in lines[0]
     assert "xbot demo" in lines[0]
+
+
+async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage: Stage) -> None:
+    """The offset is confirmed only after the handler queued the link (xbot.polling)."""
+    stage.fx.add_post(
+        "777", text="kept", photos=[stage.media.add("/k.jpg", tiny_jpeg(), "image/jpeg")]
+    )
+    proc = stage.spawn()
+    lock = None
+    try:
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
+        # Another process holds the write lock: the handler waits in its enqueue.
+        lock = apsw.Connection(str(stage.data / "xbot.sqlite3"))
+        lock.execute("BEGIN EXCLUSIVE")
+        polls = len(stage.api.calls_for("getUpdates"))
+        stage.api.user_message(CHAT, "https://x.com/a/status/777")
+        await wait_until(
+            lambda: len(stage.api.calls_for("getUpdates")) > polls, 15, "the update fetched"
+        )
+        await asyncio.sleep(0.5)  # the handler is now blocked on the locked database
+        proc.kill()
+        proc.wait(5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        if lock is not None:
+            lock.execute("ROLLBACK")
+            lock.close()
+    assert not stage.api.calls_for("sendPhoto", CHAT)
+
+    proc = stage.spawn()
+    try:
+        await wait_until(lambda: stage.api.calls_for("sendPhoto", CHAT), 20, "the link delivered")
+        await asyncio.sleep(1.0)
+    finally:
+        stop(proc)
+    assert len([c for c in stage.api.calls_for("sendPhoto", CHAT) if c.status == 200]) == 1

@@ -35,8 +35,8 @@ async def test_a_bot_session_speaks_sd_notify(tmp_path: Path) -> None:
     try:
         await until(lambda: "WATCHDOG=1" in got and any("queue pending=" in m for m in got))
         assert got[0] == "READY=1\nSTATUS=polling"
-        assert bot.application.updater is not None
-        assert bot.application.updater.running
+        assert bot.poller is not None
+        assert bot.poller.running
         os.kill(os.getpid(), signal.SIGTERM)  # what systemctl stop sends
         async with asyncio.timeout(15):
             await session

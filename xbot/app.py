@@ -44,6 +44,7 @@ from xbot.notices import KIND as NOTICE
 from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
 from xbot.pacing import Pacer
+from xbot.polling import DurablePoller
 from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
@@ -221,6 +222,7 @@ class Bot:
     ) -> None:
         self.settings = settings
         self.webhook = webhook
+        self.poller: DurablePoller | None = None
         self.clock = clock
         self.pacer = pacer
         self.poll_timeout = poll_timeout
@@ -257,12 +259,10 @@ class Bot:
         updater = self.application.updater
         assert updater is not None
         if self.webhook is None:
-            await updater.start_polling(
-                timeout=self.poll_timeout,
-                poll_interval=0.0,
-                allowed_updates=Update.ALL_TYPES,
-                drop_pending_updates=False,
-            )
+            # Our own long polling: an update is confirmed to Telegram only after
+            # its handler queued the work (xbot.polling), so a kill loses nothing.
+            self.poller = DurablePoller(self.application, timeout=self.poll_timeout)
+            await self.poller.start()
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
         else:
             # PTB's tornado server answers 403 to a request without Telegram's
@@ -287,6 +287,8 @@ class Bot:
     async def stop(self) -> None:
         """Stop polling, let running tasks finish or hand them back, close everything."""
         app = self.application
+        if self.poller is not None:
+            await self.poller.stop()
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
         if self._sweeper is not None:
@@ -310,8 +312,10 @@ class Bot:
 
 
 def _polling_healthy(bot: Bot) -> bool:
-    """What the watchdog vouches for: PTB runs and its updater still polls."""
+    """What the watchdog vouches for: PTB runs and updates still come in (poller or webhook)."""
     app = bot.application
+    if bot.poller is not None:
+        return app.running and bot.poller.running
     return app.running and app.updater is not None and app.updater.running
 
 
