@@ -47,3 +47,33 @@ async def test_long_wait_becomes_rate_limited_instead_of_sleeping() -> None:
     with pytest.raises(RateLimited) as info:
         await p.wait(-7, group=True)
     assert info.value.retry_after > 50
+
+
+def test_a_hold_from_telegram_counts_even_with_pacing_off() -> None:
+    for enabled in (True, False):
+        p = Pacer(enabled=enabled)
+        p.hold(5, until=110.0)
+        assert p.held(5, now=100.0) == pytest.approx(10.0)
+        assert p.delay(5, group=False, now=100.0) == pytest.approx(10.0)
+        assert p.delay(6, group=False, now=100.0) == 0  # only that chat
+        assert p.held(5, now=110.0) == 0
+        assert p.delay(5, group=False, now=110.0) == 0
+
+
+async def test_a_chat_action_is_skipped_while_telegram_holds_the_chat() -> None:
+    from xbot.sender import Sender
+
+    class NoBot:
+        calls = 0
+
+        async def send_chat_action(self, chat_id: int, action: str) -> None:
+            NoBot.calls += 1
+
+    now = [100.0]
+    sender = Sender(NoBot(), Pacer(clock=lambda: now[0]))  # type: ignore[arg-type]
+    sender.pacer.hold(7, until=103.0)
+    await sender.chat_action(7, "upload_photo")
+    assert NoBot.calls == 0
+    now[0] = 103.5
+    await sender.chat_action(7, "upload_photo")
+    assert NoBot.calls == 1

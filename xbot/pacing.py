@@ -40,12 +40,31 @@ class Pacer:
     _last: dict[int, float] = attrs.field(factory=dict, init=False)
     _groups: dict[int, deque[float]] = attrs.field(factory=dict, init=False)
     _global: deque[float] = attrs.field(factory=deque, init=False)
+    _holds: dict[int, float] = attrs.field(factory=dict, init=False)
+
+    def hold(self, chat_id: int, until: float) -> None:
+        """Telegram said retry_after for this chat: nothing goes there before `until`.
+
+        The queue holds the chat's tasks durably; this holds what the process
+        sends meanwhile on its own (the chat-action refresher, a status edit).
+        """
+        self._holds[chat_id] = max(self._holds.get(chat_id, 0.0), until)
+
+    def held(self, chat_id: int, now: float) -> float:
+        """Seconds left of the chat's hold (0 when there is none)."""
+        until = self._holds.get(chat_id)
+        if until is None:
+            return 0.0
+        if until <= now:
+            del self._holds[chat_id]
+            return 0.0
+        return until - now
 
     def delay(self, chat_id: int, *, group: bool, now: float) -> float:
         """Seconds until one more message to `chat_id` stays inside every limit."""
+        wait = self.held(chat_id, now)  # Telegram's word counts even with pacing off
         if not self.enabled:
-            return 0.0
-        wait = 0.0
+            return wait
         last = self._last.get(chat_id)
         if last is not None:
             wait = max(wait, last + PER_CHAT_INTERVAL - now)

@@ -310,7 +310,7 @@ class Sender:
                 read_timeout=max(30.0, write_timeout),
             )
         except TelegramError as exc:
-            raise classify(exc, by=by) from exc
+            raise self._translate(exc, chat_id, by=by) from exc
         return [
             (SentItem(item.kind, file_id_of(msg, item.kind)), msg.message_id)
             for item, msg in zip(items, messages, strict=False)
@@ -364,7 +364,7 @@ class Sender:
                 reply_markup=reply_markup,
             )
         except TelegramError as exc:
-            raise classify(exc) from exc
+            raise self._translate(exc, chat_id) from exc
 
     async def edit_text(
         self,
@@ -388,7 +388,7 @@ class Sender:
         except TelegramError as exc:
             if "not modified" in exc.message.lower():
                 return
-            raise classify(exc) from exc
+            raise self._translate(exc, chat_id) from exc
 
     async def delete(self, chat_id: int, message_id: int) -> bool:
         """Best effort: a message already gone, or one we may not delete, is not an error."""
@@ -402,8 +402,22 @@ class Sender:
             return False
 
     async def chat_action(self, chat_id: int, action: str) -> None:
-        """Best effort: a failed chat action must never fail the work it decorates."""
+        """Best effort: a failed chat action must never fail the work it decorates.
+
+        Skipped while Telegram holds the chat (a 429): a courtesy must not be
+        the request that arrives before retry_after.
+        """
+        if self.pacer.held(chat_id, self.pacer.clock()) > 0:
+            return
         try:
             await self.bot.send_chat_action(chat_id, action)
         except TelegramError as exc:
-            log.debug("chat action failed chat=%s error=%s", chat_id, type(exc).__name__)
+            error = self._translate(exc, chat_id)
+            log.debug("chat action failed chat=%s error=%s", chat_id, type(error).__name__)
+
+    def _translate(self, exc: TelegramError, chat_id: int, *, by: str = "") -> XbotError:
+        """`classify`, and a 429 remembered for the chat (see `Pacer.hold`)."""
+        error = classify(exc, by=by)
+        if isinstance(error, RateLimited):
+            self.pacer.hold(chat_id, self.pacer.clock() + error.retry_after)
+        return error
