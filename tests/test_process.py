@@ -270,3 +270,24 @@ async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage:
     finally:
         stop(proc)
     assert len([c for c in stage.api.calls_for("sendPhoto", CHAT) if c.status == 200]) == 1
+
+
+async def test_a_start_waits_out_a_locked_database_instead_of_exiting(stage: Stage) -> None:
+    from xbot.db import prepare_store
+
+    prepare_store(stage.data / "xbot.sqlite3")
+    lock = apsw.Connection(str(stage.data / "xbot.sqlite3"))
+    lock.execute("BEGIN EXCLUSIVE")
+    proc = stage.spawn()
+    try:
+        await asyncio.sleep(7.0)  # past the 5 s busy timeout: the start must still be waiting
+        assert proc.poll() is None, stage.log()
+        lock.execute("ROLLBACK")
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 30, "polling")
+        assert "start waits for the database" in stage.log()
+    finally:
+        if lock.in_transaction:
+            lock.execute("ROLLBACK")
+        lock.close()
+        stop(proc)
+    assert proc.returncode == 0

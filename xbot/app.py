@@ -10,7 +10,7 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from telegram import Update
@@ -29,7 +29,7 @@ from xbot.config import Settings, WebhookConfig
 from xbot.db import open_store
 from xbot.delivery import KIND as DELIVER
 from xbot.delivery import Delivery
-from xbot.errors import StoreError
+from xbot.errors import StoreBusy, StoreError
 from xbot.forwarding import KIND as FORWARD
 from xbot.forwarding import Forwarding
 from xbot.handlers import callbacks, caption_edit, commands, messages
@@ -208,6 +208,29 @@ async def _sweep_loop(services: Services, every: float) -> None:
             log.warning("sweep failed %s", kv(error=exc))
 
 
+T = TypeVar("T")
+STORE_WAIT = 60.0  # how long a start waits out a locked database or a full disk
+
+
+async def _patiently(step: Callable[[], Awaitable[T]], within: float = STORE_WAIT) -> T:
+    """Run a start-up step, waiting out `StoreBusy` (a lock, a full disk) for a while.
+
+    Exiting at once would have systemd restart us every 5 s against its start
+    limit, and leave the unit failed after a full disk longer than ~25 s.
+    """
+    deadline = time.monotonic() + within
+    pause = 1.0
+    while True:
+        try:
+            return await step()
+        except StoreBusy as exc:
+            if time.monotonic() + pause > deadline:
+                raise
+            log.warning("start waits for the database %s", kv(error=exc, retry_in=pause))
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 10.0)
+
+
 class Bot:
     """The running bot: PTB polling, workers and the sweep, with a clean stop."""
 
@@ -245,12 +268,15 @@ class Bot:
     async def _start(self) -> Services:
         add_handlers(self.application)
         await self.application.initialize()
-        services = await build_services(
-            self.settings, self.application, clock=self.clock, pacer=self.pacer
+        services = await _patiently(
+            lambda: build_services(
+                self.settings, self.application, clock=self.clock, pacer=self.pacer
+            )
         )
         self.services = services
-        orphans = await services.queue.reclaim_orphans(self.clock())
-        log.info("startup sweep %s", kv(leases_reclaimed=orphans, **await sweep_once(services)))
+        orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
+        swept = await _patiently(lambda: sweep_once(services))
+        log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
         with contextlib.suppress(Exception):
             await self.application.bot.set_my_commands(commands.menu())
         services.workers.start()

@@ -27,7 +27,7 @@ import apsw.bestpractice
 import attrs
 
 from xbot import migrations
-from xbot.errors import SchemaTooNew, StoreError
+from xbot.errors import SchemaTooNew, StoreBusy, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -193,14 +193,18 @@ def _translated(fn: Callable[[apsw.Connection], T], conn: apsw.Connection) -> T:
     try:
         return fn(conn)
     except apsw.Error as exc:
-        if isinstance(exc, apsw.BusyError):
-            raise StoreError(
-                "the database is locked by another process for longer than "
-                f"{BUSY_TIMEOUT_MS // 1000} s"
-            ) from exc
-        if isinstance(exc, apsw.FullError):
-            raise StoreError("the disk holding the database is full") from exc
-        raise StoreError(f"database error: {exc}") from exc
+        raise store_error(exc) from exc
+
+
+def store_error(exc: apsw.Error) -> StoreError:
+    """apsw's error as ours; a lock or a full disk is `StoreBusy` (it may pass)."""
+    if isinstance(exc, apsw.BusyError):
+        return StoreBusy(
+            f"the database is locked by another process for longer than {BUSY_TIMEOUT_MS // 1000} s"
+        )
+    if isinstance(exc, apsw.FullError):
+        return StoreBusy("the disk holding the database is full")
+    return StoreError(f"database error: {exc}")
 
 
 def write_sync(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
@@ -258,6 +262,8 @@ def _prepare(path: Path) -> None:
     conn = connect(path)
     try:
         migrations.migrate(conn)
+    except (apsw.BusyError, apsw.FullError) as exc:
+        raise store_error(exc) from exc
     except apsw.Error as exc:
         raise StoreError(f"migrating {path} failed: {exc}") from exc
     except SchemaTooNew:

@@ -7,6 +7,7 @@ Everything above those modules speaks only this tree.
     XbotError
     ├── ConfigError              a setting is missing or malformed (one line for the operator)
     ├── StoreError               the database cannot be used
+    │   ├── StoreBusy            locked by another process, or the disk is full: may pass
     │   └── SchemaTooNew         the file was written by a newer xbot; nothing is written to it
     ├── LeaseLost                a write-back found its lease gone (expired and re-leased)
     ├── PayloadError             a task's payload does not parse (older shape, corruption)
@@ -43,6 +44,10 @@ class ConfigError(XbotError):
 
 class StoreError(XbotError):
     """The database cannot be opened or used."""
+
+
+class StoreBusy(StoreError):
+    """The database is locked past the busy timeout, or its disk is full: worth waiting out."""
 
 
 class SchemaTooNew(StoreError):
