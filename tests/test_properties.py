@@ -263,6 +263,8 @@ async def test_any_answer_of_the_x_api_is_a_post_or_a_fetch_error(
     handle=st.one_of(_handles, st.text(max_size=30)),
     echoed=st.one_of(st.none(), _sids.map(str)),
 )
+# Found by CI: a 21-character handle the API accepts but a link cannot carry.
+@example(post_id=1, handle="0" * 21, echoed=None)
 def test_a_parsed_post_is_keyed_by_the_linked_id_and_links_back_to_it(
     post_id: int, handle: str, echoed: str | None
 ) -> None:

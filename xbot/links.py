@@ -244,6 +244,16 @@ def _status_path(path: str) -> tuple[str | None, str] | None:
     return handle, sid
 
 
+def x_status_url(post_id: str, handle: str | None) -> str:
+    """The canonical link of a post: ``https://x.com/{handle}/status/{id}``.
+
+    A handle that a link could not carry (too long, odd characters) becomes
+    ``i``, so the link always classifies back to the same key.
+    """
+    shown = handle if handle and _HANDLE.fullmatch(handle) else "i"
+    return f"https://x.com/{shown}/status/{post_id}"
+
+
 def canonicalize_x(url: str) -> Link | None:
     """The canonical X link for any spelling of a post link, else None.
 
@@ -269,7 +279,7 @@ def canonicalize_x(url: str) -> Link | None:
         return None
     handle, sid = found
     return Link(
-        url=f"https://x.com/{handle or 'i'}/status/{sid}",
+        url=x_status_url(sid, handle),
         key=f"x:{sid}",
         kind="x",
         post_id=sid,

@@ -25,6 +25,7 @@ import httpx
 
 from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.links import x_status_url
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 
@@ -205,7 +206,7 @@ def _tombstone(reason: object) -> PostUnavailable:
 
 
 def canonical_url(post_id: str, handle: str) -> str:
-    return f"https://x.com/{handle or 'i'}/status/{post_id}"
+    return x_status_url(post_id, handle)
 
 
 def parse_status(data: object, *, post_id: str) -> Post:
