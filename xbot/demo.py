@@ -36,10 +36,14 @@ def describe(message: dict[str, Any]) -> str:
         if kind in message:
             media = message[kind]
             size = media[-1].get("file_size") if isinstance(media, list) else media.get("file_size")
-            label = f"[{kind}{f', {size // 1024} KB' if size else ''}]"
+            label = f"[{kind}{f', {_size(size)}' if size else ''}]"
             caption = message.get("caption")
             return f"{label} {_plain(caption)}" if caption else label
     return "[message]"
+
+
+def _size(n: int) -> str:
+    return f"{n} bytes" if n < 1024 else f"{n // 1024} KB"
 
 
 class Transcript:
