@@ -33,16 +33,6 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
         await harness.stop()
 
 
-@pytest.fixture
-async def h_upload(tmp_path: Path) -> AsyncIterator[Harness]:
-    """Like the real Telegram, it cannot fetch from our loopback: X media are uploaded."""
-    harness = await Harness.start(tmp_path / "data", allow_url_fetch=False)
-    try:
-        yield harness
-    finally:
-        await harness.stop()
-
-
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -142,8 +132,10 @@ async def test_a_still_that_fails_costs_nothing_but_itself(
 # -- X posts ----------------------------------------------------------------------------
 
 
-async def test_an_x_video_uploaded_by_the_fallback_carries_its_still(h_upload: Harness) -> None:
-    h = h_upload
+async def test_an_x_video_uploaded_by_the_fallback_carries_its_still(
+    harness_no_url_fetch: Harness,
+) -> None:
+    h = harness_no_url_fetch
     still = tiny_jpeg(180, 320)
     thumb = h.media.add("/img/xstill.jpg", still, "image/jpeg")
     clip = h.video("xclip", 90_000)
@@ -157,9 +149,9 @@ async def test_an_x_video_uploaded_by_the_fallback_carries_its_still(h_upload: H
 
 
 async def test_an_x_album_uploaded_by_the_fallback_carries_a_still_per_video(
-    h_upload: Harness,
+    harness_no_url_fetch: Harness,
 ) -> None:
-    h = h_upload
+    h = harness_no_url_fetch
     a, b = tiny_jpeg(100, 100), tiny_jpeg(200, 100)
     ta = h.media.add("/img/xa.jpg", a, "image/jpeg")
     tb = h.media.add("/img/xb.jpg", b, "image/jpeg")

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 
 import attrs
 
+from xbot.media.thumbnail import jpeg_size
+
 # Huffman table for DC differences: the standard luminance table (ITU T.81 K.3).
 _DC_BITS = (0, 1, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0)
 _DC_VALS = tuple(range(12))
@@ -217,28 +219,9 @@ def image_size(data: bytes) -> tuple[str, int, int] | None:
 
 
 def _jpeg_size(data: bytes) -> tuple[str, int, int] | None:
-    pos = 2
-    n = len(data)
-    while pos + 4 <= n:
-        if data[pos] != 0xFF:
-            return None
-        marker = data[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-            pos += 2
-            continue
-        (length,) = struct.unpack(">H", data[pos + 2 : pos + 4])
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            if pos + 9 > n:
-                return None
-            h, w = struct.unpack(">HH", data[pos + 5 : pos + 9])
-            return "jpeg", w, h
-        if marker in (0xD9, 0xDA):
-            return None
-        pos += 2 + length
-    return None
+    # The production parser (the one that vets video stills), not a second one.
+    size = jpeg_size(data)
+    return None if size is None else ("jpeg", *size)
 
 
 def looks_like_mp4(data: bytes) -> bool:
