@@ -69,6 +69,12 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def usage_now() -> tuple[float, float, int]:
+    """User and system CPU seconds, and context switches (voluntary + involuntary)."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime, u.ru_stime, u.ru_nvcsw + u.ru_nivcsw
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
@@ -143,6 +149,8 @@ class Phase:
     errors: int = 0
     wall: float = 0.0
     cpu: float = 0.0
+    sys_cpu: float = 0.0
+    switches: int = 0
     latencies: list[float] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
     methods: dict[str, int] = field(default_factory=dict)
@@ -153,6 +161,14 @@ class Phase:
     @property
     def cpu_ms_per_link(self) -> float:
         return 1000 * self.cpu / self.delivered if self.delivered else float("nan")
+
+    def detail(self) -> str:
+        """Where the CPU went: the kernel's share, and thread/process switches per link."""
+        n = max(1, self.delivered)
+        return (
+            f"| {self.name} | {1000 * (self.cpu - self.sys_cpu) / n:.2f} "
+            f"| {1000 * self.sys_cpu / n:.2f} | {self.switches / n:.1f} |"
+        )
 
     def row(self) -> str:
         ms = [1000 * v for v in self.latencies]
@@ -188,7 +204,7 @@ async def run_phase(
     ]
     phase = Phase(name, len(messages))
     done0 = services.workers.done_count
-    cpu0 = cpu_seconds()
+    user0, sys0, switches0 = usage_now()
     t0 = time.monotonic()
     injecting = asyncio.create_task(standins.call("inject", messages=messages, rate=rate))
     deadline = t0 + PHASE_TIMEOUT
@@ -198,7 +214,10 @@ async def run_phase(
             break
         await asyncio.sleep(0.02)
     phase.wall = time.monotonic() - t0
-    phase.cpu = cpu_seconds() - cpu0
+    user1, sys1, switches1 = usage_now()
+    phase.cpu = (user1 - user0) + (sys1 - sys0)
+    phase.sys_cpu = sys1 - sys0
+    phase.switches = switches1 - switches0
     await injecting
     report = await standins.call("report", chats=chats)
     phase.delivered = report["delivered"]
@@ -328,9 +347,8 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
     phases: list[Phase] = []
     before: dict[str, Any] = {}
     try:
-        for i, (name, rate) in enumerate(
-            [("fresh (burst)", 0.0), ("cache (burst)", 0.0), ("cache (paced)", args.rate)]
-        ):
+        plan = [("fresh (burst)", 0.0), ("cache (burst)", 0.0), ("cache (paced)", args.rate)]
+        for i, (name, rate) in enumerate(plan[: 1 if args.fresh_only else 3]):
             group = [c + i * 1_000_000 for c in chats]  # other chats each phase
             phase, before = await run_phase(
                 name, bot, standins, group, 37 * i, per_chat, rate, before
@@ -355,6 +373,11 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         starts.append(took)
     imports = await asyncio.to_thread(import_check)
 
+    if args.fresh_only:  # for a profiler: the table and nothing else
+        print("| phase | delivered | twice | wall s | links/s | CPU ms/link |")
+        print(phases[0].row())
+        print(phases[0].detail())
+        return 0
     fresh, burst, paced = phases
     hit_ms = [1000 * v for v in paced.latencies]
     start_med = statistics.median(starts) if starts else float("nan")
@@ -379,6 +402,11 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for phase in phases:
         print(phase.row())
+    print()
+    print("| phase | user CPU ms/link | system CPU ms/link | context switches/link |")
+    print("| --- | --- | --- | --- |")
+    for phase in phases:
+        print(phase.detail())
     print()
     print("| measure | value | target |")
     print("| --- | --- | --- |")
@@ -442,6 +470,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--rate", type=float, default=50.0, help="links/s in the paced phase (default 50)"
     )
     ap.add_argument("--starts", type=int, default=5, help="`xbot run` starts timed (default 5)")
+    ap.add_argument(
+        "--fresh-only",
+        action="store_true",
+        help="run the fresh phase alone and print its row (to profile it)",
+    )
     ap.add_argument("--keep", type=Path, help="keep the data dirs and logs here")
     args = ap.parse_args(argv)
     if not 1 <= args.chats <= args.links:
