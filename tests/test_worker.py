@@ -236,3 +236,113 @@ async def test_a_store_error_inside_the_task_writes_nothing_and_traces_nothing(
     assert row.state == "running", "left for its lease to run out and the sweep to hand back"
     assert not any(r.exc_info for r in caplog.records)
     assert notices == []
+
+
+class CountingQueue(TaskQueue):
+    """The real queue, counting the calls the worker makes (not replacing any)."""
+
+    def __init__(self, pool: DbPool) -> None:
+        super().__init__(pool)
+        self.calls: dict[str, int] = {}
+
+    def _count(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    async def lease_next(self, now: float, lease_for: float = 90.0) -> Task | None:
+        self._count("lease_next")
+        return await super().lease_next(now, lease_for)
+
+    async def save_progress(self, *args: Any, **kwargs: Any) -> None:
+        self._count("save_progress")
+        await super().save_progress(*args, **kwargs)
+
+
+async def test_a_staged_record_rides_on_the_done_mark(pool: DbPool) -> None:
+    queue = CountingQueue(pool)
+    clock = Clock()
+
+    async def stage(ctx: TaskContext) -> None:
+        ctx.stage_payload({"url": "https://x.com/a/status/1", "progress": 2})
+
+    workers = Workers(queue, {"t": stage}, _no_notice, count=1, clock=clock)
+    task = await queue.enqueue("t", "{}", 42, now=clock())
+    leased = await queue.lease_next(clock())
+    assert leased is not None
+    await workers._execute(leased)
+    row = await queue.get(task.id)
+    assert row is not None
+    assert row.state == "done"
+    assert json.loads(row.payload)["progress"] == 2
+    assert "save_progress" not in queue.calls, "the record must not cost a write of its own"
+
+
+async def test_a_staged_record_is_written_before_a_retry(pool: DbPool) -> None:
+    async def stage_then_fail(ctx: TaskContext) -> None:
+        ctx.stage_payload({"url": "https://x.com/a/status/1", "sent": [0]})
+        raise RetryLater("the prompt could not be sent")
+
+    row, _, _ = await run_one(pool, stage_then_fail)
+    assert row.state == "pending"
+    assert json.loads(row.payload)["sent"] == [0], "a retry must know album 0 went out"
+
+
+async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
+    queue = CountingQueue(pool)
+    clock = Clock()
+    leases_seen: list[int] = []
+    ran: list[int] = []
+
+    async def record(ctx: TaskContext) -> None:
+        leases_seen.append(queue.calls.get("lease_next", 0))
+        ran.append(ctx.task.chat_id)
+
+    workers = Workers(queue, {"t": record}, _no_notice, count=1, clock=clock, idle_poll=0.01)
+    for chat in (1, 2, 3):
+        await queue.enqueue("t", "{}", chat, now=clock())
+    workers.start()
+    try:
+        for _ in range(500):
+            if len(ran) == 3:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await workers.stop(grace=1.0)
+    assert ran == [1, 2, 3]
+    assert leases_seen == [1, 1, 1], "tasks 2 and 3 came with the done mark of the one before"
+    assert workers.done_count == 3
+
+
+async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPool) -> None:
+    clock = Clock()
+    workers: Workers
+
+    class StopMidCall(TaskQueue):
+        async def mark_done_and_lease_next(self, *args: Any, **kwargs: Any) -> Task | None:
+            workers._stopping = True  # stop() arrives while the done mark is in the database
+            return await super().mark_done_and_lease_next(*args, **kwargs)
+
+    queue = StopMidCall(pool)
+
+    async def ok(ctx: TaskContext) -> None:
+        return None
+
+    workers = Workers(queue, {"t": ok}, _no_notice, count=1, clock=clock, idle_poll=0.01)
+    first = await queue.enqueue("t", "{}", 1, now=clock())
+    second = await queue.enqueue("t", "{}", 2, now=clock())
+    workers.start()
+    for _ in range(500):
+        if not workers._loops or all(loop.done() for loop in workers._loops):
+            break
+        await asyncio.sleep(0.01)
+    await workers.stop(grace=1.0)
+    done = await queue.get(first.id)
+    back = await queue.get(second.id)
+    assert done is not None
+    assert back is not None
+    assert done.state == "done"
+    assert back.state == "pending", "leased in passing, it must go back, not wait out its lease"
+    assert back.attempts == 0
+
+
+async def _no_notice(task: Task, reason: str) -> None:
+    raise AssertionError(f"no notice expected, got {reason!r}")

@@ -1,10 +1,12 @@
 """The task behind every link: fetch the post, send its media, remember what was sent.
 
 Two-phase delivery: the payload records each album right after Telegram
-confirms it (`TaskContext.save_payload`, fenced by the lease), so a crash
-between albums resumes with the next album and never resends one. The
-link cache is read first (one Bot API call per album, no download) and
-written last; one fetch is in flight per key (`Flights`).
+confirms it (`TaskContext.stage_payload`, fenced by the lease) and the record
+is written before the next album goes out (`TaskContext.flush`), so a crash
+between albums resumes with the next album and never resends one; the last
+album's record rides on the task's done mark, or on the link cache entry's
+write. The link cache is read first (one Bot API call per album, no
+download) and written last; one fetch is in flight per key (`Flights`).
 """
 
 from __future__ import annotations
@@ -300,8 +302,8 @@ class Delivery:
             caption_parts=dict(caption_parts), items=items, chat_type=payload.chat_type,
             user_id=payload.user_id,
         )  # fmt: skip
-        await self.on_delivered(ctx, delivered)
-        await ctx.save_payload(attrs.evolve(payload, announced=True).to_json())
+        await self.on_delivered(ctx, delivered)  # flushes before it sends anything
+        ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())
 
     async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
         assert payload.post_id is not None
@@ -340,6 +342,7 @@ class Delivery:
         for index, step in enumerate(steps):
             if any(s.step == index for s in payload.sent):
                 continue
+            await ctx.flush()  # the album before is recorded before this one goes out
             out = [items[i] for i in step.items]
             sent = await self.sender.send_media(
                 ctx.task.chat_id,
@@ -349,7 +352,7 @@ class Delivery:
                 spoiler=post.sensitive and settings.spoiler_sensitive,
                 group=payload.is_group,
             )
-            payload = await self._record(ctx, payload, index, [s for s, _ in sent])
+            payload = self._record(ctx, payload, index, [s for s, _ in sent])
         return payload
 
     async def _send_fresh(
@@ -365,13 +368,18 @@ class Delivery:
         for index, step in enumerate(steps):
             if any(s.step == index for s in payload.sent):
                 continue
+            await ctx.flush()  # the album before is recorded before this one goes out
             media = [post.media[i] for i in step.items]
             sent, skipped = await self._send_step(
                 ctx, payload, media, caption if index == 0 else None, spoiler, as_docs=as_docs
             )
-            payload = await self._record(ctx, payload, index, sent, skipped=skipped)
+            payload = self._record(ctx, payload, index, sent, skipped=skipped)
+        entry = None
         if payload.skipped == 0:
-            await self._remember(post, payload, ctx.clock(), cache_key(post.key, as_docs))
+            entry = self._cache_entry(post, payload, ctx.clock(), cache_key(post.key, as_docs))
+        # The last album's record and the cache entry in one write, before the
+        # flight ends: whoever waits for this key reads the entry next.
+        await ctx.flush(effects=(self.cache.put_op(entry),) if entry else ())
         return payload
 
     async def _send_step(
@@ -476,8 +484,8 @@ class Delivery:
             filename=dest.name, thumbnail=thumb,
         )  # fmt: skip
 
-    async def _record(
-        self,
+    @staticmethod
+    def _record(
         ctx: TaskContext,
         payload: DeliverPayload,
         index: int,
@@ -485,30 +493,33 @@ class Delivery:
         *,
         skipped: int = 0,
     ) -> DeliverPayload:
+        """Telegram confirmed album ``index``: stage the record (written before the next)."""
         updated = attrs.evolve(
             payload,
             sent=(*payload.sent, SentStep(index, tuple(sent))),
             skipped=payload.skipped + skipped,
         )
-        await ctx.save_payload(updated.to_json())
+        ctx.stage_payload(updated.to_json())
         return updated
 
-    async def _remember(self, post: Post, payload: DeliverPayload, now: float, key: str) -> None:
+    @staticmethod
+    def _cache_entry(
+        post: Post, payload: DeliverPayload, now: float, key: str
+    ) -> CachedPost | None:
+        """What the link cache keeps of a post sent whole; None if an item is missing."""
         items: list[CachedItem] = []
         for step in sorted(payload.sent, key=lambda s: s.step):
             items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
         if len(items) != len(post.media):
-            return
+            return None
         parts = {
             "author_name": post.author_name,
             "author_handle": post.author_handle,
             "text": post.text,
             "sensitive": "1" if post.sensitive else "0",
         }
-        await self.cache.put(
-            CachedPost(
-                key=key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
-            )
+        return CachedPost(
+            key=key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
         )
 
     def _caption(self, post: Post, settings: ChatSettings) -> str:

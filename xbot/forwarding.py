@@ -199,9 +199,16 @@ class Forwarding:
         now = self.clock()
         settings = (await self.chats.get(delivered.chat_id, now)).settings
         group = delivered.chat_type in ("group", "supergroup")
-        if group and settings.delete_original and delivered.reply_to is not None:
+        delete = group and settings.delete_original and delivered.reply_to is not None
+        offer = settings.channel_id not in (None, delivered.chat_id) and bool(delivered.items)
+        if delete or offer:
+            # The last album's record is written before anything else is sent:
+            # a crash from here on repeats the prompt at worst, never an album.
+            await ctx.flush()
+        if delete:
+            assert delivered.reply_to is not None
             await self._delete(delivered.chat_id, delivered.reply_to)
-        if settings.channel_id in (None, delivered.chat_id) or not delivered.items:
+        if not offer:
             return  # nothing linked (or this is the channel itself): nothing to offer
         parts = delivered.caption_parts
         post = Post(

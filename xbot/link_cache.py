@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
@@ -215,8 +215,13 @@ class LinkCache:
 
     async def put(self, entry: CachedPost) -> None:
         """Store (or replace) the entry; its TTL counts from ``entry.created_at``."""
+        await self.pool.write(self.put_op(entry))
+
+    @staticmethod
+    def put_op(entry: CachedPost) -> Callable[[apsw.Connection], object]:
+        """`put` as a write to run inside another transaction (a task's progress record)."""
         params = (entry.key, entry.to_json(), entry.created_at)
-        await self.pool.write(lambda conn: conn.execute(_PUT, params).fetchall())
+        return lambda conn: conn.execute(_PUT, params).fetchall()
 
     async def invalidate(self, key: str) -> bool:
         """Forget one entry (a stale ``file_id``, ``/clear_cache <link>``); True if it was there."""

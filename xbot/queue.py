@@ -47,6 +47,10 @@ from xbot.group_commit import GroupCommit
 
 T = TypeVar("T")
 
+# A write that belongs with a task's progress record (e.g. the link cache entry
+# of what was just sent): run inside the record's own transaction.
+Effect = Callable[[apsw.Connection], object]
+
 STATES: Final = ("pending", "running", "done", "dead")
 DEFAULT_LEASE: Final = 90.0
 # prune_done deletes in chunks so a big backlog of done rows never holds the
@@ -257,19 +261,21 @@ def _heartbeat(conn: apsw.Connection, lease: Lease, now: float, lease_for: float
     return task.lease_expires
 
 
-def _mark_done(conn: apsw.Connection, lease: Lease, now: float) -> None:
+def _mark_done(conn: apsw.Connection, lease: Lease, now: float, payload: str | None = None) -> None:
+    # With a payload: the task's last progress record rides on its done mark.
     rows = conn.execute(
-        f"UPDATE tasks SET state = 'done', {_FREE} WHERE {_FENCE} RETURNING id",  # noqa: S608
-        {"id": lease.task_id, "token": lease.token, "now": now},
+        f"UPDATE tasks SET state = 'done', payload = coalesce(:payload, payload), {_FREE}"  # noqa: S608
+        f" WHERE {_FENCE} RETURNING id",
+        {"id": lease.task_id, "token": lease.token, "now": now, "payload": payload},
     ).fetchall()
     if not rows:
         raise LeaseLost(lease.task_id, "mark_done")
 
 
 def _done_and_lease_next(
-    conn: apsw.Connection, lease: Lease, now: float, lease_for: float
+    conn: apsw.Connection, lease: Lease, now: float, lease_for: float, payload: str | None = None
 ) -> Task | None:
-    _mark_done(conn, lease, now)  # raises before anything is written
+    _mark_done(conn, lease, now, payload)  # raises before anything is written
     return _lease_next(conn, now, lease_for)
 
 
@@ -298,6 +304,20 @@ def _dead_letter(conn: apsw.Connection, lease: Lease, now: float, error: str, op
 def _replace_payload(conn: apsw.Connection, lease: Lease, payload: str, now: float) -> None:
     sets = "payload = :payload, updated_at = :now"
     _fenced(conn, lease, "replace_payload", sets, {"payload": payload, "now": now})
+
+
+def _save_progress(
+    conn: apsw.Connection,
+    lease: Lease,
+    now: float,
+    payload: str | None,
+    effects: tuple[Effect, ...],
+) -> None:
+    """The payload (if any) and other writes in one transaction, all under the lease."""
+    sets = "payload = coalesce(:payload, payload), updated_at = :now"
+    _fenced(conn, lease, "save_progress", sets, {"payload": payload, "now": now})
+    for effect in effects:
+        effect(conn)
 
 
 def _delete(conn: apsw.Connection, lease: Lease) -> None:
@@ -496,15 +516,38 @@ class TaskQueue:
         """Extend the lease to ``now + lease_for``; returns the new expiry."""
         return await self._write(partial(_heartbeat, lease=lease, now=now, lease_for=lease_for))
 
-    async def mark_done(self, lease: Lease, now: float) -> None:
-        await self._write(partial(_mark_done, lease=lease, now=now))
+    async def mark_done(self, lease: Lease, now: float, *, payload: str | None = None) -> None:
+        """Done; with ``payload``, the task's last progress record is written with it."""
+        await self._write(partial(_mark_done, lease=lease, now=now, payload=payload))
 
     async def mark_done_and_lease_next(
-        self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE
+        self,
+        lease: Lease,
+        now: float,
+        lease_for: float = DEFAULT_LEASE,
+        *,
+        payload: str | None = None,
     ) -> Task | None:
-        """`mark_done`, then `lease_next`, in one call; a lost lease writes and leases nothing."""
-        fn = partial(_done_and_lease_next, lease=lease, now=now, lease_for=lease_for)
+        """`mark_done`, then `lease_next`, in one transaction (how a worker goes on).
+
+        A lost lease writes and leases nothing (`LeaseLost`).
+        """
+        fn = partial(
+            _done_and_lease_next, lease=lease, now=now, lease_for=lease_for, payload=payload
+        )
         return await self._write(fn)
+
+    async def save_progress(
+        self,
+        lease: Lease,
+        now: float,
+        *,
+        payload: str | None = None,
+        effects: tuple[Effect, ...] = (),
+    ) -> None:
+        """Record progress (the payload, if given) and ``effects`` in one fenced transaction."""
+        fn = partial(_save_progress, lease=lease, now=now, payload=payload, effects=effects)
+        await self._write(fn)
 
     async def reschedule(
         self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True

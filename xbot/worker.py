@@ -31,7 +31,7 @@ from xbot.errors import (
     StoreError,
 )
 from xbot.logs import kv
-from xbot.queue import Task, TaskQueue
+from xbot.queue import Effect, Task, TaskQueue
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +42,53 @@ class Notifier(Protocol):
 
 @attrs.define
 class TaskContext:
-    """What a running task may do to its own row (always under its lease)."""
+    """What a running task may do to its own row (always under its lease).
+
+    Progress is recorded in the payload (two-phase delivery). `save_payload`
+    writes it at once; `stage_payload` keeps it until the task's ending
+    writes it (the done mark, or any other write-back) or `flush` does. A
+    staged record costs no transaction of its own: the last step of a task
+    rides on its done mark. The rule that keeps that safe: `flush` before
+    any effect outside the database that must not be repeated (the next
+    album, a prompt), so a crash never repeats one already recorded.
+    """
 
     task: Task
     queue: TaskQueue
     clock: Callable[[], float]
+    _staged: bool = attrs.field(default=False, init=False)
 
-    async def save_payload(self, payload: str | Mapping[str, object]) -> None:
-        """Record progress (two-phase delivery): raises `LeaseLost` if the lease is gone."""
+    async def save_payload(
+        self, payload: str | Mapping[str, object], *, effects: tuple[Effect, ...] = ()
+    ) -> None:
+        """Record progress now, with ``effects`` in the same transaction.
+
+        Raises `LeaseLost` if the lease is gone (nothing is written then).
+        """
+        self.stage_payload(payload)
+        await self.flush(effects=effects)
+
+    def stage_payload(self, payload: str | Mapping[str, object]) -> None:
+        """Record progress, written with the task's ending or the next `flush`."""
         text = payload if isinstance(payload, str) else json.dumps(payload)
-        await self.queue.replace_payload(self.task.lease, text, self.clock())
         self.task = attrs.evolve(self.task, payload=text)
+        self._staged = True
+
+    async def flush(self, *, effects: tuple[Effect, ...] = ()) -> None:
+        """Write the staged record (and ``effects``) now; nothing to do, no transaction."""
+        payload = self.take_staged()
+        if payload is None and not effects:
+            return
+        await self.queue.save_progress(
+            self.task.lease, self.clock(), payload=payload, effects=effects
+        )
+
+    def take_staged(self) -> str | None:
+        """The staged payload, handed to whoever writes it next (None: nothing staged)."""
+        if not self._staged:
+            return None
+        self._staged = False
+        return self.task.payload
 
 
 TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
@@ -84,7 +120,7 @@ class Workers:
     on_chat_moved: ChatMovedHook | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
-    _running: dict[int, asyncio.Task[None]] = attrs.field(factory=dict, init=False)
+    _running: dict[int, asyncio.Task[Task | None]] = attrs.field(factory=dict, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     done_count: int = attrs.field(default=0, init=False)
 
@@ -113,35 +149,51 @@ class Workers:
                 t.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=2.0)
-        for loop in self._loops:
-            loop.cancel()
+        if self._loops:
+            # The loops end by themselves now; one holding a task it leased in
+            # passing (with the done mark of its last) hands it back first.
+            _, stuck = await asyncio.wait(self._loops, timeout=3.0)
+            for loop in stuck:
+                loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops.clear()
 
     async def _loop(self, index: int) -> None:
+        task: Task | None = None
         while not self._stopping:
-            try:
-                task = await self.queue.lease_next(self.clock(), self.lease_for)
-            except StoreError as exc:
-                log.warning("lease failed %s", kv(worker=index, error=exc))
-                await self._nap(5.0)
-                continue
+            if task is None:
+                try:
+                    task = await self.queue.lease_next(self.clock(), self.lease_for)
+                except StoreError as exc:
+                    log.warning("lease failed %s", kv(worker=index, error=exc))
+                    await self._nap(5.0)
+                    continue
             if task is None:
                 await self._nap(self.idle_poll)
                 continue
-            job = asyncio.create_task(self._execute(task), name=f"xbot-task-{task.id}")
-            self._running[task.id] = job
+            running = task.id
+            job = asyncio.create_task(self._execute(task), name=f"xbot-task-{running}")
+            self._running[running] = job
             try:
                 # Shielded: stopping the loop must not cancel the task itself;
                 # `stop` decides when a running task is cancelled.
-                await asyncio.shield(job)
+                task = await asyncio.shield(job)
             except asyncio.CancelledError:
                 if not job.done():
                     with contextlib.suppress(BaseException):
                         await asyncio.wait_for(job, 8.0)
                 raise
             finally:
-                self._running.pop(task.id, None)
+                self._running.pop(running, None)
+        if task is not None:
+            await self._hand_back(task)
+
+    async def _hand_back(self, task: Task) -> None:
+        """A task leased while we were stopping goes back at once, its attempt given back."""
+        with contextlib.suppress(LeaseLost, StoreError):
+            await self.queue.reschedule(
+                task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
+            )
 
     async def _nap(self, seconds: float) -> None:
         self._wake.clear()
@@ -160,18 +212,21 @@ class Workers:
             except StoreError as exc:
                 log.warning("heartbeat failed %s", kv(task=ctx.task.id, error=exc))
 
-    async def _execute(self, task: Task) -> None:
+    async def _execute(self, task: Task) -> Task | None:
+        """Run one task; returns the next one when its done mark leased it in passing."""
         try:
-            await self._ladder(task)
+            return await self._ladder(task)
         except LeaseLost:
             log.warning("lease lost during write-back %s", kv(task=task.id, chat=task.chat_id))
         except StoreError as exc:
             # The write-back did not land; the lease expires and repair hands it back.
             log.error("write-back failed %s", kv(task=task.id, chat=task.chat_id, error=exc))
+        return None
 
-    async def _ladder(self, task: Task) -> None:
+    async def _ladder(self, task: Task) -> Task | None:
         """Run the task, then settle its ending; one log line per task."""
         ctx = TaskContext(task, self.queue, self.clock)
+        following: Task | None = None
         started = time.monotonic()
         fields: dict[str, object] = {
             "task": task.id,
@@ -182,12 +237,13 @@ class Workers:
         outcome = "done"
         try:
             await self._run(ctx)
-            await self.queue.mark_done(ctx.task.lease, self.clock())
+            following = await self._done(ctx)
             self.done_count += 1
         except asyncio.CancelledError:
             outcome = "handed_back"
             # Shutdown or a lost lease: give the task back at once, without an attempt.
             with contextlib.suppress(LeaseLost, StoreError):
+                await ctx.flush()
                 await self.queue.reschedule(
                     ctx.task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
                 )
@@ -198,6 +254,21 @@ class Workers:
             fields["outcome"] = outcome
             fields["duration"] = f"{time.monotonic() - started:.3f}"
             log.info("task %s", kv(**fields))
+        return following
+
+    async def _done(self, ctx: TaskContext) -> Task | None:
+        """The done mark (with any staged record) and, unless stopping, the next lease.
+
+        One transaction for both: a thread hop and a commit fewer per task
+        (docs/benchmarks.md, "Queue").
+        """
+        payload = ctx.take_staged()
+        if self._stopping:
+            await self.queue.mark_done(ctx.task.lease, self.clock(), payload=payload)
+            return None
+        return await self.queue.mark_done_and_lease_next(
+            ctx.task.lease, self.clock(), self.lease_for, payload=payload
+        )
 
     async def _run(self, ctx: TaskContext) -> None:
         handler = self.handlers.get(ctx.task.kind)
@@ -226,6 +297,9 @@ class Workers:
             # sweep hands the task back; nothing here is a bug to trace.
             fields["error"] = str(exc)
             return "store_unavailable"
+        # What the task recorded but did not write yet goes first: a retry must
+        # not repeat what was already done.
+        await ctx.flush()
         if isinstance(exc, RateLimited):
             # Hold the whole chat (every pending task of it), and give this one back
             # without counting an attempt: a 429 is Telegram's pace, not a failure.
