@@ -9,8 +9,10 @@ and with 2 processes; lease latency; the same at a backlog; the largest
 with an outside reader holding one read transaction open for the whole run).
 
 xbot runs as the bot uses it: asyncio workers sharing one DbPool of 4, each
-task leased with ``lease_next`` and finished with ``mark_done`` (fenced by
-its token, one task per chat at a time, 500 chats). The peers run 4 threads
+finishing a task and leasing its next in one call,
+``mark_done_and_lease_next`` (fenced by its token, one task per chat at a
+time, 500 chats), as `xbot.worker.Workers` does; a row runs `Workers` itself
+with a task that does nothing, and one the two separate calls. The peers run 4 threads
 sharing the library's queue object (litequeue: one object per thread, its
 single connection is not for sharing). A run that takes longer than
 ``--cap`` seconds stops there and reports its rate over what it did.
@@ -45,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xbot.db import open_store
 from xbot.errors import StoreError
-from xbot.queue import TaskQueue
+from xbot.queue import Task, TaskQueue
+from xbot.worker import TaskContext, Workers
 
 CHATS = 500
 PAYLOAD = '{"url": "https://x.com/someone/status/%d", "chat": %d}'
@@ -162,18 +165,13 @@ async def xbot_work(
     n: int,
     cap: float,
     *,
-    combined: bool = False,
+    separate: bool = False,
     stats: bool = False,
     reader: bool = False,
-    autocheckpoint: int | None = None,
 ) -> Run:
     run = Run("xbot", scenario)
     pool = await open_store(path)
     q = TaskQueue(pool)
-    if autocheckpoint is not None:
-        # An experiment, not how xbot runs: what a different db.py setting would do.
-        for conn in pool._all:
-            conn.wal_autocheckpoint(autocheckpoint)
     stop_at = time.perf_counter() + cap
     outside = None
     if reader:  # an outside reader: one read transaction held open for the whole run
@@ -189,7 +187,7 @@ async def xbot_work(
                 return
             try:
                 t0 = time.perf_counter()
-                if combined and task is not None:
+                if not separate and task is not None:
                     task = await q.mark_done_and_lease_next(task.lease, time.time())
                     run.done += 1
                 else:
@@ -230,6 +228,36 @@ async def xbot_work(
     return run
 
 
+async def xbot_workers(path: Path, n: int, cap: float) -> Run:
+    """The bot's own `Workers` (4) on a task kind that does nothing: its loop's whole cost."""
+    run = Run("xbot", "x4 Workers")
+    pool = await open_store(path)
+    q = TaskQueue(pool)
+
+    async def nothing(ctx: TaskContext) -> None:
+        return None
+
+    async def notify(task: Task, reason: str) -> None:
+        run.errors += 1
+        run.note = reason[:80]
+
+    workers = Workers(q, {"x_post": nothing}, notify, count=4, idle_poll=0.01)
+    with WalWatch(Path(str(path) + "-wal")) as wal:
+        t0 = time.perf_counter()
+        workers.start()
+        while workers.done_count < n:
+            if time.perf_counter() - t0 > cap:
+                run.capped = True
+                break
+            await asyncio.sleep(0.01)
+        run.seconds = time.perf_counter() - t0
+        run.done = workers.done_count
+        await workers.stop(grace=1.0)
+    run.wal_max = wal.max
+    await pool.close()
+    return run
+
+
 def xbot_child(path: str, cap: float, start: Any, out: Any) -> None:
     async def main() -> tuple[int, list[float], int, list[int], str]:
         pool = await open_store(path, size=2)
@@ -237,10 +265,15 @@ def xbot_child(path: str, cap: float, start: Any, out: Any) -> None:
         start.wait()
         stop_at = time.perf_counter() + cap
         done, lat, errors, note = 0, [], 0, ""
+        task = None
         while time.perf_counter() < stop_at:
             try:
                 t0 = time.perf_counter()
-                task = await q.lease_next(time.time())
+                if task is None:
+                    task = await q.lease_next(time.time())
+                else:
+                    task = await q.mark_done_and_lease_next(task.lease, time.time())
+                    done += 1
                 lat.append(time.perf_counter() - t0)
                 if task is None:
                     s = await q.stats(time.time())
@@ -248,11 +281,12 @@ def xbot_child(path: str, cap: float, start: Any, out: Any) -> None:
                         break
                     await asyncio.sleep(0.001)
                     continue
-                await q.mark_done(task.lease, time.time())
-                done += 1
             except StoreError as exc:
                 errors += 1
                 note = str(exc)[:80]
+                task = None
+        if task is not None:
+            await q.reschedule(task.lease, time.time(), 0, "bench over", count_attempt=False)
         await pool.close()
         return done, lat, errors, [], note
 
@@ -571,15 +605,18 @@ def bench_xbot(root: Path, n: int, backlog: int, cap: float) -> dict[str, Run]:
     out["x1"] = asyncio.run(xbot_work(path, "x1", 1, n, cap))
     for name, kw in [
         ("x4", {}),
-        ("x4 combined", {"combined": True}),
+        ("x4 separate", {"separate": True}),
         ("x4 stats", {"stats": True}),
         ("x4 reader", {"reader": True}),
-        ("x4 autocheckpoint", {"autocheckpoint": 4000}),
     ]:
         path = db(name.replace(" ", "-"))
         asyncio.run(_create(path))
         xbot_fill(path, n)
         out[name] = asyncio.run(xbot_work(path, name, 4, n, cap, **kw))  # type: ignore[arg-type]
+    path = db("workers")
+    asyncio.run(_create(path))
+    xbot_fill(path, n)
+    out["x4 Workers"] = asyncio.run(xbot_workers(path, n, cap))
     path = db("procs")
     asyncio.run(_create(path))
     xbot_fill(path, n)
@@ -685,14 +722,13 @@ def report(results: dict[str, dict[str, Run]], n: int, backlog: int, cap: float)
         "",
         "| xbot variant | lease+done /s | lease p50 / p99 / max ms | largest -wal MB |",
         "| --- | --- | --- | --- |",
-        f"| 4 workers, `mark_done_and_lease_next` (one call per task)"
-        f" | {fmt_rate(x['x4 combined'])} | {lat(x['x4 combined'])}"
-        f" | {mb(x['x4 combined'].wal_max)} |",
+        f"| 4 workers, `lease_next` and `mark_done`: two calls per task"
+        f" | {fmt_rate(x['x4 separate'])} | {lat(x['x4 separate'])}"
+        f" | {mb(x['x4 separate'].wal_max)} |",
+        f"| `Workers` (the bot's own loop, 4 of them), a task that does nothing"
+        f" | {fmt_rate(x['x4 Workers'])} | — | {mb(x['x4 Workers'].wal_max)} |",
         f"| 4 workers, backlog {backlog // 1000}k in 3 chats (a worker always finds every chat"
         f" busy) | {fmt_rate(x['hot x4'])} | {lat(x['hot x4'])} | {mb(x['hot x4'].wal_max)} |",
-        f"| 4 workers, experiment: pool connections with `wal_autocheckpoint(4000)` (16 MB)"
-        f" | {fmt_rate(x['x4 autocheckpoint'])} | {lat(x['x4 autocheckpoint'])}"
-        f" | {mb(x['x4 autocheckpoint'].wal_max)} |",
         f"| 4 workers, an outside reader holds one read transaction open all run"
         f" | {fmt_rate(x['x4 reader'])} | {lat(x['x4 reader'])} | {mb(x['x4 reader'].wal_max)} |",
     ]

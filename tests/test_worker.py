@@ -346,3 +346,49 @@ async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPo
 
 async def _no_notice(task: Task, reason: str) -> None:
     raise AssertionError(f"no notice expected, got {reason!r}")
+
+
+async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbPool) -> None:
+    queue = TaskQueue(pool)
+    clock = Clock()
+    started = asyncio.Event()
+    cancelled: list[int] = []
+    ran: list[int] = []
+
+    async def handler(ctx: TaskContext) -> None:
+        ran.append(ctx.task.chat_id)
+        if ctx.task.chat_id == 1:
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(ctx.task.id)
+                raise
+
+    workers = Workers(
+        queue, {"t": handler}, _no_notice, count=1, clock=clock, heartbeat_every=0.05,
+        idle_poll=0.01,
+    )  # fmt: skip
+    first = await queue.enqueue("t", "{}", 1, now=clock())
+    second = await queue.enqueue("t", "{}", 2, now=clock())
+    workers.start()
+    try:
+        await asyncio.wait_for(started.wait(), 5)
+        # Someone else holds the task now (its lease expired and was re-leased).
+        await pool.write(
+            lambda c: c.execute("UPDATE tasks SET lease_token = 'other' WHERE id = ?", (first.id,))
+        )
+        for _ in range(500):
+            if len(ran) == 2 and workers.done_count == 1:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await workers.stop(grace=1.0)
+    assert cancelled == [first.id], "the heartbeat must stop a task whose lease is gone"
+    assert ran == [1, 2], "the worker must go on with the next task"
+    taken = await queue.get(first.id)
+    assert taken is not None
+    assert (taken.state, taken.lease_token) == ("running", "other"), "the new holder's row"
+    done = await queue.get(second.id)
+    assert done is not None
+    assert done.state == "done"

@@ -120,7 +120,7 @@ class Workers:
     on_chat_moved: ChatMovedHook | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
-    _running: dict[int, asyncio.Task[Task | None]] = attrs.field(factory=dict, init=False)
+    _running: set[int] = attrs.field(factory=set, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     done_count: int = attrs.field(default=0, init=False)
 
@@ -139,22 +139,23 @@ class Workers:
         return len(self._running)
 
     async def stop(self, grace: float = 6.0) -> None:
-        """Stop leasing; let running tasks finish for `grace` s, then hand their leases back."""
+        """Stop leasing; let running tasks finish for `grace` s, then hand their leases back.
+
+        A worker runs its task in its own asyncio task: each ends by itself
+        after the task in hand (one leased in passing, with the done mark of
+        the last, is handed back); those still busy after `grace` are
+        cancelled, and their task goes back without an attempt counted.
+        """
         self._stopping = True
         self._wake.set()
-        running = list(self._running.values())
-        if running:
-            _, pending = await asyncio.wait(running, timeout=grace)
-            for t in pending:
-                t.cancel()
-            if pending:
-                await asyncio.wait(pending, timeout=2.0)
         if self._loops:
-            # The loops end by themselves now; one holding a task it leased in
-            # passing (with the done mark of its last) hands it back first.
-            _, stuck = await asyncio.wait(self._loops, timeout=3.0)
-            for loop in stuck:
+            _, busy = await asyncio.wait(self._loops, timeout=grace)
+            for loop in busy:
                 loop.cancel()
+            if busy:
+                _, stuck = await asyncio.wait(busy, timeout=2.0)
+                for loop in stuck:  # the hand-back itself hangs (a locked database)
+                    loop.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops.clear()
 
@@ -172,19 +173,11 @@ class Workers:
                 await self._nap(self.idle_poll)
                 continue
             running = task.id
-            job = asyncio.create_task(self._execute(task), name=f"xbot-task-{running}")
-            self._running[running] = job
+            self._running.add(running)
             try:
-                # Shielded: stopping the loop must not cancel the task itself;
-                # `stop` decides when a running task is cancelled.
-                task = await asyncio.shield(job)
-            except asyncio.CancelledError:
-                if not job.done():
-                    with contextlib.suppress(BaseException):
-                        await asyncio.wait_for(job, 8.0)
-                raise
+                task = await self._execute(task)
             finally:
-                self._running.pop(running, None)
+                self._running.discard(running)
         if task is not None:
             await self._hand_back(task)
 
@@ -200,17 +193,17 @@ class Workers:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), seconds)
 
-    async def _heartbeat(self, ctx: TaskContext, work: asyncio.Task[None]) -> None:
+    async def _heartbeat(self, ctx: TaskContext, lost: Callable[[], None]) -> None:
         while True:
-            await asyncio.sleep(self.heartbeat_every)
             try:
                 await self.queue.heartbeat(ctx.task.lease, self.clock(), self.lease_for)
             except LeaseLost:
                 log.warning("lease lost %s", kv(task=ctx.task.id, chat=ctx.task.chat_id))
-                work.cancel()
+                lost()
                 return
             except StoreError as exc:
                 log.warning("heartbeat failed %s", kv(task=ctx.task.id, error=exc))
+            await asyncio.sleep(self.heartbeat_every)
 
     async def _execute(self, task: Task) -> Task | None:
         """Run one task; returns the next one when its done mark leased it in passing."""
@@ -271,20 +264,40 @@ class Workers:
         )
 
     async def _run(self, ctx: TaskContext) -> None:
+        """The task's handler, in this worker's own asyncio task, its lease kept alive.
+
+        Heartbeats start only once the task has run `heartbeat_every` seconds
+        (a timer, not a task: most tasks end long before). A lost lease
+        cancels the handler and ends as `LeaseLost`: nothing more is written.
+        """
         handler = self.handlers.get(ctx.task.kind)
         if handler is None:
             raise PayloadError(f"no handler for task kind {ctx.task.kind!r}")
-        work = asyncio.create_task(handler(ctx))
-        beat = asyncio.create_task(self._heartbeat(ctx, work))
+        me = asyncio.current_task()
+        assert me is not None
+        state = {"running": True, "lost": False}
+        beat: list[asyncio.Task[None]] = []
+
+        def lost() -> None:
+            if state["running"]:
+                state["lost"] = True
+                me.cancel()
+
+        def start_beating() -> None:
+            beat.append(asyncio.create_task(self._heartbeat(ctx, lost)))
+
+        timer = asyncio.get_running_loop().call_later(self.heartbeat_every, start_beating)
         try:
-            await asyncio.shield(work)
+            await handler(ctx)
         except asyncio.CancelledError:
-            work.cancel()
-            with contextlib.suppress(BaseException):
-                await work
+            if state["lost"] and me.uncancel() == 0:  # ours alone, not a shutdown
+                raise LeaseLost(ctx.task.id, "heartbeat") from None
             raise
         finally:
-            beat.cancel()
+            state["running"] = False
+            timer.cancel()
+            for t in beat:
+                t.cancel()
 
     async def _settle(self, ctx: TaskContext, exc: Exception, fields: dict[str, object]) -> str:
         """The one ladder: a task's failure becomes a write-back, a log field, a notice."""
