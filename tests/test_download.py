@@ -385,3 +385,16 @@ def test_status_error_is_none_exactly_for_2xx(status: int) -> None:
 def test_chunk_size_is_modest() -> None:
     # The cap can be overshot in memory by at most one chunk.
     assert CHUNK_SIZE <= 256 * KB
+
+
+async def test_a_full_disk_is_a_retry_not_a_crash(
+    server: MediaServer, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    # /dev/full answers every write with ENOSPC, like the data dir filling up
+    # mid-download; the link to it is what gets removed, never the device.
+    dest = tmp_path / "xbot-media.mp4"
+    dest.symlink_to("/dev/full")
+    with pytest.raises(TransientFetch, match="disk"):
+        await download(client, server.url("/ok"), dest, max_bytes=CAP)
+    assert not dest.is_symlink(), "the partial file goes, as for any failed download"
+    assert Path("/dev/full").exists()

@@ -122,7 +122,8 @@ async def download(
 
     Raises:
         TooLarge: announced or actual size over `max_bytes`.
-        TransientFetch: timeouts, resets, truncated bodies, 5xx, 429.
+        TransientFetch: timeouts, resets, truncated bodies, 5xx, 429; a local
+            disk that refuses the write (full).
         PostUnavailable: 404/410 (the file is gone), 401/403.
         BlockedAddress: the SSRF guard refused a hop (from a guarded client).
         UnsupportedLink, FetchError: other permanent failures.
@@ -154,6 +155,13 @@ async def download(
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         _discard(dest)
         raise http_error(exc) from exc
+    except OSError as exc:
+        # Our side, not the server's: the disk filled up (ENOSPC) or refused the
+        # write. It may pass; the task tries again later rather than crash.
+        _discard(dest)
+        raise TransientFetch(
+            f"The bot could not write the media to its disk ({exc.strerror or exc})."
+        ) from exc
     except BaseException:
         _discard(dest)
         raise
