@@ -392,3 +392,27 @@ async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbP
     done = await queue.get(second.id)
     assert done is not None
     assert done.state == "done"
+
+
+async def test_a_settling_write_that_fails_is_not_logged_as_done(
+    pool: DbPool, caplog: pytest.LogCaptureFixture
+) -> None:
+    class DiskFull(TaskQueue):
+        async def reschedule(self, *args: Any, **kwargs: Any) -> Task:
+            raise StoreError("the disk holding the database is full")
+
+    queue = DiskFull(pool)
+    clock = Clock()
+
+    async def flaky(ctx: TaskContext) -> None:
+        raise RetryLater("the host timed out")
+
+    workers = Workers(queue, {"t": flaky}, _no_notice, count=1, clock=clock)
+    await queue.enqueue("t", "{}", 42, now=clock())
+    leased = await queue.lease_next(clock())
+    assert leased is not None
+    caplog.set_level("INFO", logger="xbot.worker")
+    await workers._execute(leased)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("task ")]
+    assert len(lines) == 1
+    assert "outcome=write_back_failed" in lines[0], lines[0]

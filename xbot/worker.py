@@ -242,6 +242,7 @@ class Workers:
                 )
             raise
         except Exception as exc:  # noqa: BLE001 - every ending is settled, none escapes
+            outcome = "write_back_failed"  # what the line says if the settling write fails
             outcome = await self._settle(ctx, exc, fields)
         finally:
             fields["outcome"] = outcome
