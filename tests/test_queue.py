@@ -707,6 +707,37 @@ async def test_a_database_error_in_a_batch_reaches_only_its_caller(
     }
 
 
+async def test_a_call_that_wrote_then_raised_leaves_nothing_in_its_batch(
+    q: TaskQueue, batches: list[int]
+) -> None:
+    await add(q, 1)
+    await add(q, 2)
+
+    def half_then_fails(c: apsw.Connection) -> None:
+        c.execute("INSERT INTO link_cache VALUES ('half', '{}', 1)")
+        raise RuntimeError("after a write")
+
+    results = await asyncio.gather(
+        q.lease_next(T0),  # alone: the next three share a batch
+        q.lease_next(T0),
+        q._write(half_then_fails),  # type: ignore[attr-defined]
+        add(q, 3),
+        return_exceptions=True,
+    )
+    assert batches == [3]  # aborted as a whole, then each ran alone
+    assert isinstance(results[2], RuntimeError)
+    assert [isinstance(r, Task) and r.state for r in results] == [
+        "running",
+        "running",
+        False,
+        "pending",
+    ]
+    left = await q._pool.run(  # type: ignore[attr-defined]
+        lambda c: c.execute("SELECT count(*) FROM link_cache WHERE key = 'half'").fetchall()
+    )
+    assert left == [(0,)], "the write before the exception must not be committed"
+
+
 async def test_a_lone_caller_goes_straight_and_a_crowd_is_batched(
     q: TaskQueue, batches: list[int]
 ) -> None:
