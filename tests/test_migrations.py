@@ -59,10 +59,10 @@ EXPECTED_COLUMNS = {
 }  # fmt: skip
 
 EXPECTED_INDEXES = {
-    "tasks_pending_order",
     "tasks_running_chat",
     "tasks_running_expiry",
-    "tasks_state_updated",
+    "tasks_done_updated",
+    "tasks_dead_updated",
     "tasks_dedup_live",
     "link_cache_created",
     "tasks_chat_pending",

@@ -361,7 +361,7 @@ def _release_expired_holds(conn: apsw.Connection, now: float) -> int:
 
 def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
     rows = conn.execute(
-        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_state_updated"
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_done_updated"
         " WHERE state = 'done' AND updated_at < ? LIMIT ?) RETURNING 1",
         (before, chunk),
     )
@@ -372,13 +372,20 @@ def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> An
     return conn.execute(sql, params).fetchall()[0][0]
 
 
+# Each state is counted on its own partial index (tasks_chat_pending,
+# tasks_running_expiry, tasks_done_updated, tasks_dead_updated): the state
+# must be a literal for SQLite to use a partial index, so one statement each.
+_COUNT_SQL: Final = {
+    state: f"SELECT count(*) FROM tasks WHERE state = '{state}'"  # noqa: S608
+    for state in STATES
+}
+
+
 def _stats(conn: apsw.Connection, now: float) -> QueueStats:
-    # One covering index range per state (tasks_state_updated), one seek for the oldest.
-    counts = {
-        state: int(_scalar(conn, "SELECT count(*) FROM tasks WHERE state = ?", (state,)))
-        for state in STATES
-    }
-    oldest = _scalar(conn, "SELECT min(run_after) FROM tasks WHERE state = 'pending'")
+    counts = {state: int(_scalar(conn, sql)) for state, sql in _COUNT_SQL.items()}
+    # A lane's head is its chat's first pending task by (run_after, id), so
+    # the oldest head is the oldest pending task: one seek in chat_lanes_order.
+    oldest = _scalar(conn, "SELECT min(head_run_after) FROM chat_lanes")
     age = None if oldest is None else max(0.0, now - float(oldest))
     held = int(_scalar(conn, "SELECT count(*) FROM chat_holds WHERE not_before > ?", (now,)))
     return QueueStats(counts, age, counts["dead"], held)
@@ -389,14 +396,17 @@ def _list(
 ) -> builtins.list[Task]:
     where: builtins.list[str] = []
     params: builtins.list[object] = []
-    if state is not None:
+    if state in STATES:
+        # A literal, so the state's partial index serves it (tasks_dead_updated …).
+        where.append(f"state = '{state}'")
+    elif state is not None:
         where.append("state = ?")
         params.append(state)
     if chat_id is not None:
         where.append("chat_id = ?")
         params.append(chat_id)
     clause = f"WHERE {' AND '.join(where)}" if where else ""
-    # Newest first; with a state, tasks_state_updated serves the order.
+    # Newest first; for done and dead, their (updated_at) index serves the order.
     order = "updated_at DESC, id DESC" if state is not None else "id DESC"
     sql = f"SELECT {_COLUMNS} FROM tasks {clause} ORDER BY {order} LIMIT ?"  # noqa: S608
     return [_task(r) for r in conn.execute(sql, (*params, limit)).fetchall()]
