@@ -60,7 +60,6 @@ EXPECTED_COLUMNS = {
 
 EXPECTED_INDEXES = {
     "tasks_running_chat",
-    "tasks_running_expiry",
     "tasks_done_updated",
     "tasks_dead_updated",
     "tasks_dedup_live",

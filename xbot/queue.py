@@ -155,8 +155,11 @@ def payload_identity(raw: str) -> dict[str, str]:
 
 # --- the operations: plain functions of a connection, run inside a transaction -----------
 
+# The repair runs at every lease, so it has no index of its own to keep up:
+# it walks tasks_running_chat, whose rows are the live leases (one per busy
+# worker, a handful), and rewrites the expired ones.
 _REPAIR_SQL: Final = f"""
-UPDATE tasks INDEXED BY tasks_running_expiry SET
+UPDATE tasks INDEXED BY tasks_running_chat SET
     state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
     last_error = CASE WHEN attempts >= max_attempts
         THEN 'worker lost the task ' || attempts || ' times'
@@ -373,7 +376,7 @@ def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> An
 
 
 # Each state is counted on its own partial index (tasks_chat_pending,
-# tasks_running_expiry, tasks_done_updated, tasks_dead_updated): the state
+# tasks_running_chat, tasks_done_updated, tasks_dead_updated): the state
 # must be a literal for SQLite to use a partial index, so one statement each.
 _COUNT_SQL: Final = {
     state: f"SELECT count(*) FROM tasks WHERE state = '{state}'"  # noqa: S608
