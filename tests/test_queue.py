@@ -941,3 +941,24 @@ def test_the_claim_is_not_recompiled_on_every_call_once_analyzed(tmp_path: Path)
     for conn in conns.values():
         conn.close()
     assert best["analyzed"] < 2.5 * best["plain"], f"claim cost per call: {best}"
+
+
+async def test_lanes_follow_direct_writes_to_a_pending_head(q: TaskQueue, pool: DbPool) -> None:
+    """Writers other than the queue: a head that stays pending keeps (or hands on) its lane."""
+    first = await add(q, 1, run_after=T0 + 1)
+    second = await add(q, 1, run_after=T0 + 2)
+    lone = await add(q, 2, run_after=T0 + 1)
+    statements = [
+        ("UPDATE tasks SET run_after = ? WHERE id = ?", (T0 + 1.5, first.id)),  # still the head
+        ("UPDATE tasks SET state = 'pending' WHERE id = ?", (first.id,)),  # a no-op rewrite
+        ("UPDATE tasks SET run_after = ? WHERE id = ?", (T0 + 3, first.id)),  # now behind
+        ("UPDATE tasks SET run_after = ? WHERE id = ?", (T0 + 9, second.id)),  # behind again
+        ("UPDATE tasks SET chat_id = 1 WHERE id = ?", (lone.id,)),  # its chat's last task
+        ("UPDATE tasks SET chat_id = 2 WHERE id = ?", (lone.id,)),  # and back
+        ("UPDATE tasks SET state = 'done' WHERE chat_id = 1", ()),  # a chat's work all gone
+    ]
+    for sql, params in statements:
+        await pool.write(lambda c, sql=sql, params=params: c.execute(sql, params))
+        got, want = await pool.run(lambda c: (lanes(c), true_heads(c)))
+        assert got == want, sql
+    assert {chat for chat, _, _ in await pool.run(lanes)} == {2}
