@@ -11,10 +11,11 @@ worker holds the chat through the queue.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -52,10 +53,15 @@ from xbot.errors import (
     UrlNotFetched,
     XbotError,
 )
+from xbot.flights import Flights
 from xbot.media import thumbnail as thumbnails
 from xbot.pacing import Pacer
 
 log = logging.getLogger(__name__)
+
+# Telegram refuses a flooded chat (429) at once; a call to the chat that has
+# been out this long is doing its work, and a chat action may go beside it.
+LONG_CALL = 0.5
 
 OutKind = Literal["photo", "video", "gif", "document"]
 
@@ -260,6 +266,24 @@ class Sender:
 
     bot: telegram.Bot
     pacer: Pacer = attrs.field(factory=Pacer)
+    # One Bot API call per chat at a time: a 429 for a chat is known before
+    # the next call to it goes (a chat action racing a send was the one
+    # request the soak saw arrive inside a retry_after).
+    _lines: Flights = attrs.field(factory=Flights, init=False)
+    _out_since: dict[int, float] = attrs.field(factory=dict, init=False)
+
+    @contextlib.asynccontextmanager
+    async def _line(self, chat_id: int) -> AsyncIterator[None]:
+        """The chat's turn; refused as `RateLimited` if the call before drew a 429."""
+        async with self._lines.hold(chat_id):
+            left = self.pacer.held(chat_id, self.pacer.clock())
+            if left > 0:
+                raise RateLimited(left)
+            self._out_since[chat_id] = self.pacer.clock()
+            try:
+                yield
+            finally:
+                del self._out_since[chat_id]
 
     async def send_media(
         self,
@@ -279,38 +303,59 @@ class Sender:
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
         write_timeout = write_timeout_for(sum(i.size for i in items))
         try:
-            if len(items) == 1:
-                message = await self._send_one(
+            async with self._line(chat_id):
+                return await self._send_media(
                     chat_id,
-                    items[0],
+                    items,
                     caption,
                     reply=reply,
                     spoiler=spoiler,
                     write_timeout=write_timeout,
                 )
-                return [
-                    (
-                        SentItem(items[0].kind, file_id_of(message, items[0].kind)),
-                        message.message_id,
-                    )
-                ]
-            # Albums never hold GIFs (the album planner sends those alone).
-            medias = [
-                cast(
-                    "InputMediaPhoto | InputMediaVideo | InputMediaDocument",
-                    _input_media(item, caption if i == 0 else None, spoiler),
-                )
-                for i, item in enumerate(items)
-            ]
-            messages = await self.bot.send_media_group(
-                chat_id,
-                medias,
-                reply_parameters=reply,
-                write_timeout=write_timeout,
-                read_timeout=max(30.0, write_timeout),
-            )
         except TelegramError as exc:
             raise self._translate(exc, chat_id, by=by) from exc
+
+    async def _send_media(
+        self,
+        chat_id: int,
+        items: Sequence[OutMedia],
+        caption: str | None,
+        *,
+        reply: ReplyParameters | None,
+        spoiler: bool,
+        write_timeout: float,
+    ) -> list[tuple[SentItem, int]]:
+        """The call itself, on the chat's line (`send_media` translates its errors)."""
+        if len(items) == 1:
+            message = await self._send_one(
+                chat_id,
+                items[0],
+                caption,
+                reply=reply,
+                spoiler=spoiler,
+                write_timeout=write_timeout,
+            )
+            return [
+                (
+                    SentItem(items[0].kind, file_id_of(message, items[0].kind)),
+                    message.message_id,
+                )
+            ]
+        # Albums never hold GIFs (the album planner sends those alone).
+        medias = [
+            cast(
+                "InputMediaPhoto | InputMediaVideo | InputMediaDocument",
+                _input_media(item, caption if i == 0 else None, spoiler),
+            )
+            for i, item in enumerate(items)
+        ]
+        messages = await self.bot.send_media_group(
+            chat_id,
+            medias,
+            reply_parameters=reply,
+            write_timeout=write_timeout,
+            read_timeout=max(30.0, write_timeout),
+        )
         return [
             (SentItem(item.kind, file_id_of(msg, item.kind)), msg.message_id)
             for item, msg in zip(items, messages, strict=False)
@@ -355,16 +400,30 @@ class Sender:
         await self.pacer.wait(chat_id, group=group, messages=1)
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
         try:
-            return await self.bot.send_message(
-                chat_id,
-                text,
-                parse_mode=ParseMode.HTML if html else None,
-                reply_parameters=reply,
-                link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
-                reply_markup=reply_markup,
-            )
+            async with self._line(chat_id):
+                return await self._send_message(
+                    chat_id, text, reply=reply, html=html, reply_markup=reply_markup
+                )
         except TelegramError as exc:
             raise self._translate(exc, chat_id) from exc
+
+    async def _send_message(
+        self,
+        chat_id: int,
+        text: str,
+        *,
+        reply: ReplyParameters | None,
+        html: bool,
+        reply_markup: telegram.InlineKeyboardMarkup | None,
+    ) -> Message:
+        return await self.bot.send_message(
+            chat_id,
+            text,
+            parse_mode=ParseMode.HTML if html else None,
+            reply_parameters=reply,
+            link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+            reply_markup=reply_markup,
+        )
 
     async def edit_text(
         self,
@@ -377,14 +436,15 @@ class Sender:
     ) -> None:
         """Edit a message the bot sent. "Not modified" counts as done; other refusals raise ours."""
         try:
-            await self.bot.edit_message_text(
-                text,
-                chat_id=chat_id,
-                message_id=message_id,
-                parse_mode=ParseMode.HTML if html else None,
-                reply_markup=reply_markup,
-                link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
-            )
+            async with self._line(chat_id):
+                await self.bot.edit_message_text(
+                    text,
+                    chat_id=chat_id,
+                    message_id=message_id,
+                    parse_mode=ParseMode.HTML if html else None,
+                    reply_markup=reply_markup,
+                    link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
+                )
         except TelegramError as exc:
             if "not modified" in exc.message.lower():
                 return
@@ -393,7 +453,10 @@ class Sender:
     async def delete(self, chat_id: int, message_id: int) -> bool:
         """Best effort: a message already gone, or one we may not delete, is not an error."""
         try:
-            return bool(await self.bot.delete_message(chat_id, message_id))
+            async with self._line(chat_id):
+                return bool(await self.bot.delete_message(chat_id, message_id))
+        except RateLimited:
+            return False  # held by a 429: the message stays, as for any refusal
         except TelegramError as exc:
             log.debug(
                 "delete failed chat=%s message=%s error=%s",
@@ -407,10 +470,21 @@ class Sender:
         Skipped while Telegram holds the chat (a 429): a courtesy must not be
         the request that arrives before retry_after.
         """
-        if self.pacer.held(chat_id, self.pacer.clock()) > 0:
+        now = self.pacer.clock()
+        if self.pacer.held(chat_id, now) > 0:
             return
+        out_since = self._out_since.get(chat_id)
         try:
-            await self.bot.send_chat_action(chat_id, action)
+            if out_since is not None and now - out_since >= LONG_CALL:
+                # A call long out is Telegram at work (fetching a URL, taking an
+                # upload), not a refusal on its way: show it, beside that call.
+                await self.bot.send_chat_action(chat_id, action)
+            elif not self._lines.busy(chat_id):
+                async with self._line(chat_id):
+                    await self.bot.send_chat_action(chat_id, action)
+            # else: a call just went out and its answer may be a 429: wait for the next turn
+        except RateLimited:
+            return
         except TelegramError as exc:
             error = self._translate(exc, chat_id)
             log.debug("chat action failed chat=%s error=%s", chat_id, type(error).__name__)
