@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import stat
 import threading
+import time
 from pathlib import Path
 
 import apsw
 import pytest
 
-from xbot.db import DbPool, open_store
+from xbot.db import DbPool, open_store, set_busy_patience
 from xbot.errors import StoreError
 
 
@@ -27,11 +28,10 @@ async def pool(tmp_path: Path):  # type: ignore[no-untyped-def]
         ("journal_mode", "wal"),
         ("synchronous", 1),  # NORMAL
         ("foreign_keys", 1),
-        ("busy_timeout", 5000),
         ("journal_size_limit", 32 * 1024 * 1024),
         ("wal_autocheckpoint", 4000),
     ],
-    ids=["wal", "synchronous-normal", "foreign-keys", "busy-timeout", "wal-bounded", "checkpoint"],
+    ids=["wal", "synchronous-normal", "foreign-keys", "wal-bounded", "checkpoint"],
 )
 async def test_every_connection_is_configured(pool: DbPool, pragma: str, expected: object) -> None:
     values = await asyncio.gather(*(pool.run(lambda c: c.pragma(pragma)) for _ in range(6)))
@@ -147,3 +147,41 @@ async def test_checkpoint_truncates_wal(pool: DbPool) -> None:
     assert wal.stat().st_size > 0
     await pool.checkpoint()
     assert wal.stat().st_size == 0
+
+
+async def test_a_write_waits_out_another_process_lock_and_no_longer(tmp_path: Path) -> None:
+    """The busy handler looks every millisecond: a short lock costs its own length."""
+    path = tmp_path / "x.sqlite3"
+    pool = await open_store(path, size=1)
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    try:
+        started = time.monotonic()
+        release.start()
+        await pool.write(lambda c: c.execute("INSERT INTO link_cache VALUES ('a', '{}', 1)"))
+        waited = time.monotonic() - started
+    finally:
+        release.join()
+        other.close()
+        await pool.close()
+    assert waited >= 0.25, "it must have waited for the lock"
+    assert waited < 5, "and gone on once it was free"
+
+
+def test_a_lock_held_past_the_patience_is_busy(tmp_path: Path) -> None:
+    path = tmp_path / "x.sqlite3"
+    holder = apsw.Connection(str(path))
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    waiter = apsw.Connection(str(path))
+    set_busy_patience(waiter, 200)
+    try:
+        started = time.monotonic()
+        with pytest.raises(apsw.BusyError):
+            waiter.execute("BEGIN IMMEDIATE")
+        assert 0.15 <= time.monotonic() - started < 3
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        waiter.close()

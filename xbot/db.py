@@ -18,6 +18,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 5000
+BUSY_NAP = 0.001  # seconds between looks at a lock another process holds
 # Checkpoint after this many WAL pages (16 MB) rather than SQLite's 1000: the
 # checkpoint runs inside a commit, under the write lock, with two fsyncs, and
 # at 1000 pages it set the lease p99 at 4.5 ms; at 4000, 1.0 ms (the WAL peaks
@@ -43,10 +45,34 @@ WAL_AUTOCHECKPOINT_PAGES = 4000
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
 
 
+def set_busy_patience(conn: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    """Wait for another process's lock for up to ``timeout_ms``, looking every millisecond.
+
+    SQLite's own busy timeout naps longer and longer (up to 100 ms a time),
+    so a lease that met another process's short transaction waited up to
+    100 ms past its end (the 2-process lease max was 55-105 ms). Short naps
+    keep that wait near the other transaction's length; a lock held past the
+    timeout is still `apsw.BusyError`.
+    """
+    deadline = 0.0
+
+    def patience(attempts: int) -> bool:
+        nonlocal deadline
+        now = time.monotonic()
+        if attempts == 0:
+            deadline = now + timeout_ms / 1000
+        if now >= deadline:
+            return False
+        time.sleep(BUSY_NAP)
+        return True
+
+    conn.set_busy_handler(patience)
+
+
 def _configure(conn: apsw.Connection) -> None:
     """The per-connection settings, one line each (apsw.bestpractice, minus its globals)."""
-    # The busy timeout must come before the switch to WAL: that switch needs a write lock.
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    # The busy handler must come before the switch to WAL: that switch needs a write lock.
+    set_busy_patience(conn)
     conn.pragma("journal_mode", "wal")
     # In WAL, NORMAL survives a process crash; a power loss may lose the last commits.
     conn.pragma("synchronous", "NORMAL")
