@@ -231,11 +231,12 @@ def _serve(conn: apsw.Connection, calls: queue.SimpleQueue[_Call | None]) -> Non
 
 def _deliver(call: _Call, value: object, exc: BaseException | None) -> None:
     with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting any more
-        call.loop.call_soon_threadsafe(_settle, call.fut, value, exc)
+        call.loop.call_soon_threadsafe(settle_future, call.fut, value, exc)
 
 
-def _settle(fut: asyncio.Future[Any], value: object, exc: BaseException | None) -> None:
-    if fut.cancelled():  # the caller was cancelled meanwhile; the call ran all the same
+def settle_future(fut: asyncio.Future[Any], value: object, exc: BaseException | None) -> None:
+    """Hand a call's outcome to its waiter, unless the waiter gave up (the call ran anyway)."""
+    if fut.done():
         return
     if exc is not None:
         fut.set_exception(exc)

@@ -24,7 +24,7 @@ from typing import Any, Final, TypeVar
 import apsw
 import attrs
 
-from xbot.db import DbPool
+from xbot.db import DbPool, settle_future
 
 T = TypeVar("T")
 
@@ -70,22 +70,13 @@ def _apply_batch(
     return outcomes
 
 
-def _resolve(op: _Op, value: object, exc: BaseException | None) -> None:
-    if op.fut.done():  # the caller was cancelled; the operation ran all the same
-        return
-    if exc is not None:
-        op.fut.set_exception(exc)
-    else:
-        op.fut.set_result(value)
-
-
 async def _settle(op: _Op, work: Awaitable[object]) -> None:
     try:
         value = await work
     except Exception as exc:  # noqa: BLE001 - handed to the one caller it belongs to
-        _resolve(op, None, exc)
+        settle_future(op.fut, None, exc)
     else:
-        _resolve(op, value, None)
+        settle_future(op.fut, value, None)
 
 
 @attrs.define
@@ -155,7 +146,7 @@ class GroupCommit:
             return
         except Exception as failed:  # noqa: BLE001 - BEGIN or COMMIT failed: nothing written
             for op in batch:
-                _resolve(op, None, failed)
+                settle_future(op.fut, None, failed)
             return
         for op, (value, exc) in zip(batch, outcomes, strict=True):
-            _resolve(op, value, exc)
+            settle_future(op.fut, value, exc)

@@ -182,7 +182,7 @@ class Workers:
             await self._hand_back(task)
 
     async def _hand_back(self, task: Task) -> None:
-        """A task leased while we were stopping goes back at once, its attempt given back."""
+        """Give a task back at once, its attempt given back (stopping, or interrupted)."""
         with contextlib.suppress(LeaseLost, StoreError):
             await self.queue.reschedule(
                 task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
@@ -237,9 +237,7 @@ class Workers:
             # Shutdown or a lost lease: give the task back at once, without an attempt.
             with contextlib.suppress(LeaseLost, StoreError):
                 await ctx.flush()
-                await self.queue.reschedule(
-                    ctx.task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
-                )
+                await self._hand_back(ctx.task)
             raise
         except Exception as exc:  # noqa: BLE001 - every ending is settled, none escapes
             outcome = "write_back_failed"  # what the line says if the settling write fails
