@@ -64,11 +64,6 @@ def post_url(i: int) -> str:
     return f"https://x.com/bench/status/{POST_BASE + i}"
 
 
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def usage_now() -> tuple[float, float, int]:
     """User and system CPU seconds, and context switches (voluntary + involuntary)."""
     u = resource.getrusage(resource.RUSAGE_SELF)

@@ -40,11 +40,11 @@ async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
 
 async def run_one(
     pool: DbPool, handler: Handler, *, payload: str = '{"url": "https://x.com/a/status/1"}',
-    max_attempts: int = 3, attempts_before: int = 0,
+    max_attempts: int = 3, attempts_before: int = 0, queue: TaskQueue | None = None,
 ) -> tuple[Task, list[tuple[Task, str]], Clock]:  # fmt: skip
     """Enqueue one task, run it once through the ladder, return the row after."""
     clock = Clock()
-    queue = TaskQueue(pool)
+    queue = queue or TaskQueue(pool)
     notices: list[tuple[Task, str]] = []
 
     async def notify(task: Task, reason: str) -> None:
@@ -259,18 +259,12 @@ class CountingQueue(TaskQueue):
 
 async def test_a_staged_record_rides_on_the_done_mark(pool: DbPool) -> None:
     queue = CountingQueue(pool)
-    clock = Clock()
 
     async def stage(ctx: TaskContext) -> None:
         ctx.stage_payload({"url": "https://x.com/a/status/1", "progress": 2})
 
-    workers = Workers(queue, {"t": stage}, _no_notice, count=1, clock=clock)
-    task = await queue.enqueue("t", "{}", 42, now=clock())
-    leased = await queue.lease_next(clock())
-    assert leased is not None
-    await workers._execute(leased)
-    row = await queue.get(task.id)
-    assert row is not None
+    row, notices, _ = await run_one(pool, stage, payload="{}", queue=queue)
+    assert notices == []
     assert row.state == "done"
     assert json.loads(row.payload)["progress"] == 2
     assert "save_progress" not in queue.calls, "the record must not cost a write of its own"
