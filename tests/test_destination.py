@@ -42,8 +42,9 @@ def test_only_a_topic_sends_a_thread_id(dest: Destination, kwargs: dict[str, int
     [("private", False), ("group", True), ("supergroup", True), ("channel", False)],
     ids=CHAT_KINDS,
 )
-def test_which_kinds_are_paced_as_groups(kind: str, group: bool) -> None:
+def test_which_kinds_are_groups(kind: str, group: bool) -> None:
     assert Destination(1, kind).is_group is group
+    assert Destination(1, kind).paced_as_group is (kind != "private")
 
 
 def test_an_unknown_kind_is_paced_cautiously() -> None:

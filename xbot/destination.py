@@ -19,9 +19,12 @@ message id alone: a topic or a reply target means nothing there.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+
+if TYPE_CHECKING:
+    from telegram import Message
 
 __all__ = ["CHAT_KINDS", "Destination"]
 
@@ -52,8 +55,13 @@ class Destination:
 
     @property
     def is_group(self) -> bool:
-        """Paced as a group (20 messages a minute): groups and supergroups."""
+        """A group or supergroup: people talk to each other there, not to the bot."""
         return self.chat_kind in ("group", "supergroup")
+
+    @property
+    def paced_as_group(self) -> bool:
+        """Held to Telegram's 20 messages a minute: groups, supergroups and channels."""
+        return self.chat_kind != "private"
 
     @property
     def is_private(self) -> bool:
@@ -100,6 +108,19 @@ class Destination:
             topic_id=_opt_int(data.get("topic")),
             reply_to=_opt_int(data.get("reply_to")),
         )
+
+    @classmethod
+    def answering(cls, message: Message, *, quote: bool | None = None) -> Destination:
+        """Where an answer to ``message`` goes: its chat, its topic, quoting it.
+
+        ``quote=None`` quotes as PTB's ``reply_text`` did: everywhere but in
+        private chats, where the answer follows the message anyway.
+        """
+        topic = message.message_thread_id if message.is_topic_message else None
+        chat = message.chat
+        if quote is None:
+            quote = chat.type != "private"
+        return cls(chat.id, str(chat.type), topic, message.message_id if quote else None)
 
     @classmethod
     def legacy(cls, chat_id: int, *, chat_type: str | None, reply_to: int | None) -> Destination:
