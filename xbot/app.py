@@ -115,12 +115,12 @@ async def build_services(
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, sender, chats, queue, clock)
     # Every delivery sends, records and announces (the forward prompt) through it.
-    outbox = Outbox(sender, on_delivered=forwarding.on_delivered)
+    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site.
     sources = SourceRouter({"x": XApiSource(XApi(x_client, settings.x_api_url))})
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    other_sites = OtherSites(settings, outbox, cache, guarded)
-    delivery = Delivery(settings, outbox, sources, cache, chats, guarded, other_sites)
+    other_sites = OtherSites(settings, outbox, guarded)
+    delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:

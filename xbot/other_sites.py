@@ -15,7 +15,8 @@ The deliver task of a link whose kind is ``other`` lands here
 - **Single flight.** One job per link key and per video key at a time; the
   second waits, then finds the cache filled.
 - **Two-phase.** The payload records the sent video right after Telegram
-  confirms it; a task resumed after that point only finishes up.
+  confirms it, in one write with the cache entries (`Outbox.remember`); a
+  task resumed after that point only finishes up.
 - **Progress.** The chat action runs meanwhile; a job longer than a few
   seconds gets one status message (`xbot.progress`), deleted when the video
   is sent or turned into the error sentence.
@@ -46,7 +47,7 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.link_cache import CachedItem, CachedPost, LinkCache
+from xbot.link_cache import CachedItem, CachedPost
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media import thumbnail as thumbnails
@@ -108,6 +109,20 @@ def caption_parts(info: VideoInfo) -> dict[str, str]:
     }
 
 
+def cache_entries(
+    info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
+) -> list[CachedPost]:
+    """What the cache keeps: under the video's key, and under the link's spelling too."""
+    items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
+    entry = CachedPost(
+        key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
+        created_at=now,
+    )  # fmt: skip
+    if link_key == info.key:
+        return [entry]
+    return [entry, attrs.evolve(entry, key=link_key)]
+
+
 def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
     return Post(
         key=key,
@@ -135,7 +150,6 @@ class OtherSites:
 
     settings: Settings
     outbox: Outbox
-    cache: LinkCache
     guarded: httpx.AsyncClient
     progress_first: float = FIRST_AFTER
     progress_every: float = EVERY
@@ -252,8 +266,11 @@ class OtherSites:
                         caption=self._caption(info.key, info.url, parts, settings),
                         spoiler=info.adult and settings.spoiler_sensitive,
                     )
-                    payload = await self._record(ctx, payload, items)
-                    await self._remember(info, payload.key, items, ctx.clock())
+                    # Phase one: the record and the cache entries, in one write at once.
+                    payload = self.outbox.record(ctx, payload, 0, items)
+                    await self.outbox.remember(
+                        ctx, *cache_entries(info, payload.key, items, ctx.clock())
+                    )
                     log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
         return payload, info.url, parts
 
@@ -271,7 +288,7 @@ class OtherSites:
         self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
     ) -> bool:
         """Answer from the link cache by file_id; False on a miss or a stale file_id."""
-        cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
+        cached = await self.outbox.lookup(key, ctx.clock())
         if cached is None or not cached.items:
             return False
         parts = cached.caption_parts
@@ -285,41 +302,24 @@ class OtherSites:
             )
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
-            for stale in {key, payload.key, parts.get("ytdlp_key", key)}:
-                await self.cache.invalidate(stale)
+            await self.outbox.forget(key, payload.key, parts.get("ytdlp_key", key))
             return False
-        payload = await self._record(ctx, payload, sent)
-        if key != payload.key:  # found by the video's key: the link's spelling hits next time
-            await self.cache.put(attrs.evolve(cached, key=payload.key, created_at=ctx.clock()))
+        payload = self.outbox.record(ctx, payload, 0, sent)
+        # Found by the video's key: the link's spelling hits next time. Written at once,
+        # with the record, before anything else goes out.
+        alias = None
+        if key != payload.key:
+            alias = attrs.evolve(cached, key=payload.key, created_at=ctx.clock())
+        await self.outbox.remember(ctx, alias)
         await self.outbox.announce(ctx, payload, cached.url, parts)
         return True
 
     async def _resume(self, ctx: TaskContext, payload: DeliverPayload) -> None:
         """The video went out before a crash: only the follow-up (the prompt) is left."""
-        cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
+        cached = await self.outbox.lookup(payload.key, ctx.clock())
         url = cached.url if cached else payload.url
         parts = cached.caption_parts if cached else {}
         await self.outbox.announce(ctx, payload, url, parts)
-
-    async def _record(
-        self, ctx: TaskContext, payload: DeliverPayload, sent: Sequence[SentItem]
-    ) -> DeliverPayload:
-        """Phase one: Telegram confirmed the video; write it down before anything else."""
-        updated = self.outbox.record(ctx, payload, 0, sent)
-        await ctx.flush()
-        return updated
-
-    async def _remember(
-        self, info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
-    ) -> None:
-        items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
-        entry = CachedPost(
-            key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
-            created_at=now,
-        )  # fmt: skip
-        await self.cache.put(entry)
-        if link_key != info.key:
-            await self.cache.put(attrs.evolve(entry, key=link_key))
 
     def _caption(self, key: str, url: str, parts: Mapping[str, str], settings: ChatSettings) -> str:
         return build_caption(
