@@ -50,7 +50,7 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter, XApiSource
+from xbot.sources import SourceRouter, XApiSource, YtdlpSource
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -119,7 +119,7 @@ async def build_services(
     # Which source serves a link, by its kind: one entry per site.
     sources = SourceRouter({"x": XApiSource(XApi(x_client, settings.x_api_url))})
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    other_sites = OtherSites(settings, outbox, guarded)
+    other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:

@@ -31,7 +31,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
@@ -49,16 +48,16 @@ from xbot.errors import (
 )
 from xbot.link_cache import CachedItem, CachedPost
 from xbot.logs import kv
-from xbot.media import netguard
 from xbot.media import thumbnail as thumbnails
 from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
-from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.media.ytdlp import VideoInfo
 from xbot.outbox import Outbox
 from xbot.payloads import DeliverPayload, SentItem
 from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sender import OutMedia, Sender
+from xbot.sources.ytdlp import YtdlpSource
 from xbot.state import ChatSettings
 from xbot.worker import TaskContext
 
@@ -141,34 +140,23 @@ class OtherSites:
 
     Attributes:
         outbox: sends, records, announces; its flights are shared with X posts.
+        source: yt-dlp (options, sites, the SSRF pre-check) and its jobs.
         guarded: the HTTP client for URLs from the site (the thumbnail).
         progress_first, progress_every: the status message's timings (tests shorten them).
-        ytdlp_overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
-        resolver: name resolution for the SSRF pre-check (tests inject one).
         clock: monotonic seconds for the status message.
     """
 
     settings: Settings
     outbox: Outbox
+    source: YtdlpSource
     guarded: httpx.AsyncClient
     progress_first: float = FIRST_AFTER
     progress_every: float = EVERY
-    ytdlp_overrides: Mapping[str, Any] = attrs.field(factory=dict)
-    resolver: netguard.Resolver = netguard.system_resolver
     clock: Callable[[], float] = time.monotonic
 
     @property
     def sender(self) -> Sender:
         return self.outbox.sender
-
-    @property
-    def config(self) -> YtdlpConfig:
-        return YtdlpConfig(
-            limit_bytes=self.settings.upload_limit,
-            sites=self.settings.ytdlp_sites,
-            allow_private=self.settings.allow_private_networks,
-            overrides=dict(self.ytdlp_overrides),
-        )
 
     async def __call__(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
@@ -183,7 +171,7 @@ class OtherSites:
                 await self._say(ctx, payload, X_ONLY)
             return
         try:
-            await self._precheck(payload.url)
+            await self.source.precheck(payload.url)
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return
@@ -191,14 +179,6 @@ class OtherSites:
             if await self._from_cache(ctx, payload, payload.key, settings):
                 return
             await self._fetch(ctx, payload, settings)
-
-    async def _precheck(self, url: str) -> None:
-        """The host of the link, resolved and checked before yt-dlp opens anything."""
-        allow = self.settings.allow_private_networks
-        netguard.check_url(url, allow)
-        parsed = httpx.URL(url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
 
     async def _fetch(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
@@ -237,7 +217,7 @@ class OtherSites:
         Returns what `announce` needs, or None when the cache answered (it announced).
         """
         with temp_folder(self.settings.data_dir) as folder:
-            async with YtdlpJob(payload.url, folder, self.config, on_progress=status.update) as job:
+            async with self.source.open_job(payload.url, folder, status.update) as job:
                 info = await job.extract()
                 async with self.outbox.hold_also(info.key, payload.key):
                     if await self._from_cache(ctx, payload, info.key, settings):
