@@ -132,7 +132,7 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    authority = Authority(application.bot)
+    authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(

@@ -478,6 +478,12 @@ class Sender:
         except TelegramError as exc:
             raise classify(exc) from exc
 
+    async def get_chat_administrators(self, chat_id: int) -> tuple[telegram.ChatMember, ...]:
+        try:
+            return tuple(await self.bot.get_chat_administrators(chat_id))
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
     async def get_chat_member(self, chat_id: int, user_id: int) -> telegram.ChatMember:
         try:
             return await self.bot.get_chat_member(chat_id, user_id)
