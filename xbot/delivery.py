@@ -40,10 +40,11 @@ from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
-from xbot.media.download import download
-from xbot.media.models import MediaItem, Post
+from xbot.media import video_choice
+from xbot.media.download import DownloadResult, download
+from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.tempfiles import temp_folder
-from xbot.media.x_api import XApi, choose_variant, expand_tco
+from xbot.media.x_api import XApi, expand_tco
 from xbot.sender import OutKind, OutMedia, Sender, SentItem
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
@@ -398,7 +399,8 @@ class Delivery:
         only for GIF, PDF and ZIP files.
         """
         chat_id = ctx.task.chat_id
-        by_url = [None if as_docs and m.kind == "photo" else _by_url(m) for m in media]
+        limit = self.settings.upload_limit
+        by_url = [None if as_docs and m.kind == "photo" else _by_url(m, limit) for m in media]
         if all(o is not None for o in by_url):
             try:
                 sent = await self.sender.send_media(
@@ -453,16 +455,13 @@ class Delivery:
         self, item: MediaItem, folder: Path, n: int, *, as_docs: bool = False
     ) -> OutMedia:
         limit = self.settings.upload_limit
-        url = item.url
-        if item.kind != "photo":
-            variant = choose_variant(item, limit)
-            if variant is None:
-                raise TooLarge("no version of this video fits the upload limit")
-            url = variant.url
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
         try:
-            result = await download(self.guarded, url, dest, max_bytes=limit)
+            if item.kind == "photo":
+                result = await download(self.guarded, item.url, dest, max_bytes=limit)
+            else:
+                result = await self._download_video(item, dest, limit)
         except TooLarge:
             raise
         except TransientFetch as exc:
@@ -483,6 +482,17 @@ class Delivery:
             kind, result.path, "upload", item.width, item.height, item.duration,
             filename=dest.name, thumbnail=thumb,
         )  # fmt: skip
+
+    async def _download_video(self, item: MediaItem, dest: Path, limit: int) -> DownloadResult:
+        """The best variant that fits; a smaller one each time a download proves too large."""
+        tried: list[Variant] = []
+        while (pick := video_choice.step_down(item, limit, tried)) is not None:
+            try:
+                return await download(self.guarded, pick.variant.url, dest, max_bytes=limit)
+            except TooLarge:
+                log.info("variant too large, stepping down %s", kv(url=pick.variant.url))
+                tried.append(pick.variant)
+        raise TooLarge("no version of this video fits the upload limit")
 
     @staticmethod
     def _record(
@@ -558,18 +568,18 @@ def cache_key(key: str, as_documents: bool) -> str:
     return f"{key}:doc" if as_documents else key
 
 
-def _by_url(item: MediaItem) -> OutMedia | None:
-    """The item as a URL Telegram can fetch itself, or None when it is over the URL limits."""
+def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
+    """The item as a URL Telegram can fetch itself, or None when it should be uploaded."""
     if item.kind == "photo":
         if item.size is not None and item.size > URL_PHOTO_LIMIT:
             return None
         if not _photo_shape_ok(item):
             return None
         return OutMedia("photo", item.url, "url", item.width, item.height)
-    variant = choose_variant(item, URL_OTHER_LIMIT)
-    if variant is None:
-        return None
-    return OutMedia(item.kind, variant.url, "url", item.width, item.height, item.duration)
+    pick = video_choice.choose(item, upload_limit=upload_limit, url_limit=URL_OTHER_LIMIT)
+    if pick is None or pick.path != "url":
+        return None  # a better version fits the upload, or none fits (the upload says so)
+    return OutMedia(item.kind, pick.variant.url, "url", item.width, item.height, item.duration)
 
 
 def _photo_shape_ok(item: MediaItem) -> bool:
