@@ -62,6 +62,7 @@ PARSED: list[tuple[str, str, Post]] = [
                     url="https://pbs.twimg.com/media/GabcDEFxyz.jpg?name=orig",
                     width=2048,
                     height=1365,
+                    alt_text="A sunset",
                 ),
             ),
         ),
