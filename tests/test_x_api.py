@@ -15,10 +15,13 @@ from hypothesis import strategies as st
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.x_api import (
+    AGE_GATED,
     DELETED,
     MALFORMED,
+    NOT_ANSWERING,
     PRIVATE,
     SUSPENDED,
+    WITHHELD,
     XApi,
     choose_variant,
     expand_tco,
@@ -657,7 +660,58 @@ async def test_fetch_falls_back_to_the_handleless_route_on_404() -> None:
 
     post = await api(handler).fetch("1234567890", "alice")
     assert post.key == "x:1234567890"
-    assert paths == ["/alice/status/1234567890", "/status/1234567890"]
+    # v2 is asked first (it names a reason); not routed here, so the handleless v1 form.
+    assert paths == ["/alice/status/1234567890", "/2/status/1234567890", "/status/1234567890"]
+
+
+V2_AFTER_404 = [
+    ("suspended", {"code": 404, "status": {"type": "tombstone", "reason": "suspended"}},
+     SUSPENDED),
+    ("deleted", {"code": 404, "status": {"type": "tombstone", "reason": "deleted"}}, DELETED),
+    ("protected", {"code": 404, "status": {"type": "tombstone", "reason": "private",
+     "message": "This account owner limits who can view their posts."}}, PRIVATE),
+    ("withheld", {"code": 404, "status": {"type": "tombstone", "reason": "suspended",
+     "message": "This post is withheld in your country."}}, WITHHELD),
+    ("age-gated", {"code": 404, "status": {"type": "tombstone", "reason": "private",
+     "message": "Age-restricted adult content."}}, AGE_GATED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "sentence"), [c[1:] for c in V2_AFTER_404], ids=[c[0] for c in V2_AFTER_404]
+)
+async def test_a_v1_404_asks_v2_for_the_reason(answer: dict[str, Any], sentence: str) -> None:
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        if request.url.path.startswith("/2/"):
+            return httpx.Response(404, json=answer)
+        return httpx.Response(404, json={"code": 404, "message": "NOT_FOUND", "tweet": None})
+
+    with pytest.raises(PostUnavailable) as info:
+        await api(handler).fetch("7", "alice")
+    assert info.value.reason == sentence
+    assert paths[:2] == ["/alice/status/7", "/2/status/7"]
+
+
+async def test_a_v1_404_then_a_v2_post_is_the_post() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/2/"):
+            return httpx.Response(200, content=body("v2_status"))
+        return httpx.Response(404, json={"code": 404, "message": "NOT_FOUND", "tweet": None})
+
+    post = await api(handler).fetch("1300000000000000007")
+    assert post.author_handle == "hank"
+
+
+async def test_upstream_unavailable_is_x_not_answering() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"code": 503, "message": "UPSTREAM_UNAVAILABLE"})
+
+    with pytest.raises(TransientFetch) as info:
+        await api(handler).fetch("7")
+    assert info.value.reason == NOT_ANSWERING
 
 
 @pytest.mark.parametrize("status", [401, 500], ids=["private", "server-error"])

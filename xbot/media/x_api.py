@@ -478,6 +478,11 @@ def choose_variant(item: MediaItem, max_bytes: int) -> Variant | None:
 
 # -- the HTTP shell ------------------------------------------------------------------
 
+
+class _NotRouted(Exception):
+    """The API has no such route (a 404 whose body is no status answer)."""
+
+
 DEFAULT_USER_AGENT = f"xbot/{__version__} (Telegram bot)"
 _REDIRECTS = (301, 302, 303, 307, 308)
 
@@ -513,6 +518,12 @@ class XApi:
     async def fetch(self, post_id: str, handle: str | None = None) -> Post:
         """The post `post_id`, parsed.
 
+        A 404 from v1 asks v2 (``/2/status/{id}``) once: v1 cannot say why a
+        post is gone, v2 answers a tombstone with the reason (suspended,
+        private, …) or the post itself. When v2 is not routed either (a
+        compatible API without it), ``/status/{id}`` is the last try: some
+        route only that form.
+
         Raises:
             PostUnavailable: private (401), deleted or missing (404), tombstoned.
             TransientFetch: 5xx, 429, timeouts, connection failures.
@@ -520,39 +531,67 @@ class XApi:
             FetchError: an answer that is not a readable status (HTML, garbage, too big).
         """
         url = self.status_url(post_id, handle)
+        base = self.base_url.rstrip("/")
         try:
-            body = await self._get(url)
+            return await self._status(url, post_id)
         except PostUnavailable as exc:
-            # fxtwitter serves both /{handle}/status/{id} and /status/{id}; a
-            # compatible API may route only the second. One more request, and
-            # only for a 404: a post that is really gone costs two.
             if exc.reason != DELETED:
                 raise
-            body = await self._get(f"{self.base_url.rstrip('/')}/status/{post_id}")
+            first = exc
         try:
-            data = json.loads(body)
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            raise FetchError(MALFORMED) from exc
-        return parse_status(data, post_id=post_id)
+            return await self._status(f"{base}/2/status/{post_id}", post_id, v2=True)
+        except PostUnavailable as exc:
+            if exc.reason != DELETED:
+                raise
+        except _NotRouted:
+            pass
+        except TransientFetch:
+            raise first from None  # v1 said deleted; a v2 hiccup does not change that
+        try:
+            return await self._status(f"{base}/status/{post_id}", post_id)
+        except TransientFetch:
+            raise first from None
 
-    async def _get(self, url: str) -> bytes:
-        """One status request; the status code is classified here, once."""
+    async def _status(self, url: str, post_id: str, *, v2: bool = False) -> Post:
+        """One status request, classified by its HTTP status and, when JSON, its body."""
+        status, body = await self._get(url)
+        data: object = None
+        try:
+            data = json.loads(body) if body else None
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+            if status == 200:
+                raise FetchError(MALFORMED) from exc
+        readable = isinstance(data, dict) and ("tweet" in data or "status" in data)
+        if v2 and status == 404 and not readable:
+            raise _NotRouted
+        if status == 200:
+            return parse_status(data, post_id=post_id)
+        if readable:
+            assert isinstance(data, dict)
+            if data.get("code") in (None, 200):
+                data = {**data, "code": status}
+            return parse_status(data, post_id=post_id)  # raises: the body names the reason
+        if status in (401, 403):
+            # fxtwitter: 401 PRIVATE_TWEET. A 403 is the same refusal in other words.
+            raise PostUnavailable(PRIVATE)
+        if status in (404, 410):
+            raise PostUnavailable(DELETED)
+        if status == 503:
+            raise TransientFetch(NOT_ANSWERING)
+        if status in (408, 429) or status >= 500:
+            raise TransientFetch(API_TROUBLE)
+        raise FetchError(MALFORMED)
+
+    async def _get(self, url: str) -> tuple[int, bytes]:
+        """One request: its status and (capped) body; httpx's errors become ours here."""
         headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
         try:
             async with self._client.stream(
                 "GET", url, headers=headers, timeout=self.timeout
             ) as response:
-                status = response.status_code
-                if status in (401, 403):
-                    # fxtwitter: 401 PRIVATE_TWEET. A 403 is the same refusal in other words.
-                    raise PostUnavailable(PRIVATE)
-                if status in (404, 410):
-                    raise PostUnavailable(DELETED)
-                if status in (408, 429) or status >= 500:
-                    raise TransientFetch(API_TROUBLE)
-                if status != 200:
-                    raise FetchError(MALFORMED)
-                return await self._read_capped(response)
+                if response.status_code not in (200, 401, 403, 404, 410, 500, 503):
+                    return response.status_code, b""
+                return response.status_code, await self._read_capped(response)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise http_error(exc, "the X API") from exc
 
