@@ -22,7 +22,7 @@ import attrs
 import httpx
 
 from xbot.albums import PlanKind, plan_sends
-from xbot.caption import build_caption, build_text_reply
+from xbot.caption import build_caption, build_text_reply, caption_parts, post_from_parts
 from xbot.config import Settings
 from xbot.errors import (
     FetchError,
@@ -44,7 +44,7 @@ from xbot.media import video_choice
 from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.tempfiles import temp_folder
-from xbot.media.x_api import XApi, expand_tco
+from xbot.media.x_api import XApi, card_link, expand_tco
 from xbot.sender import OutKind, OutMedia, Sender, SentItem
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
@@ -277,15 +277,13 @@ class Delivery:
                     log.info("stale file_id, refetching %s", kv(key=key))
                     await self.cache.invalidate(key)
                     payload = DeliverPayload.from_json(ctx.task.payload)
-            post = await self._fetch(ctx, payload)
+            post = await self._fetch(ctx, payload, settings)
             if post is None:
                 return
             if any(m.kind != "photo" for m in post.media):
                 action.value = "upload_video"
             payload = await self._send_fresh(ctx, payload, post, settings)
-            parts = {"author_name": post.author_name, "author_handle": post.author_handle,
-                     "text": post.text, "sensitive": "1" if post.sensitive else "0"}  # fmt: skip
-            await self.announce(ctx, payload, post.url, parts)
+            await self.announce(ctx, payload, post.url, caption_parts(post))
 
     async def announce(
         self,
@@ -306,7 +304,9 @@ class Delivery:
         await self.on_delivered(ctx, delivered)  # flushes before it sends anything
         ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())
 
-    async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
+    async def _fetch(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> Post | None:
         assert payload.post_id is not None
         try:
             post = await self.x_api.fetch(payload.post_id, payload.handle)
@@ -319,6 +319,17 @@ class Delivery:
             raise Permanent(exc.reason) from exc
         if not post.media:
             await self._say(ctx, payload, build_text_reply(post), html=True)
+            card = card_link(post)
+            if card and self.other_sites and settings.ytdlp_enabled(payload.chat_type):
+                # An external card (a YouTube link in the post): its own task, once.
+                card_payload = DeliverPayload.for_link(
+                    card, reply_to=payload.reply_to, chat_type=payload.chat_type,
+                    user_id=payload.user_id,
+                )  # fmt: skip
+                await ctx.queue.enqueue(
+                    KIND, card_payload.to_json(), ctx.task.chat_id, now=ctx.clock(),
+                    dedup_key=f"card:{ctx.task.id}:{card.key}",
+                )  # fmt: skip
             return None
         return post
 
@@ -329,14 +340,7 @@ class Delivery:
         cached: CachedPost,
         settings: ChatSettings,
     ) -> DeliverPayload:
-        post = Post(
-            key=cached.key,
-            url=cached.url,
-            author_name=cached.caption_parts.get("author_name", ""),
-            author_handle=cached.caption_parts.get("author_handle", ""),
-            text=cached.caption_parts.get("text", ""),
-            sensitive=cached.caption_parts.get("sensitive") == "1",
-        )
+        post = post_from_parts(cached.key, cached.url, cached.caption_parts)
         caption = self._caption(post, settings)
         items = [OutMedia(i.kind, i.file_id, "file_id") for i in cached.items]
         steps = plan_sends([i.kind for i in cached.items])
@@ -522,15 +526,10 @@ class Delivery:
             items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
         if len(items) != len(post.media):
             return None
-        parts = {
-            "author_name": post.author_name,
-            "author_handle": post.author_handle,
-            "text": post.text,
-            "sensitive": "1" if post.sensitive else "0",
-        }
         return CachedPost(
-            key=key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
-        )
+            key=key, url=post.url, caption_parts=caption_parts(post), items=tuple(items),
+            created_at=now,
+        )  # fmt: skip
 
     def _caption(self, post: Post, settings: ChatSettings) -> str:
         return build_caption(post, style=settings.caption_style, template=settings.caption_template)

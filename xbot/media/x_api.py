@@ -25,7 +25,7 @@ import httpx
 
 from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
-from xbot.links import x_status_url
+from xbot.links import Link, classify, x_status_url
 from xbot.media import video_choice
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Variant
@@ -374,6 +374,17 @@ def _tombstone(raw: Mapping[str, Any]) -> PostUnavailable:
 
 def _is_tombstone(value: object) -> bool:
     return isinstance(value, dict) and value.get("type") == "tombstone"
+
+
+def card_link(post: Post) -> Link | None:
+    """The post's external card (a YouTube video, say) as a link for the other-sites path.
+
+    None without a card, or when the card leads back to X (a quoted post's card).
+    """
+    if not post.card_url:
+        return None
+    link = classify(post.card_url)
+    return link if link is not None and link.kind == "other" else None
 
 
 def canonical_url(post_id: str, handle: str) -> str:
