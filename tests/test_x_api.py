@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.media import video_choice, x_api
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.x_api import (
     AGE_GATED,
@@ -894,3 +895,98 @@ async def test_expand_tco_transient(outcome: httpx.Response | Exception) -> None
     async with tco(handler) as client:
         with pytest.raises(TransientFetch):
             await expand_tco(client, "https://t.co/abc")
+
+
+# -- tests/data/x: every real-shaped payload, through the parser and the client -------
+#
+# Each NAME.json is a payload in a shape some public source documents (NAME.md names
+# it); NAME.expect.json says what xbot must make of it. A fixture added there is
+# tested here without new code.
+
+X_DATA = DATA / "x"
+X_FIXTURES = sorted(
+    p.name.removesuffix(".json")
+    for p in X_DATA.glob("*.json")
+    if not p.name.endswith(".expect.json")
+)
+ERRORS: dict[str, type[FetchError]] = {
+    "PostUnavailable": PostUnavailable,
+    "TransientFetch": TransientFetch,
+    "FetchError": FetchError,
+}
+
+
+def x_fixture(name: str) -> tuple[Any, dict[str, Any]]:
+    body = json.loads((X_DATA / f"{name}.json").read_text(encoding="utf-8"))
+    expect = json.loads((X_DATA / f"{name}.expect.json").read_text(encoding="utf-8"))
+    return body, expect
+
+
+def check_post(post: Post, want: dict[str, Any]) -> None:
+    """Compare the parts of `post` that `want` names (and only those)."""
+    got: dict[str, Any] = {
+        "author_handle": post.author_handle,
+        "text": post.text,
+        "kinds": [m.kind for m in post.media],
+        "urls": [m.url for m in post.media],
+        "alt": [m.alt_text for m in post.media],
+        "own_media": post.own_media,
+        "quote_handle": post.quote.author_handle if post.quote else None,
+        "quote_url": post.quote.url if post.quote else None,
+        "poll": [[c.label, c.votes] for c in post.poll.choices] if post.poll else None,
+        "poll_closed": post.poll.closed if post.poll else None,
+        "note": post.note,
+        "card_url": post.card_url,
+        "article_title": post.article_title,
+        "sensitive": post.sensitive,
+        "variants": len(post.media[0].variants) if post.media else None,
+    }
+    if "pick" in want:
+        videos = [m for m in post.media if m.kind != "photo"]
+        pick = video_choice.choose(videos[0], upload_limit=50 * MB) if videos else None
+        got["pick"] = None if pick is None else {"url": pick.variant.url, "path": pick.path}
+    assert {k: got[k] for k in want} == want
+
+
+def test_every_x_fixture_names_its_source_and_expectation() -> None:
+    assert len(X_FIXTURES) >= 29
+    for name in X_FIXTURES:
+        source = (X_DATA / f"{name}.md").read_text(encoding="utf-8")
+        assert "Shape from:" in source, name
+        assert (X_DATA / f"{name}.expect.json").exists(), name
+
+
+@pytest.mark.parametrize("name", X_FIXTURES)
+def test_parser_over_every_x_fixture(name: str) -> None:
+    body, expect = x_fixture(name)
+    if "raises" in expect:
+        with pytest.raises(ERRORS[expect["raises"]]) as info:
+            parse_status(body, post_id=expect["post_id"])
+        assert type(info.value) is ERRORS[expect["raises"]]
+        assert info.value.reason == getattr(x_api, expect["reason"])
+        return
+    post = parse_status(body, post_id=expect["post_id"])
+    assert post.key == f"x:{expect['post_id']}"
+    check_post(post, expect["post"])
+
+
+@pytest.mark.parametrize("name", X_FIXTURES)
+async def test_client_over_every_x_fixture(name: str) -> None:
+    """The same payloads over HTTP: v1 files at the v1 route, v2 files at /2/status."""
+    body, expect = x_fixture(name)
+    code = body.get("code", 200) if isinstance(body, dict) else 200
+    is_v2 = name.startswith("v2_")
+    not_found = {"code": 404, "message": "NOT_FOUND", "tweet": None}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/2/"):
+            return httpx.Response(code, json=body) if is_v2 else httpx.Response(404, text="no")
+        return httpx.Response(404, json=not_found) if is_v2 else httpx.Response(code, json=body)
+
+    client = api(handler)
+    if "raises" in expect:
+        with pytest.raises(ERRORS[expect["raises"]]) as info:
+            await client.fetch(expect["post_id"], "someone")
+        assert info.value.reason == getattr(x_api, expect["reason"])
+        return
+    check_post(await client.fetch(expect["post_id"], "someone"), expect["post"])
