@@ -39,7 +39,7 @@ import attrs
 from xbot.testing._http import HttpServer, Request, Response, ServerBase, serve_forever_main
 from xbot.testing._tgtext import utf16_len
 
-__all__ = ["FAULTS", "FxApiServer", "main"]
+__all__ = ["FAULTS", "X_LADDER", "FxApiServer", "main", "tombstone_body", "x_formats"]
 
 JSON = dict[str, Any]
 FAULTS = frozenset({"garbage", "html", "huge", "hang", "truncated", "429", "500", "502", "503"})
@@ -145,6 +145,23 @@ def _video(item: str | JSON, kind: str, legacy: bool) -> JSON:
         if kind == "video":
             formats.insert(0, {"container": "m3u8", "codec": "h264", "url": url + ".m3u8"})
     out["formats"] = formats
+    return out
+
+
+# X's bitrate ladder for a 1080p upload (video_info.variants), smallest first.
+X_LADDER = ((256_000, "480x270"), (832_000, "640x360"), (2_176_000, "1280x720"),
+            (10_368_000, "1920x1080"))  # fmt: skip
+
+
+def x_formats(urls: Sequence[str], *, hls: str | None = None) -> list[JSON]:
+    """A video's ``formats`` as fxtwitter serves them: url, container, codec, bitrate and
+    no size (FxEmbed's convertVariantToFormat), one per URL along `X_LADDER`, the HLS
+    playlist first when given."""
+    out: list[JSON] = []
+    if hls is not None:
+        out.append({"url": hls, "container": "m3u8"})
+    for url, (bitrate, _) in zip(urls, X_LADDER, strict=False):
+        out.append({"url": url, "container": "mp4", "codec": "h264", "bitrate": bitrate})
     return out
 
 
