@@ -189,3 +189,30 @@ async def test_a_gif_alone_is_an_animation(harness: Harness) -> None:
     h.fx.add_post("1215", gifs=[h.video("g1")])
     await send_and_settle(h, "https://x.com/a/status/1215")
     assert [c.method for c in ok_media(h)] == ["sendAnimation"]
+
+
+async def test_a_url_telegram_refuses_is_uploaded_as_the_best_that_fits(
+    harness_no_url_fetch: Harness,
+) -> None:
+    h = harness_no_url_fetch
+    urls = ladder(h, "refused")
+    h.fx.add_post("1216", videos=[{"url": urls[-1], "duration": 45.0, "formats": x_formats(urls)}])
+    await send_and_settle(h, "https://x.com/a/status/1216")
+    calls = [c for c in h.api.calls if c.method == "sendVideo"]
+    assert (calls[0].status, calls[0].params.get("video")) == (400, urls[2])
+    assert calls[-1].status == 200
+    assert "video" in calls[-1].files  # 720p uploaded: 1080p (~64 MB) is over 50 MB
+    assert h.media.hits["/media/refused-1080.mp4"] == 0
+
+
+async def test_too_big_to_upload_but_within_the_url_limit_goes_by_url(tmp_path: Any) -> None:
+    h = await Harness.start(tmp_path / "data", upload_limit_mb=10)
+    try:
+        urls = ladder(h, "small")
+        fmt = x_formats(urls)
+        h.fx.add_post("1217", videos=[{"url": urls[-1], "duration": 45.0, "formats": fmt}])
+        await send_and_settle(h, "https://x.com/a/status/1217")
+        (call,) = ok_media(h)
+        assert call.params["video"] == urls[2]  # ~13 MB: over 10 MB to upload, fine by URL
+    finally:
+        await h.stop()

@@ -990,3 +990,40 @@ async def test_client_over_every_x_fixture(name: str) -> None:
         assert info.value.reason == getattr(x_api, expect["reason"])
         return
     check_post(await client.fetch(expect["post_id"], "someone"), expect["post"])
+
+
+@pytest.mark.parametrize(
+    ("card_url", "offered"),
+    [
+        ("", None),
+        ("https://www.youtube.com/embed/dQw4w9WgXcQ", "https://www.youtube.com/embed/dQw4w9WgXcQ"),
+        ("https://x.com/bob/status/5", None),  # a card back to X is no other site
+        ("https://t.co/AbC", None),
+    ],
+    ids=["none", "youtube", "x-card", "tco"],
+)
+def test_card_link_offers_only_other_sites(card_url: str, offered: str | None) -> None:
+    post = Post(key="x:1", url="https://x.com/a/status/1", author_name="", author_handle="",
+                text="", card_url=card_url)  # fmt: skip
+    link = x_api.card_link(post)
+    assert (link.url if link else None) == offered
+
+
+@pytest.mark.parametrize(
+    ("own", "quoted", "kinds", "own_count"),
+    [
+        (0, 2, 2, 0),
+        (1, 2, 3, 1),
+        (4, 6, 10, 4),
+        (4, 7, 4, None),
+        (3, 0, 3, None),
+    ],
+    ids=["quote-only", "both-fit", "exactly-ten", "over-ten-own-only", "no-quote"],
+)
+def test_with_quote_media_rule(own: int, quoted: int, kinds: int, own_count: int | None) -> None:
+    mine = tuple(MediaItem("photo", f"https://p/o{i}.jpg") for i in range(own))
+    theirs = tuple(MediaItem("photo", f"https://p/q{i}.jpg") for i in range(quoted))
+    media, count = x_api.with_quote_media(mine, theirs)
+    assert len(media) == kinds
+    assert count == own_count
+    assert media[: min(own, len(media))] == mine[: len(media)]
