@@ -470,6 +470,11 @@ def test_a_non_x_junk_link_is_still_reported() -> None:
     assert plan_links(["javascript:alert(1)"]).unsupported == ("javascript:alert(1)",)
 
 
+def test_a_broken_post_link_on_x_is_still_reported() -> None:
+    raw = "https://x.com/not:a:handle/status/105"
+    assert plan_links([raw]).unsupported == (raw,)
+
+
 def test_plan_limit_counts_distinct_links_only() -> None:
     urls = [f"x.com/a/status/{i}" for i in range(1, 6)] * 2
     plan = plan_links(urls, limit=3)

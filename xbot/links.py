@@ -428,7 +428,10 @@ def is_x_non_post(url: str) -> bool:
     if parts is None or not _default_port(parts):
         return False
     host = _host(parts)
-    return host is not None and _x_base(host) is not None and canonicalize_x(cleaned or "") is None
+    if host is None or _x_base(host) is None or canonicalize_x(cleaned or "") is not None:
+        return False
+    # A broken post link (junk where the handle or id goes) still gets its answer.
+    return not {"status", "statuses"} & set(parts.path.split("/"))
 
 
 def extract_links(text: str, entities: Sequence[EntityLike]) -> list[str]:
