@@ -29,9 +29,9 @@ def texts(h: Harness, chat: int = CHAT) -> list[str]:
     return [m["text"] for m in h.sent(chat) if "text" in m]
 
 
-async def send_and_settle(h: Harness, text: str, chat: int = CHAT) -> None:
+async def send_and_settle(h: Harness, text: str, chat: int = CHAT, **kw: Any) -> None:
     before = len(h.sent(chat))
-    h.api.user_message(chat, text)
+    h.api.user_message(chat, text, **kw)
     await h.api.wait_for(lambda: len(h.sent(chat)) > before, 15)
     await h.wait_idle(15)
 
@@ -216,3 +216,31 @@ async def test_too_big_to_upload_but_within_the_url_limit_goes_by_url(tmp_path: 
         assert call.params["video"] == urls[2]  # ~13 MB: over 10 MB to upload, fine by URL
     finally:
         await h.stop()
+
+
+async def test_alt_text_is_kept_in_the_link_cache_record(harness: Harness) -> None:
+    h = harness
+    h.fx.add_post("1218", photos=[{"url": h.photo("alt"), "altText": "a heron at dawn"}])
+    await send_and_settle(h, "https://x.com/a/status/1218")
+    entry = await h.services.cache.get("x:1218", h.clock())
+    assert entry is not None
+    assert entry.caption_parts["alt"] == '["a heron at dawn"]'
+
+
+async def test_a_card_to_another_site_goes_to_the_other_sites_path(harness: Harness) -> None:
+    h = harness
+    offered: list[str] = []
+
+    async def other_sites(ctx: Any, payload: Any, settings: Any) -> None:
+        offered.append(payload.url)  # yt-dlp itself would need the network
+
+    h.services.delivery.other_sites = other_sites
+    card = {"media": {"external": {"type": "video", "url": "https://www.youtube.com/embed/abc"}}}
+    h.fx.add_post("1219", text="my new video", extra=card)
+    await send_and_settle(h, "https://x.com/a/status/1219")  # private chat: other sites on
+    await h.wait_idle(15)
+    assert "my new video" in texts(h)[0]  # the post's text first
+    assert offered == ["https://www.youtube.com/embed/abc"]
+    group = -100777  # other sites are off in groups by default: the card is not offered
+    await send_and_settle(h, "https://x.com/a/status/1219", chat=group, chat_type="supergroup")
+    assert offered == ["https://www.youtube.com/embed/abc"]
