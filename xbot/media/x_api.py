@@ -1,9 +1,12 @@
 """X posts through an fxtwitter-compatible JSON API, and t.co expansion.
 
 `parse_status` and `choose_variant` are pure: the first reads whatever JSON
-came back (v1 ``{"code", "tweet"}`` or v2 ``{"code", "status"}``, tombstones,
-legacy ``variants``) and raises nothing but `FetchError` and its subclasses;
-the second picks the video encoding to send. `XApi` is the thin shell that
+came back (v1 ``{"code", "tweet"}`` or v2 ``{"code", "status"}``, tombstones
+with their reasons, legacy ``variants``, quotes, polls, community notes,
+articles, cards, alt text) and raises nothing but `FetchError` and its
+subclasses; the second picks the video encoding to send (the ranking and the
+size estimate live in `xbot.media.video_choice`). The payload shapes, and
+where each comes from, are the fixtures in ``tests/data/x/``. `XApi` is the thin shell that
 does the HTTP. Its base URL is the operator's ``XBOT_X_API_URL``: trusted as
 configured, so its client does not go through the SSRF guard. The media URLs
 it returns are untrusted and are downloaded through the guarded client.
