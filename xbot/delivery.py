@@ -22,7 +22,7 @@ import attrs
 import httpx
 
 from xbot.albums import PlanKind, one_send, plan_sends
-from xbot.caption import build_caption, build_text_reply
+from xbot.caption import build_caption, build_text_reply, caption_parts, post_from_parts
 from xbot.config import Settings
 from xbot.errors import (
     FetchError,
@@ -38,10 +38,11 @@ from xbot.link_cache import CachedItem, CachedPost
 from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
-from xbot.media.download import download
-from xbot.media.models import MediaItem, Post
+from xbot.media import video_choice
+from xbot.media.download import DownloadResult, download
+from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.tempfiles import temp_folder
-from xbot.media.x_api import choose_variant, expand_tco
+from xbot.media.x_api import card_link, expand_tco
 from xbot.outbox import Outbox
 from xbot.payloads import DELIVER, DeliverPayload, OutKind, SentItem
 from xbot.progress import ChatAction, keep_chat_action
@@ -140,17 +141,17 @@ class Delivery:
                     log.info("stale file_id, refetching %s", kv(key=key))
                     await self.outbox.forget(key)
                     payload = DeliverPayload.from_task(ctx.task)
-            post = await self._fetch(ctx, payload)
+            post = await self._fetch(ctx, payload, settings)
             if post is None:
                 return
             if any(m.kind != "photo" for m in post.media):
                 action.value = "upload_video"
             payload = await self._send_fresh(ctx, payload, post, settings)
-            parts = {"author_name": post.author_name, "author_handle": post.author_handle,
-                     "text": post.text, "sensitive": "1" if post.sensitive else "0"}  # fmt: skip
-            await self.outbox.announce(ctx, payload, post.url, parts)
+            await self.outbox.announce(ctx, payload, post.url, caption_parts(post))
 
-    async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
+    async def _fetch(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> Post | None:
         try:
             post = await self.source.fetch(payload.link)
         except PostUnavailable as exc:
@@ -162,6 +163,14 @@ class Delivery:
             raise Permanent(exc.reason) from exc
         if not post.media:
             await self._say(ctx, payload, build_text_reply(post), html=True)
+            card = card_link(post)
+            if card and settings.ytdlp_enabled(payload.chat_type):
+                # An external card (a YouTube link in the post): its own task, once.
+                card_payload = DeliverPayload.for_link(card, payload.dest, user_id=payload.user_id)
+                await ctx.queue.enqueue(
+                    KIND, card_payload.to_json(), ctx.task.chat_id, now=ctx.clock(),
+                    dedup_key=f"card:{ctx.task.id}:{card.key}",
+                )  # fmt: skip
             return None
         return post
 
@@ -172,14 +181,7 @@ class Delivery:
         cached: CachedPost,
         settings: ChatSettings,
     ) -> DeliverPayload:
-        post = Post(
-            key=cached.key,
-            url=cached.url,
-            author_name=cached.caption_parts.get("author_name", ""),
-            author_handle=cached.caption_parts.get("author_handle", ""),
-            text=cached.caption_parts.get("text", ""),
-            sensitive=cached.caption_parts.get("sensitive") == "1",
-        )
+        post = post_from_parts(cached.key, cached.url, cached.caption_parts)
         box = [payload]
 
         async def record(index: int, sent: list[SentItem]) -> None:
@@ -239,7 +241,8 @@ class Delivery:
         only for GIF, PDF and ZIP files.
         """
         dest = payload.dest
-        by_url = [None if as_docs and m.kind == "photo" else _by_url(m) for m in media]
+        limit = self.settings.upload_limit
+        by_url = [None if as_docs and m.kind == "photo" else _by_url(m, limit) for m in media]
         if all(o is not None for o in by_url):
             try:
                 sent = await self.outbox.send_step(
@@ -285,16 +288,13 @@ class Delivery:
         self, item: MediaItem, folder: Path, n: int, *, as_docs: bool = False
     ) -> OutMedia:
         limit = self.settings.upload_limit
-        url = item.url
-        if item.kind != "photo":
-            variant = choose_variant(item, limit)
-            if variant is None:
-                raise TooLarge("no version of this video fits the upload limit")
-            url = variant.url
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
         try:
-            result = await download(self.guarded, url, dest, max_bytes=limit)
+            if item.kind == "photo":
+                result = await download(self.guarded, item.url, dest, max_bytes=limit)
+            else:
+                result = await self._download_video(item, dest, limit)
         except TooLarge:
             raise
         except TransientFetch as exc:
@@ -316,6 +316,17 @@ class Delivery:
             filename=dest.name, thumbnail=thumb,
         )  # fmt: skip
 
+    async def _download_video(self, item: MediaItem, dest: Path, limit: int) -> DownloadResult:
+        """The best variant that fits; a smaller one each time a download proves too large."""
+        tried: list[Variant] = []
+        while (pick := video_choice.step_down(item, limit, tried)) is not None:
+            try:
+                return await download(self.guarded, pick.variant.url, dest, max_bytes=limit)
+            except TooLarge:
+                log.info("variant too large, stepping down %s", kv(url=pick.variant.url))
+                tried.append(pick.variant)
+        raise TooLarge("no version of this video fits the upload limit")
+
     @staticmethod
     def _cache_entry(
         post: Post, payload: DeliverPayload, now: float, key: str
@@ -326,15 +337,10 @@ class Delivery:
             items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
         if len(items) != len(post.media):
             return None
-        parts = {
-            "author_name": post.author_name,
-            "author_handle": post.author_handle,
-            "text": post.text,
-            "sensitive": "1" if post.sensitive else "0",
-        }
         return CachedPost(
-            key=key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
-        )
+            key=key, url=post.url, caption_parts=caption_parts(post), items=tuple(items),
+            created_at=now,
+        )  # fmt: skip
 
     def _caption(self, post: Post, settings: ChatSettings) -> str:
         return build_caption(post, style=settings.caption_style, template=settings.caption_template)
@@ -351,18 +357,18 @@ def cache_key(key: str, as_documents: bool) -> str:
     return f"{key}:doc" if as_documents else key
 
 
-def _by_url(item: MediaItem) -> OutMedia | None:
-    """The item as a URL Telegram can fetch itself, or None when it is over the URL limits."""
+def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
+    """The item as a URL Telegram can fetch itself, or None when it should be uploaded."""
     if item.kind == "photo":
         if item.size is not None and item.size > URL_PHOTO_LIMIT:
             return None
         if not _photo_shape_ok(item):
             return None
         return OutMedia("photo", item.url, "url", item.width, item.height)
-    variant = choose_variant(item, URL_OTHER_LIMIT)
-    if variant is None:
-        return None
-    return OutMedia(item.kind, variant.url, "url", item.width, item.height, item.duration)
+    pick = video_choice.choose(item, upload_limit=upload_limit, url_limit=URL_OTHER_LIMIT)
+    if pick is None or pick.path != "url":
+        return None  # a better version fits the upload, or none fits (the upload says so)
+    return OutMedia(item.kind, pick.variant.url, "url", item.width, item.height, item.duration)
 
 
 def _photo_shape_ok(item: MediaItem) -> bool:

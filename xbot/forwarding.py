@@ -24,7 +24,7 @@ from telegram import InlineKeyboardMarkup
 
 from xbot.albums import PlanKind, plan_sends
 from xbot.callback_data import Action, CallbackData
-from xbot.caption import build_caption
+from xbot.caption import build_caption, post_from_parts
 from xbot.config import Settings
 from xbot.errors import (
     ChatUnavailable,
@@ -36,7 +36,6 @@ from xbot.errors import (
     XbotError,
 )
 from xbot.logs import kv
-from xbot.media.models import Post
 from xbot.outbox import send_file_ids
 from xbot.payloads import FORWARD, ForwardPayload, SentItem, forward_dedup_key
 from xbot.prompts import (
@@ -122,13 +121,7 @@ class Forwarding:
         if not offer:
             return  # nothing linked (or this is the channel itself): nothing to offer
         parts = delivered.caption_parts
-        post = Post(
-            key=delivered.key,
-            url=delivered.url,
-            author_name=parts.get("author_name", ""),
-            author_handle=parts.get("author_handle", ""),
-            text=parts.get("text", ""),
-        )
+        post = post_from_parts(delivered.key, delivered.url, parts)
         caption = build_caption(
             post, style=settings.caption_style, template=settings.caption_template
         )
