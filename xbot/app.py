@@ -39,7 +39,6 @@ from xbot.link_cache import LinkCache
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
-from xbot.media.x_api import XApi
 from xbot.notices import KIND as NOTICE
 from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
@@ -49,6 +48,7 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import Services, XContext
+from xbot.sources.chain import SourceChain, x_sources
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -110,7 +110,7 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
-    x_api = XApi(x_client, settings.x_api_url)
+    x_api = SourceChain(x_sources(settings, x_client), clock=clock)
     delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     delivery.other_sites = OtherSites(settings, sender, cache, delivery)

@@ -25,7 +25,9 @@ from xbot.albums import PlanKind, plan_sends
 from xbot.caption import build_caption, build_text_reply
 from xbot.config import Settings
 from xbot.errors import (
+    AllSourcesDown,
     FetchError,
+    OutageRetry,
     PayloadError,
     Permanent,
     PostUnavailable,
@@ -43,8 +45,10 @@ from xbot.media import thumbnail as thumbnails
 from xbot.media.download import download
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
-from xbot.media.x_api import XApi, choose_variant, expand_tco
+from xbot.media.x_api import choose_variant, expand_tco
 from xbot.sender import OutKind, OutMedia, Sender, SentItem
+from xbot.sources.base import PostSource
+from xbot.sources.chain import DOWN
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
 
@@ -59,6 +63,10 @@ CHAT_ACTION_EVERY = 4.0
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
 # of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
 CHAT_ACTION_AFTER = 1.0
+# Every X source down: the link waits up to an hour (then a dead-letter notice), and
+# the chat hears one sentence once the outage is more than a blip.
+OUTAGE_BUDGET = 3600.0
+OUTAGE_TELL_AFTER = 30.0
 
 
 @attrs.frozen
@@ -106,6 +114,7 @@ class DeliverPayload:
         announced: `Delivery.on_delivered` ran (e.g. the forward prompt was sent).
         user_id: who sent the link (None: unknown, an anonymous admin, a channel);
             their forward prompt is theirs to press.
+        told_down: the chat was told that X is not answering (said once per task).
     """
 
     url: str
@@ -119,6 +128,7 @@ class DeliverPayload:
     skipped: int = 0
     announced: bool = False
     user_id: int | None = None
+    told_down: bool = False
 
     @property
     def is_group(self) -> bool:
@@ -142,6 +152,7 @@ class DeliverPayload:
                 "skipped": self.skipped,
                 "announced": self.announced,
                 "user_id": self.user_id,
+                "told_down": self.told_down,
             },
             separators=(",", ":"),
         )
@@ -171,6 +182,7 @@ class DeliverPayload:
                 skipped=int(data.get("skipped", 0)),
                 announced=bool(data.get("announced", False)),
                 user_id=int(data["user_id"]) if data.get("user_id") is not None else None,
+                told_down=bool(data.get("told_down", False)),
             )
         except PayloadError:
             raise
@@ -213,7 +225,7 @@ class Delivery:
 
     settings: Settings
     sender: Sender
-    x_api: XApi
+    x_api: PostSource  # the chain of X sources (xbot.sources.chain)
     cache: LinkCache
     chats: ChatStore
     guarded: httpx.AsyncClient
@@ -307,11 +319,14 @@ class Delivery:
 
     async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
         assert payload.post_id is not None
+        link = Link(payload.url, payload.key, "x", payload.post_id, payload.handle)
         try:
-            post = await self.x_api.fetch(payload.post_id, payload.handle)
+            post = await self.x_api.fetch(link)
         except PostUnavailable as exc:
             await self._say(ctx, payload, exc.reason)
             return None
+        except AllSourcesDown as exc:
+            raise self._outage(ctx, payload, exc) from exc
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
@@ -320,6 +335,25 @@ class Delivery:
             await self._say(ctx, payload, build_text_reply(post), html=True)
             return None
         return post
+
+    def _outage(
+        self, ctx: TaskContext, payload: DeliverPayload, exc: AllSourcesDown
+    ) -> OutageRetry:
+        """Every X source is down: wait it out (counted in time), and say so once.
+
+        The sentence waits for a real outage (every breaker open, or the link
+        waiting for half a minute): a one-request blip is retried in silence.
+        """
+        age = ctx.clock() - ctx.task.created_at
+        tell = not payload.told_down and (exc.all_open or age >= OUTAGE_TELL_AFTER)
+        then = None
+        if tell:
+            ctx.stage_payload(attrs.evolve(payload, told_down=True).to_json())
+
+            async def then() -> None:
+                await self._say(ctx, payload, DOWN)
+
+        return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, then=then)
 
     async def _send_cached(
         self,

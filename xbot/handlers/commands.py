@@ -35,12 +35,13 @@ from xbot.caption import MALFORMED, PLACEHOLDERS, TOO_LONG, render_template, val
 from xbot.errors import FetchError, XbotError
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.messages import NOT_ALLOWED
-from xbot.links import classify
+from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.queue import Task, payload_identity
 from xbot.services import Services, XContext
 from xbot.settings_menu import MenuContext, menu_markup, menu_text
+from xbot.sources.chain import SourceChain
 
 log = logging.getLogger(__name__)
 
@@ -377,6 +378,8 @@ async def cmd_stats(update: Update, context: XContext) -> None:
         f"({cache.hits} hits, {cache.misses} misses)",
         f"Workers: {services.settings.workers}, running {services.workers.in_flight}",
     ]
+    if isinstance(services.delivery.x_api, SourceChain):
+        lines += ["X sources:", *(f"  {r.line()}" for r in services.delivery.x_api.report())]
     await _reply(message, "\n".join(lines))
 
 
@@ -416,16 +419,16 @@ async def cmd_debug(update: Update, context: XContext) -> None:
         "Cache: no entry" if cached is None else f"Cache: {len(cached.items)} items by file_id"
     )
     if link.kind == "x" and link.post_id is not None:
-        lines += await _debug_x(services, link.post_id, link.handle)
+        lines += await _debug_x(services, link)
     else:
         lines.append("Not an X post: the fetcher for other sites decides when it is sent.")
     await _reply(message, "\n".join(lines)[:4000])
 
 
-async def _debug_x(services: Services, post_id: str, handle: str | None) -> list[str]:
+async def _debug_x(services: Services, link: Link) -> list[str]:
     """What the X fetcher sees (no media is downloaded or sent)."""
     try:
-        post = await services.delivery.x_api.fetch(post_id, handle)
+        post = await services.delivery.x_api.fetch(link)
     except FetchError as exc:
         return [f"Fetcher: {type(exc).__name__}: {exc.reason}"]
     lines = [

@@ -154,6 +154,12 @@ class SourceHealth:
         if self.state.is_open and not was_open:
             self._changed("opened")
 
+    def junk(self, now: float, error: str) -> None:
+        """An answer that is no post: counted and shown, but no sign the source is down."""
+        self._failures.append(now)
+        self.last_error = " ".join(error.split())[:200]
+        self.last_error_at = now
+
     def skipped_until(self, now: float) -> float | None:
         """While open: when the next probe may go; None when closed."""
         until = self.state.open_until

@@ -1,8 +1,7 @@
 """X posts through X's own syndication endpoint (the one embedded posts use), the third source.
 
 ``GET {base}/tweet-result?id={id}&token={t}`` answers X's JSON: ``id_str``,
-``text`` (HTML-escaped, with ``display_text_range`` in code points and the
-media's t.co link at the end), ``user{name, screen_name}``,
+``text`` (HTML-escaped, the media's t.co link at the end), ``user{name, screen_name}``,
 ``possibly_sensitive``, ``entities.urls[]``, ``mediaDetails[]`` (``type``
 photo|video|animated_gif, ``media_url_https``, ``original_info{width,height}``,
 ``video_info{duration_millis, variants[]{bitrate, content_type, url}}``) and
@@ -112,7 +111,8 @@ def _variants(video_info: Mapping[str, Any]) -> tuple[Variant, ...]:
             continue
         mime = _str(raw.get("content_type")).lower()
         container = _MIME_CONTAINERS.get(mime) or container_from_url(url)
-        codec = "hevc" if "/hevc/" in url else ""  # X names HEVC encodings in the path
+        # X names HEVC encodings in the path (BetterTwitFix skips "/hevc/" the same way).
+        codec = "hevc" if "/hevc/" in url or "/hvc1/" in url else ""
         bitrate = _int(raw.get("bitrate")) or 0
         out.append(Variant(url=url, container=container, codec=codec, bitrate=bitrate))
     return tuple(out)
@@ -154,15 +154,16 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
 
 
 def _text(data: Mapping[str, Any]) -> str:
-    """The post's text as people read it: the visible range, t.co links expanded, unescaped."""
+    """The post's text as people read it: the media's t.co link cut, links expanded, unescaped.
+
+    The media link is cut by value, not by ``display_text_range``: whether X counts
+    that range over the escaped or the unescaped text is not something to bet on.
+    """
     text = _str(data.get("text"))
-    shown = data.get("display_text_range")
-    if (
-        isinstance(shown, list)
-        and len(shown) == 2
-        and all(isinstance(i, int) and not isinstance(i, bool) for i in shown)
-    ):
-        text = text[shown[0] : shown[1]]  # code points, as X's v1.1 indices are
+    for raw in _dicts(data.get("mediaDetails")):
+        short = _str(raw.get("url"))
+        if short.startswith("https://t.co/"):
+            text = text.replace(short, "")
     entities = data.get("entities")
     for raw in _dicts(entities.get("urls") if isinstance(entities, dict) else None):
         short, long = _str(raw.get("url")), _str(raw.get("expanded_url"))

@@ -1,0 +1,270 @@
+"""X posts from an ordered chain of sources, each behind its own circuit breaker.
+
+    fxtwitter ──transient──▶ vxtwitter ──transient──▶ syndication ──transient──▶ AllSourcesDown
+        │                        │                        │
+     a post or a definite answer (private, deleted, suspended) ends the chain
+
+- *Transient* (the source, not the post): connection refused or reset, no
+  answer within `deadline`, 5xx, 429, a 200 that is not the source's JSON, an
+  error envelope such as fxtwitter's 503 ``UPSTREAM_UNAVAILABLE``. The next
+  source is asked at once, in the same task attempt. Junk (JSON we cannot read)
+  also moves on, and counts against the source's breaker, but when junk is all
+  that came back the post is junk (a permanent failure), not an outage.
+- *Definite*: "not found", "private", "suspended" from a source that answered.
+  That is the answer, with one exception: a "not found" for a post younger
+  than `recent` asks the next source too, because a mirror may lag behind X
+  by a few minutes (fxtwitter caches, X's own endpoints propagate); whatever
+  the next source says that is not a post, the first "not found" stands.
+- *Skipped*: a source whose breaker is open costs nothing: no request, no
+  timeout. When every source failed or was skipped the chain raises
+  `AllSourcesDown` with the time until the soonest probe, and the task waits
+  for it (counted in time, not attempts: see `xbot.errors.OutageRetry`).
+
+Nothing downstream knows which source answered: each returns the same `Post`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import attrs
+
+from xbot.errors import (
+    AllSourcesDown,
+    FetchError,
+    PostUnavailable,
+    TransientFetch,
+    UnsupportedLink,
+)
+from xbot.links import Link
+from xbot.logs import kv
+from xbot.media.models import Post
+from xbot.media.x_api import DELETED, XApi
+from xbot.sources.base import PostSource
+from xbot.sources.breaker import BreakerPolicy, SourceHealth, Verdict
+from xbot.sources.syndication import Syndication
+from xbot.sources.vx_api import VxApi
+
+if TYPE_CHECKING:
+    import httpx
+
+    from xbot.config import Settings
+
+log = logging.getLogger(__name__)
+
+TWITTER_EPOCH_MS = 1288834974657
+DOWN = "X is not answering right now; I will send this when it is back."
+# A public post that has stood since 2006 (x.com/jack/status/20): what `xbot doctor` asks for.
+PROBE_POST = Link(
+    url="https://x.com/jack/status/20", key="x:20", kind="x", post_id="20", handle="jack"
+)
+
+
+def snowflake_time(post_id: str) -> float | None:
+    """When an X post was made, from its id (seconds since the epoch); None for pre-2010 ids."""
+    try:
+        value = int(post_id)
+    except ValueError:
+        return None
+    if value < 2**32:  # sequential ids from before snowflakes carry no time
+        return None
+    return ((value >> 22) + TWITTER_EPOCH_MS) / 1000
+
+
+@attrs.define
+class FxSource:
+    """The fxtwitter-compatible `XApi` as a `PostSource` (until `XApi` speaks `Link` itself)."""
+
+    api: XApi
+    name: str = "fxtwitter"
+
+    async def fetch(self, link: Link) -> Post:
+        if link.post_id is None:
+            raise UnsupportedLink("That is not a link to a post.")
+        return await self.api.fetch(link.post_id, link.handle)
+
+
+def x_sources(settings: Settings, client: httpx.AsyncClient) -> list[PostSource]:
+    """The configured X sources, in order; an empty URL leaves a source out."""
+    sources: list[PostSource] = [FxSource(XApi(client, settings.x_api_url))]
+    if settings.vx_api_url:
+        sources.append(VxApi(client, settings.vx_api_url))
+    if settings.x_syndication_url:
+        sources.append(Syndication(client, settings.x_syndication_url))
+    return sources
+
+
+@attrs.frozen
+class SourceReport:
+    """One source as the operator sees it (`/stats`, `xbot doctor`)."""
+
+    name: str
+    skipped_until: float | None
+    successes: int
+    failures: int
+    last_error: str
+
+    def line(self) -> str:
+        if self.skipped_until is None:
+            state = "healthy"
+        else:
+            when = datetime.fromtimestamp(self.skipped_until, tz=UTC).strftime("%H:%M")
+            state = f"skipped until {when} UTC"
+        text = (
+            f"{self.name}: {state}, {self.successes} ok / {self.failures} failed in the last hour"
+        )
+        return text + (f"; last error: {self.last_error}" if self.last_error else "")
+
+
+def _not_json(exc: FetchError) -> bool:
+    """`XApi` raises FetchError both for a body that is not JSON (an HTML error page
+    with 200, a CDN challenge: the source is unwell) and for JSON that is no status
+    (this one post); only the first comes from a decoding error."""
+    return isinstance(exc.__cause__, ValueError)
+
+
+def _log_change(name: str, what: str, health: SourceHealth) -> None:
+    if what == "opened":
+        log.warning(
+            "source breaker opened %s",
+            kv(source=name, skipped_for=round(health.state.cool_down), error=health.last_error),
+        )
+    else:
+        log.info("source breaker closed %s", kv(source=name))
+
+
+@attrs.define
+class SourceChain:
+    """The X sources in order, each with its breaker; itself a `PostSource`.
+
+    Attributes:
+        sources: asked in this order (at least one).
+        deadline: the longest one source may take for one request, whatever its
+            own client's timeouts; past it the source failed transiently.
+        recent: seconds; a "not found" for a post younger than this asks the next source.
+        answered: how many posts each source delivered (for the demo and benchmarks).
+    """
+
+    sources: Sequence[PostSource]
+    policy: BreakerPolicy = attrs.field(factory=BreakerPolicy)
+    clock: Callable[[], float] = time.time
+    deadline: float = 12.0
+    recent: float = 600.0
+    name: str = "x"
+    health: dict[str, SourceHealth] = attrs.field(init=False)
+    answered: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
+    last_answer: str = attrs.field(default="", init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.sources:
+            raise ValueError("a source chain needs at least one source")
+        self.health = {
+            s.name: SourceHealth(s.name, self.policy, on_change=_log_change) for s in self.sources
+        }
+
+    async def fetch(self, link: Link) -> Post:
+        """The post, from the first source that has it.
+
+        Raises:
+            PostUnavailable: a definite answer (see the module's notes on "not found").
+            AllSourcesDown: every source failed transiently or was skipped.
+            UnsupportedLink: the link is no post.
+            FetchError: every source that answered sent junk.
+        """
+        definite: PostUnavailable | None = None
+        junk: FetchError | None = None
+        down = False  # a source was skipped or failed transiently on this request
+        for source in self.sources:
+            health = self.health[source.name]
+            if health.admit(self.clock()) is Verdict.SKIP:
+                down = True
+                continue
+            try:
+                async with asyncio.timeout(self.deadline):
+                    post = await source.fetch(link)
+            except TimeoutError:
+                health.failed(self.clock(), f"no answer within {self.deadline:g}s")
+                down = True
+            except PostUnavailable as exc:
+                health.succeeded(self.clock())  # a definite answer is a healthy source
+                if definite is None:
+                    definite = exc
+                if not (exc is definite and exc.reason == DELETED and self._may_lag(link)):
+                    raise definite from None
+            except UnsupportedLink:
+                raise
+            except TransientFetch as exc:
+                health.failed(self.clock(), exc.reason)
+                down = True
+            except FetchError as exc:
+                if _not_json(exc):
+                    health.failed(self.clock(), "answered with something that is not JSON")
+                    down = True
+                else:
+                    # JSON that is no post: this post's problem, not the source's health.
+                    health.junk(self.clock(), exc.reason)
+                    junk = junk or exc
+            else:
+                health.succeeded(self.clock())
+                self.answered[source.name] += 1
+                self.last_answer = source.name
+                return post
+        if definite is not None:
+            raise definite
+        if junk is not None and not down:
+            raise junk
+        all_open = all(h.state.is_open for h in self.health.values())
+        raise AllSourcesDown(DOWN, retry_in=self.next_probe_in(), all_open=all_open)
+
+    def _may_lag(self, link: Link) -> bool:
+        made = snowflake_time(link.post_id or "")
+        return made is not None and self.clock() - made < self.recent
+
+    def next_probe_in(self) -> float | None:
+        """Seconds until the soonest skipped source may be probed (None: none is skipped)."""
+        now = self.clock()
+        waits = [u - now for h in self.health.values() if (u := h.skipped_until(now)) is not None]
+        return max(0.0, min(waits)) if waits else None
+
+    def report(self) -> list[SourceReport]:
+        now = self.clock()
+        out = []
+        for source in self.sources:
+            health = self.health[source.name]
+            ok, failed = health.counts(now)
+            until = health.skipped_until(now)
+            out.append(SourceReport(source.name, until, ok, failed, health.last_error))
+        return out
+
+
+@attrs.frozen
+class ProbeResult:
+    name: str
+    ok: bool
+    detail: str
+    seconds: float
+
+
+async def probe(sources: Sequence[PostSource], link: Link = PROBE_POST) -> list[ProbeResult]:
+    """Ask every source for `link` once, breakers aside (`xbot doctor`)."""
+    results = []
+    for source in sources:
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(15.0):
+                post = await source.fetch(link)
+            ok, detail = True, f"answered (@{post.author_handle or '?'}, {len(post.media)} media)"
+        except TimeoutError:
+            ok, detail = False, "no answer within 15s"
+        except PostUnavailable as exc:
+            ok, detail = True, f"answered: {exc.reason}"
+        except FetchError as exc:
+            ok, detail = False, exc.reason
+        results.append(ProbeResult(source.name, ok, detail, time.monotonic() - started))
+    return results
