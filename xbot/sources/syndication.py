@@ -134,14 +134,22 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
         )
     video_info = raw.get("video_info")
     video_info = video_info if isinstance(video_info, dict) else {}
+    millis = _int(video_info.get("duration_millis"))
     variants = _variants(video_info)
+    if millis:
+        # X gives no sizes here. Bitrate × duration (plus a tenth for audio and the
+        # container) keeps `choose_variant` from picking a 1080p file that cannot fit,
+        # where fxtwitter's own sizes would have led it to the 720p one.
+        variants = tuple(
+            attrs.evolve(v, size=int(v.bitrate * millis / 8000 * 1.1)) if v.bitrate else v
+            for v in variants
+        )
     files = [v for v in variants if v.container == "mp4" and v.codec != "hevc"] or [
         v for v in variants if v.container != "m3u8"
     ]
     best = max(files, key=lambda v: v.bitrate, default=None)
     if best is None:
         return None
-    millis = _int(video_info.get("duration_millis"))
     return MediaItem(
         kind=kind,
         url=best.url,
