@@ -54,7 +54,8 @@ def _seen(post: Post) -> tuple[object, ...]:
         )
         for m in post.media
     )
-    return (post.key, post.url, post.author_name, post.author_handle, post.text, post.sensitive, items)  # fmt: skip
+    caption = (post.key, post.url, post.author_name, post.author_handle, post.text, post.sensitive)
+    return (*caption, items)
 
 
 # One post, three sources: (fxtwitter fixture, vx fixture, syndication fixture, post id).
@@ -181,7 +182,7 @@ def test_the_syndication_token_is_the_embed_codes(post_id: str, want: str) -> No
         (0.5, "0.i"),
         (35.5, "z.i"),
         (math.pi, "3.53i5ab8p5f"),
-    ],  # fmt: skip
+    ],
     ids=["zero", "one", "radix", "half", "carry-free", "pi"],  # values from node
 )
 def test_js_radix36(value: float, want: str) -> None:
