@@ -251,17 +251,19 @@ class ProbeResult:
     seconds: float
 
 
-async def probe(sources: Sequence[PostSource], link: Link = PROBE_POST) -> list[ProbeResult]:
+async def probe(
+    sources: Sequence[PostSource], link: Link = PROBE_POST, *, within: float = 15.0
+) -> list[ProbeResult]:
     """Ask every source for `link` once, breakers aside (`xbot doctor`)."""
     results = []
     for source in sources:
         started = time.monotonic()
         try:
-            async with asyncio.timeout(15.0):
+            async with asyncio.timeout(within):
                 post = await source.fetch(link)
             ok, detail = True, f"answered (@{post.author_handle or '?'}, {len(post.media)} media)"
         except TimeoutError:
-            ok, detail = False, "no answer within 15s"
+            ok, detail = False, f"no answer within {within:g}s"
         except PostUnavailable as exc:
             ok, detail = True, f"answered: {exc.reason}"
         except FetchError as exc:
