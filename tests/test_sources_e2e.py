@@ -42,7 +42,7 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
 
 
 def chain(h: Harness) -> SourceChain:
-    x_api = h.services.delivery.x_api
+    x_api = h.services.sources.by_kind["x"]
     assert isinstance(x_api, SourceChain)
     return x_api
 

@@ -46,7 +46,7 @@ def describe(message: dict[str, Any]) -> str:
 def _answered_by(harness: Harness) -> str:
     from xbot.sources.chain import SourceChain
 
-    chain = harness.services.delivery.x_api
+    chain = harness.services.sources.by_kind.get("x")
     return chain.last_answer if isinstance(chain, SourceChain) else "?"
 
 

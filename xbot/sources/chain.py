@@ -50,6 +50,7 @@ from xbot.sources.base import PostSource
 from xbot.sources.breaker import BreakerPolicy, SourceHealth, Verdict
 from xbot.sources.syndication import Syndication
 from xbot.sources.vx_api import VxApi
+from xbot.sources.x import XApiSource
 
 if TYPE_CHECKING:
     import httpx
@@ -77,22 +78,9 @@ def snowflake_time(post_id: str) -> float | None:
     return ((value >> 22) + TWITTER_EPOCH_MS) / 1000
 
 
-@attrs.define
-class FxSource:
-    """The fxtwitter-compatible `XApi` as a `PostSource` (until `XApi` speaks `Link` itself)."""
-
-    api: XApi
-    name: str = "fxtwitter"
-
-    async def fetch(self, link: Link) -> Post:
-        if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
-        return await self.api.fetch(link.post_id, link.handle)
-
-
 def x_sources(settings: Settings, client: httpx.AsyncClient) -> list[PostSource]:
     """The configured X sources, in order; an empty URL leaves a source out."""
-    sources: list[PostSource] = [FxSource(XApi(client, settings.x_api_url))]
+    sources: list[PostSource] = [XApiSource(XApi(client, settings.x_api_url))]
     if settings.vx_api_url:
         sources.append(VxApi(client, settings.vx_api_url))
     if settings.x_syndication_url:
