@@ -293,3 +293,31 @@ def test_an_hour_of_outage_costs_a_task_about_twenty_looks() -> None:
         age += compute_outage_delay(age, jitter=0.5)
         looks += 1
     assert 15 <= looks <= 40
+
+
+# -- hedging: a slow source gets company ---------------------------------------------------
+
+
+async def _until(condition: object, within: float = 5.0) -> None:
+    async with asyncio.timeout(within):
+        while not condition():  # type: ignore[operator]
+            await asyncio.sleep(0.01)
+
+
+async def test_a_slow_source_is_hedged_and_its_breaker_still_learns() -> None:
+    fx, vx = Fake("fx", "hang"), Fake("vx")
+    chain = SourceChain([fx, vx], POLICY, clock=Clock(), deadline=0.5, hedge_after=0.01)
+    for _ in range(POLICY.threshold):
+        assert (await chain.fetch(_link())).author_name == "vx"
+    # The hung requests run on in the background until their deadline, then count.
+    await _until(lambda: chain.health["fx"].state.is_open)
+    assert chain.health["fx"].last_error == "no answer within 0.5s"
+    assert (await chain.fetch(_link())).author_name == "vx"
+    assert fx.calls == POLICY.threshold  # open: not asked any more
+
+
+async def test_a_failure_while_the_hedge_is_running_waits_for_the_hedge() -> None:
+    fx, vx, syn = Fake("fx", "hang"), Fake("vx"), Fake("syn")
+    chain = SourceChain([fx, vx, syn], POLICY, clock=Clock(), deadline=5.0, hedge_after=0.01)
+    assert (await chain.fetch(_link())).author_name == "vx"
+    assert syn.calls == 0

@@ -128,6 +128,15 @@ def _log_change(name: str, what: str, health: SourceHealth) -> None:
 
 
 @attrs.define
+class _Tally:
+    """What one fetch has heard so far, short of a post."""
+
+    definite: PostUnavailable | None = None
+    junk: FetchError | None = None
+    down: bool = False  # a source was skipped or failed transiently
+
+
+@attrs.define
 class SourceChain:
     """The X sources in order, each with its breaker; itself a `PostSource`.
 
@@ -135,6 +144,8 @@ class SourceChain:
         sources: asked in this order (at least one).
         deadline: the longest one source may take for one request, whatever its
             own client's timeouts; past it the source failed transiently.
+        hedge_after: seconds a source may take before the next one is asked as
+            well (the first post wins; the slow request runs on to its deadline).
         recent: seconds; a "not found" for a post younger than this asks the next source.
         answered: how many posts each source delivered (for the demo and benchmarks).
     """
@@ -143,9 +154,11 @@ class SourceChain:
     policy: BreakerPolicy = attrs.field(factory=BreakerPolicy)
     clock: Callable[[], float] = time.time
     deadline: float = 12.0
+    hedge_after: float = 2.0
     recent: float = 600.0
     name: str = "x"
     health: dict[str, SourceHealth] = attrs.field(init=False)
+    _background: set[asyncio.Task[Post]] = attrs.field(factory=set, init=False)
     answered: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
     last_answer: str = attrs.field(default="", init=False)
 
@@ -159,56 +172,118 @@ class SourceChain:
     async def fetch(self, link: Link) -> Post:
         """The post, from the first source that has it.
 
+        A source that has not answered within `hedge_after` seconds gets company:
+        the next source is asked too, and the first post wins. The slow request
+        goes on in the background until its `deadline`, so its breaker still
+        learns that it hangs; the link does not wait for it.
+
         Raises:
             PostUnavailable: a definite answer (see the module's notes on "not found").
             AllSourcesDown: every source failed transiently or was skipped.
             UnsupportedLink: the link is no post.
             FetchError: every source that answered sent junk.
         """
-        definite: PostUnavailable | None = None
-        junk: FetchError | None = None
-        down = False  # a source was skipped or failed transiently on this request
-        for source in self.sources:
-            health = self.health[source.name]
-            if health.admit(self.clock()) is Verdict.SKIP:
-                down = True
-                continue
-            try:
-                async with asyncio.timeout(self.deadline):
-                    post = await source.fetch(link)
-            except TimeoutError:
-                health.failed(self.clock(), f"no answer within {self.deadline:g}s")
-                down = True
-            except PostUnavailable as exc:
-                health.succeeded(self.clock())  # a definite answer is a healthy source
-                if definite is None:
-                    definite = exc
-                if not (exc is definite and exc.reason == DELETED and self._may_lag(link)):
-                    raise definite from None
-            except UnsupportedLink:
-                raise
-            except TransientFetch as exc:
-                health.failed(self.clock(), exc.reason)
-                down = True
-            except FetchError as exc:
-                if _not_json(exc):
-                    health.failed(self.clock(), "answered with something that is not JSON")
-                    down = True
-                else:
-                    # JSON that is no post: this post's problem, not the source's health.
-                    health.junk(self.clock(), exc.reason)
-                    junk = junk or exc
-            else:
-                health.succeeded(self.clock())
-                self.answered[source.name] += 1
-                self.last_answer = source.name
-                return post
-        if definite is not None:
-            raise definite
-        if junk is not None and not down:
-            raise junk
+        tally = _Tally()
+        waiting = list(self.sources)
+        pending: dict[asyncio.Task[Post], PostSource] = {}
+
+        def ask_next() -> None:
+            while waiting:
+                source = waiting.pop(0)
+                if self.health[source.name].admit(self.clock()) is Verdict.SKIP:
+                    tally.down = True
+                    continue
+                pending[asyncio.create_task(self._ask(source, link))] = source
+                return
+
+        hedging = self.hedge_after < self.deadline
+        ask_next()
+        try:
+            while pending:
+                done, _ = await asyncio.wait(
+                    pending,
+                    timeout=self.hedge_after if hedging and waiting else None,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if not done:
+                    ask_next()  # the one asked is slow: ask the next one as well
+                    continue
+                for task in done:
+                    source = pending.pop(task)
+                    post = self._settle(task, link, tally)
+                    if post is not None:
+                        self.answered[source.name] += 1
+                        self.last_answer = source.name
+                        return post
+                if not pending:
+                    ask_next()  # whoever is still running is already the next source
+        finally:
+            # What is still running finishes in the background (its breaker learns).
+            for task in pending:
+                self._background.add(task)
+                task.add_done_callback(self._forget)
+        if tally.definite is not None:
+            raise tally.definite
+        if tally.junk is not None and not tally.down:
+            raise tally.junk
         all_open = all(h.state.is_open for h in self.health.values())
         raise AllSourcesDown(DOWN, retry_in=self.next_probe_in(), all_open=all_open)
+
+    def _forget(self, task: asyncio.Task[Post]) -> None:
+        """A request nobody waits for any more ended; its outcome is on its health."""
+        self._background.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: asyncio would log it as never retrieved
+
+    def _settle(self, task: asyncio.Task[Post], link: Link, tally: _Tally) -> Post | None:
+        """A finished request: its post, or None after noting why there is none.
+
+        Raises the definite answer when it ends the chain, and `UnsupportedLink`.
+        """
+        try:
+            return task.result()
+        except PostUnavailable as exc:
+            if tally.definite is None:
+                tally.definite = exc
+            if not (exc is tally.definite and exc.reason == DELETED and self._may_lag(link)):
+                raise tally.definite from None
+        except UnsupportedLink:
+            raise
+        except (TransientFetch, TimeoutError):
+            tally.down = True
+        except FetchError as exc:
+            if _not_json(exc):
+                tally.down = True
+            else:
+                tally.junk = tally.junk or exc
+        return None
+
+    async def _ask(self, source: PostSource, link: Link) -> Post:
+        """One request to one source, its outcome recorded on the source's health."""
+        health = self.health[source.name]
+        try:
+            async with asyncio.timeout(self.deadline):
+                post = await source.fetch(link)
+        except TimeoutError:
+            health.failed(self.clock(), f"no answer within {self.deadline:g}s")
+            raise
+        except PostUnavailable:
+            health.succeeded(self.clock())  # a definite answer is a healthy source
+            raise
+        except UnsupportedLink:
+            raise
+        except TransientFetch as exc:
+            health.failed(self.clock(), exc.reason)
+            raise
+        except FetchError as exc:
+            if _not_json(exc):
+                health.failed(self.clock(), "answered with something that is not JSON")
+            else:
+                # JSON that is no post: this post's problem, not the source's health.
+                health.junk(self.clock(), exc.reason)
+            raise
+        health.succeeded(self.clock())
+        return post
 
     def _may_lag(self, link: Link) -> bool:
         made = snowflake_time(link.post_id or "")
