@@ -304,16 +304,33 @@ async def _until(condition: object, within: float = 5.0) -> None:
             await asyncio.sleep(0.01)
 
 
-async def test_a_slow_source_is_hedged_and_its_breaker_still_learns() -> None:
+async def test_a_slow_source_is_hedged_and_counted_as_failing_at_once() -> None:
     fx, vx = Fake("fx", "hang"), Fake("vx")
     chain = SourceChain([fx, vx], POLICY, clock=Clock(), deadline=0.5, hedge_after=0.01)
     for _ in range(POLICY.threshold):
         assert (await chain.fetch(_link())).author_name == "vx"
-    # The hung requests run on in the background until their deadline, then count.
-    await _until(lambda: chain.health["fx"].state.is_open)
-    assert chain.health["fx"].last_error == "no answer within 0.5s"
+    # Too slow to wait for is a failure when the hedge goes out, not at the deadline.
+    assert chain.health["fx"].state.is_open
+    assert chain.health["fx"].last_error == "no answer within 0.01s"
     assert (await chain.fetch(_link())).author_name == "vx"
     assert fx.calls == POLICY.threshold  # open: not asked any more
+    # The hung requests run on in the background to their deadline, counted once.
+    await _until(lambda: not chain._background)
+    assert chain.health["fx"].counts(chain.clock()) == (0, POLICY.threshold)
+
+
+async def test_a_slow_answer_that_comes_is_still_a_success() -> None:
+    @attrs.define
+    class Slow(Fake):
+        async def fetch(self, link: Link) -> Post:
+            await asyncio.sleep(0.05)
+            return await super().fetch(link)
+
+    fx, vx = Slow("fx"), Fake("vx", TransientFetch("down"))
+    chain = SourceChain([fx, vx], POLICY, clock=Clock(), deadline=5.0, hedge_after=0.01)
+    assert (await chain.fetch(_link())).author_name == "fx"
+    assert chain.health["fx"].counts(chain.clock()) == (1, 1)
+    assert chain.health["fx"].state == BreakerState()
 
 
 async def test_a_failure_while_the_hedge_is_running_waits_for_the_hedge() -> None:

@@ -159,6 +159,7 @@ class SourceChain:
     name: str = "x"
     health: dict[str, SourceHealth] = attrs.field(init=False)
     _background: set[asyncio.Task[Post]] = attrs.field(factory=set, init=False)
+    _slow: set[asyncio.Task[Post]] = attrs.field(factory=set, init=False)
     answered: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
     last_answer: str = attrs.field(default="", init=False)
 
@@ -206,10 +207,12 @@ class SourceChain:
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 if not done:
+                    self._note_slow(pending)
                     ask_next()  # the one asked is slow: ask the next one as well
                     continue
                 for task in done:
                     source = pending.pop(task)
+                    self._slow.discard(task)
                     post = self._settle(task, link, tally)
                     if post is not None:
                         self.answered[source.name] += 1
@@ -232,6 +235,7 @@ class SourceChain:
     def _forget(self, task: asyncio.Task[Post]) -> None:
         """A request nobody waits for any more ended; its outcome is on its health."""
         self._background.discard(task)
+        self._slow.discard(task)
         if not task.cancelled():
             task.exception()  # retrieved: asyncio would log it as never retrieved
 
@@ -258,6 +262,16 @@ class SourceChain:
                 tally.junk = tally.junk or exc
         return None
 
+    def _note_slow(self, pending: dict[asyncio.Task[Post], PostSource]) -> None:
+        """Too slow to wait for counts as a failure now, not at the deadline: three
+        slow answers open the breaker as soon as three failures would."""
+        for task, source in pending.items():
+            if task not in self._slow:
+                self._slow.add(task)
+                self.health[source.name].failed(
+                    self.clock(), f"no answer within {self.hedge_after:g}s"
+                )
+
     async def _ask(self, source: PostSource, link: Link) -> Post:
         """One request to one source, its outcome recorded on the source's health."""
         health = self.health[source.name]
@@ -265,7 +279,8 @@ class SourceChain:
             async with asyncio.timeout(self.deadline):
                 post = await source.fetch(link)
         except TimeoutError:
-            health.failed(self.clock(), f"no answer within {self.deadline:g}s")
+            if asyncio.current_task() not in self._slow:  # a slow one was counted already
+                health.failed(self.clock(), f"no answer within {self.deadline:g}s")
             raise
         except PostUnavailable:
             health.succeeded(self.clock())  # a definite answer is a healthy source
