@@ -18,6 +18,7 @@ from xbot.sources.syndication import token
 from xbot.testing.harness import Harness
 
 CHAT = 701
+OPERATOR = 702
 
 
 @attrs.define
@@ -32,7 +33,9 @@ class Shifted:
 
 @pytest.fixture
 async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(tmp_path / "data", x_sources=True, start_bot=False)
+    harness = await Harness.start(
+        tmp_path / "data", x_sources=True, start_bot=False, admin_ids=frozenset({OPERATOR})
+    )
     harness.clock = Shifted()
     await harness.start_bot()
     try:
@@ -171,3 +174,22 @@ async def test_the_syndication_endpoint_answers_when_both_apis_are_down(h: Harne
     assert chain(h).last_answer == "syndication"
     ((post_id, sent_token),) = h.syn.tokens
     assert (post_id, sent_token) == ("600", token("600"))
+
+
+async def test_stats_shows_each_source(h: Harness) -> None:
+    h.fx.set_fault("503")
+    for n in range(4):
+        h.add_post(800 + n, text="s", photos=[h.photo(f"s{n}")])
+        await send(h, str(800 + n))
+    h.api.user_message(OPERATOR, "/stats")
+    await h.api.wait_for(
+        lambda: any("X sources:" in m.get("text", "") for m in h.sent(OPERATOR)), 10
+    )
+    (text,) = [m["text"] for m in h.sent(OPERATOR) if "X sources:" in m.get("text", "")]
+    lines = text.split("X sources:\n", 1)[1].splitlines()
+    assert lines[0].startswith("  fxtwitter: skipped until ")
+    assert (
+        "UTC, 0 ok / 3 failed in the last hour; last error: The X API is having trouble" in lines[0]
+    )
+    assert lines[1] == "  vxtwitter: healthy, 4 ok / 0 failed in the last hour"
+    assert lines[2] == "  syndication: healthy, 0 ok / 0 failed in the last hour"
