@@ -7,9 +7,14 @@
 - *Transient* (the source, not the post): connection refused or reset, no
   answer within `deadline`, 5xx, 429, a 200 that is not the source's JSON, an
   error envelope such as fxtwitter's 503 ``UPSTREAM_UNAVAILABLE``. The next
-  source is asked at once, in the same task attempt. Junk (JSON we cannot read)
-  also moves on, and counts against the source's breaker, but when junk is all
-  that came back the post is junk (a permanent failure), not an outage.
+  source is asked at once, in the same task attempt, and the failure counts
+  against the source's breaker. Junk (JSON that is no post) moves on too but
+  says nothing about the source's health; when junk is all that came back the
+  post is junk (a permanent failure), not an outage.
+- *Slow*: a source that has not answered within `hedge_after` gets company:
+  the next source is asked as well and the first post wins. Too slow to wait
+  for counts as a failure at once; the slow request runs on in the background
+  to its `deadline` (and an answer that does come still counts as a success).
 - *Definite*: "not found", "private", "suspended" from a source that answered.
   That is the answer, with one exception: a "not found" for a post younger
   than `recent` asks the next source too, because a mirror may lag behind X
