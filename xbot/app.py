@@ -49,7 +49,7 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter
+from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.state import ChatStore
 from xbot.worker import Workers
@@ -113,15 +113,20 @@ async def build_services(
         user_agent=USER_AGENT,
     )
     # The forward prompt after each delivery, and the forward task it starts.
-    forwarding = Forwarding(settings, sender, chats, queue, clock)
+    # Its wake is the workers' (built below, from the task handlers this wiring makes):
+    # looked up when called, so nothing is assigned after construction.
+    forwarding = Forwarding(
+        settings, sender, chats, queue, clock,
+        wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+    )  # fmt: skip
     # Every delivery sends, records and announces (the forward prompt) through it.
-    outbox = Outbox(sender, on_delivered=forwarding.on_delivered)
+    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site. X is a chain of
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
     sources = SourceRouter({"x": SourceChain(x_sources(settings, x_client), clock=clock)})
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    other_sites = OtherSites(settings, outbox, cache, guarded)
-    delivery = Delivery(settings, outbox, sources, cache, chats, guarded, other_sites)
+    other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
+    delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:
@@ -133,7 +138,7 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    authority = Authority(application.bot)
+    authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(
@@ -144,7 +149,6 @@ async def build_services(
         clock=clock,
         on_chat_moved=mover.move,
     )
-    forwarding.wake = workers.wake
     services = Services(
         settings=settings,
         pool=pool,
