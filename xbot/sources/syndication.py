@@ -41,7 +41,7 @@ from xbot.media.x_api import (
     container_from_url,
 )
 from xbot.sources._http import default_timeout, get_json
-from xbot.sources.vx_api import _with_quote, orig_photo
+from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote
 
 NAME = "syndication"
 MALFORMED = "X's embed service sent an answer I could not read."
@@ -127,11 +127,10 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
     if kind is None:
         return None
     if kind == "photo":
-        return (
-            MediaItem(kind="photo", url=orig_photo(still), width=width, height=height)
-            if still
-            else None
-        )
+        if not still:
+            return None
+        photo = MediaItem(kind="photo", url=orig_photo(still), width=width, height=height)
+        return with_alt_text(photo, _str(raw.get("ext_alt_text")))
     video_info = raw.get("video_info")
     video_info = video_info if isinstance(video_info, dict) else {}
     millis = _int(video_info.get("duration_millis"))
@@ -216,7 +215,7 @@ def parse_syndication(data: object, *, post_id: str, _depth: int = 0) -> Post:
             quote = parse_syndication(quoted, post_id=_str(quoted.get("id_str")), _depth=1)
         except FetchError:
             quote = None
-    return _with_quote(post, quote)
+    return with_quote(post, quote)
 
 
 @attrs.define

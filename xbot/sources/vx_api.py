@@ -25,6 +25,7 @@ import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.links import Link
+from xbot.media import x_api
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.media.x_api import (
     _HANDLE,
@@ -64,7 +65,8 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
     size = size if isinstance(size, dict) else {}
     width, height = _int(size.get("width")), _int(size.get("height"))
     if kind == "photo":
-        return MediaItem(kind="photo", url=orig_photo(url), width=width, height=height)
+        photo = MediaItem(kind="photo", url=orig_photo(url), width=width, height=height)
+        return with_alt_text(photo, _str(raw.get("altText")))
     millis = _int(raw.get("duration_millis"))
     return MediaItem(
         kind=kind,
@@ -78,12 +80,32 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
     )
 
 
-def _with_quote(post: Post, quote: Post | None) -> Post:
-    # `Post.quote` arrives with issue 12; until then the quoted post is read and dropped,
-    # exactly as the fxtwitter parser drops it.
-    if quote is None or "quote" not in attrs.fields_dict(Post):
+def with_quote(post: Post, quote: Post | None) -> Post:
+    """The post with the post it quotes, built as the fxtwitter parser builds it.
+
+    Issue 12 gives `Post` a `quote` and the rule for the quoted post's media
+    (`x_api.with_quote_media`: the post's own media first, the quote's only when
+    all fit one album). Where this tree has neither, the quoted post is read and
+    dropped, as the fxtwitter parser then drops it; either way both parsers agree.
+    """
+    fields = attrs.fields_dict(Post)
+    if quote is None or "quote" not in fields:
         return post
-    return attrs.evolve(post, quote=quote)  # type: ignore[call-arg, unused-ignore]
+    merge = getattr(x_api, "with_quote_media", None)
+    if merge is None or "own_media" not in fields:
+        return attrs.evolve(post, quote=quote)  # type: ignore[call-arg, unused-ignore]
+    media, own = merge(post.media, quote.media)
+    sensitive = post.sensitive or (own is not None and quote.sensitive)
+    return attrs.evolve(  # type: ignore[call-arg, unused-ignore]
+        post, quote=quote, media=media, own_media=own, sensitive=sensitive
+    )
+
+
+def with_alt_text(item: MediaItem, text: str) -> MediaItem:
+    """A photo with its description, where `MediaItem` has the field (issue 12)."""
+    if not text or "alt_text" not in attrs.fields_dict(MediaItem):
+        return item
+    return attrs.evolve(item, alt_text=text)  # type: ignore[call-arg, unused-ignore]
 
 
 def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
@@ -125,7 +147,7 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
             quote = parse_vx(qrt, post_id=str(qrt["tweetID"]), _depth=1)
         except FetchError:
             quote = None  # a quote we cannot read does not spoil the post
-    return _with_quote(post, quote)
+    return with_quote(post, quote)
 
 
 @attrs.define
