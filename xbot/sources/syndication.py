@@ -38,7 +38,6 @@ from xbot.media.x_api import (
     _int,
     _str,
     canonical_url,
-    container_from_url,
 )
 from xbot.sources._http import default_timeout, get_json
 from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote
@@ -103,6 +102,12 @@ def token(post_id: str) -> str:
 # -- parsing --------------------------------------------------------------------------
 
 
+def _container(url: str) -> str:
+    """For a variant without a content type: what its path ends in, if it is a file we know."""
+    ending = url.split("?", 1)[0].rsplit(".", 1)[-1].lower()
+    return ending if ending in ("mp4", "m3u8", "webm", "mov") else ""
+
+
 def _variants(video_info: Mapping[str, Any]) -> tuple[Variant, ...]:
     out = []
     for raw in _dicts(video_info.get("variants")):
@@ -110,7 +115,7 @@ def _variants(video_info: Mapping[str, Any]) -> tuple[Variant, ...]:
         if not url:
             continue
         mime = _str(raw.get("content_type")).lower()
-        container = _MIME_CONTAINERS.get(mime) or container_from_url(url)
+        container = _MIME_CONTAINERS.get(mime) or _container(url)
         # X names HEVC encodings in the path (BetterTwitFix skips "/hevc/" the same way).
         codec = "hevc" if "/hevc/" in url or "/hvc1/" in url else ""
         bitrate = _int(raw.get("bitrate")) or 0

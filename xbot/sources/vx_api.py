@@ -36,7 +36,6 @@ from xbot.media.x_api import (
     _int,
     _str,
     canonical_url,
-    container_from_url,
 )
 from xbot.sources._http import default_timeout, get_json
 
@@ -72,7 +71,7 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
         kind=kind,
         url=url,
         # One encoding: BetterTwitFix already picked the best non-HEVC mp4.
-        variants=(Variant(url=url, container=container_from_url(url) or "mp4"),),
+        variants=(Variant(url=url, container="mp4"),),
         width=width,
         height=height,
         duration=millis / 1000 if millis else None,
