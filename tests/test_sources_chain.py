@@ -74,7 +74,7 @@ def test_a_success_clears_the_count() -> None:
     ids=["cooling", "probe", "one-probe", "lost-probe", "closed-again"],
 )
 def test_open_then_half_open(events: list[tuple[float, str]], verdicts: list[str]) -> None:
-    opened = [(0.0, "fail"), (1.0, "fail"), (2.0, "fail")]  # open until 32... then cool 30 → 32
+    opened = [(0.0, "fail"), (1.0, "fail"), (2.0, "fail")]  # open from 2 until 32
     results = _run([*opened, *[(t + 2.0, e) for t, e in events]])[3:]
     assert [v for v, _ in results] == verdicts
 
