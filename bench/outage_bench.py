@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from xbot.queue import Task
 from xbot.sources.chain import SourceChain
 from xbot.testing.harness import Harness
 
@@ -88,6 +89,57 @@ async def _mode(mode: str, links: int, deadline: float) -> dict[str, object]:
             await h.stop()
 
 
+async def _all_down(minutes: float) -> dict[str, object]:
+    """Every source down for `minutes` of the bot's clock (moved, not waited), then back."""
+    with tempfile.TemporaryDirectory(prefix="xbot-outage-") as tmp:
+        h = await Harness.start(Path(tmp), x_sources=True, start_bot=False)
+        clock = Shifted()
+        h.clock = clock
+        await h.start_bot()
+        assert h.vx is not None
+        assert h.syn is not None
+        try:
+            h.add_post(2000, text="patience", photos=[h.photo("p")])
+            h.fx.set_fault("503")
+            h.vx.set_outage("html")
+            await h.syn.refuse()
+            started = clock()
+            h.api.user_message(CHAT, "https://x.com/a/status/2000")
+            looks, seen = 0, 0.0
+            while True:
+                task = await _waiting(h, seen)
+                seen = task.updated_at
+                looks += 1
+                if task.run_after - started > minutes * 60:
+                    break
+                clock.offset += task.run_after - clock() + 0.01
+                h.services.workers.wake()
+            recovered = clock()
+            h.fx.set_fault(None)
+            h.vx.set_outage(None)
+            await h.syn.accept()
+            back_after = task.run_after - recovered
+            clock.offset += task.run_after - clock() + 0.01
+            h.services.workers.wake()
+            await h.api.wait_for(lambda: any("photo" in m for m in h.sent(CHAT)), 30)
+            sentences = [m["text"] for m in h.sent(CHAT) if "text" in m]
+            return {"looks": looks, "sentences": sentences, "back_after": back_after}
+        finally:
+            await h.stop()
+
+
+async def _waiting(h: Harness, seen: float) -> Task:
+    """The one task, once it is back in the queue (rescheduled after `seen`)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        tasks = await h.services.queue.list(limit=1)
+        task = tasks[0] if tasks else None
+        if task and task.state == "pending" and task.lease_token is None and task.updated_at > seen:
+            return task
+        await asyncio.sleep(0.01)
+    raise TimeoutError("the task did not go back to the queue")
+
+
 def _ms(values: list[float], base: float) -> str:
     if not values:
         return "–"
@@ -99,6 +151,9 @@ async def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--links", type=int, default=8)
     ap.add_argument("--deadline", type=float, default=12.0, help="the chain's per-source deadline")
+    ap.add_argument(
+        "--outage-minutes", type=float, default=40.0, help="every source down this long"
+    )
     args = ap.parse_args(argv)
     healthy = await _mode("healthy", args.links, args.deadline)
     base = statistics.median([*healthy["closed"], *healthy["open"]])  # type: ignore[misc]
@@ -111,6 +166,12 @@ async def main(argv: list[str]) -> int:
             f"| {mode} | {r['delivered']} | {_ms(r['closed'], base)} | "  # type: ignore[arg-type]
             f"{_ms(r['open'], base)} | {_ms(r['half_open'], base)} |"  # type: ignore[arg-type]
         )
+    down = await _all_down(args.outage_minutes)
+    print(
+        f"\nevery source down for {args.outage_minutes:g} min (the bot's clock moved, not waited):"
+        f" {down['looks']} looks at the sources, sentences to the chat: {down['sentences']},"
+        f" delivered {down['back_after']:.0f} s after the sources came back"
+    )
     return 0
 
 

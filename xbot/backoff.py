@@ -54,15 +54,16 @@ def compute_outage_delay(
     jitter: float,
     at_least: float | None = None,
     floor: float = 5.0,
-    cap: float = 300.0,
+    cap: float = 120.0,
 ) -> float:
     """Seconds before a task waiting out an outage of every source looks again.
 
     Counted from the task's `age`, not its attempts (an outage retry counts
     none): about a quarter of the time it has waited so far, between `floor`
     and `cap`, jittered down into ``[d / 2, d)`` like `compute_backoff`. An
-    hour's outage costs a task about 20 looks, each one free while every
-    breaker is open. `at_least` (the time until a breaker's next probe) is a
+    hour's outage costs a task about 50 looks, each one free while every
+    breaker is open (no request goes out); the cap is what a link waits at
+    most once a source is back. `at_least` (the time until a breaker's next probe) is a
     floor, itself capped: looking before the probe may go only finds every
     source still skipped.
     """

@@ -66,7 +66,7 @@ async def get_json(
             async for chunk in response.aiter_bytes():
                 body += chunk
                 if len(body) > max_body:
-                    raise FetchError(f"{who} sent an answer far too large for a post.")
+                    raise FetchError(f"{_cap(who)} sent an answer far too large for a post.")
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, who) from exc
     try:
@@ -76,8 +76,12 @@ async def get_json(
             return JsonAnswer(status, None)
         # A 200 that is not the JSON promised: an error page, a captcha, a half-
         # deployed server. It says nothing about the post; it says the source is unwell.
-        raise TransientFetch(f"{who} answered with a page instead of data.") from exc
+        raise TransientFetch(f"{_cap(who)} answered with a page instead of data.") from exc
     return JsonAnswer(status, data)
+
+
+def _cap(who: str) -> str:
+    return who[:1].upper() + who[1:]
 
 
 def _raise_for(status: int, who: str) -> None:
@@ -86,5 +90,5 @@ def _raise_for(status: int, who: str) -> None:
     if status in (404, 410):
         raise PostUnavailable(DELETED)
     if status in (401, 403, 408, 429) or status >= 500:
-        raise TransientFetch(f"{who} is having trouble.")
-    raise FetchError(f"{who} answered in a way I could not read (HTTP {status}).")
+        raise TransientFetch(f"{_cap(who)} is having trouble.")
+    raise FetchError(f"{_cap(who)} answered in a way I could not read (HTTP {status}).")

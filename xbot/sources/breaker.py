@@ -49,7 +49,7 @@ class BreakerPolicy:
     threshold: int = 3
     window: float = 60.0
     cool_down: float = 30.0
-    max_cool_down: float = 300.0
+    max_cool_down: float = 120.0
     probe_timeout: float = 60.0
 
 
