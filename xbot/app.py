@@ -39,7 +39,6 @@ from xbot.link_cache import LinkCache
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
-from xbot.media.x_api import XApi
 from xbot.notices import KIND as NOTICE
 from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
@@ -50,7 +49,8 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter, XApiSource, YtdlpSource
+from xbot.sources import SourceRouter, YtdlpSource
+from xbot.sources.chain import SourceChain, x_sources
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -121,8 +121,9 @@ async def build_services(
     )  # fmt: skip
     # Every delivery sends, records and announces (the forward prompt) through it.
     outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
-    # Which source serves a link, by its kind: one entry per site.
-    sources = SourceRouter({"x": XApiSource(XApi(x_client, settings.x_api_url))})
+    # Which source serves a link, by its kind: one entry per site. X is a chain of
+    # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
+    sources = SourceRouter({"x": SourceChain(x_sources(settings, x_client), clock=clock)})
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)

@@ -26,6 +26,8 @@ T = TypeVar("T")
 DEFAULT_BOT_API_URL = "https://api.telegram.org/bot"
 DEFAULT_BOT_API_FILE_URL = "https://api.telegram.org/file/bot"
 DEFAULT_X_API_URL = "https://api.fxtwitter.com"
+DEFAULT_VX_API_URL = "https://api.vxtwitter.com"
+DEFAULT_X_SYNDICATION_URL = "https://cdn.syndication.twimg.com"
 
 # name -> (meaning, default as shown to people). The README's configuration table
 # and systemd/xbot.env.example are checked against this by tests/test_docs.py.
@@ -40,6 +42,15 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         DEFAULT_BOT_API_FILE_URL,
     ),
     "XBOT_X_API_URL": ("fxtwitter-compatible API base", DEFAULT_X_API_URL),
+    "XBOT_VX_API_URL": (
+        "vxtwitter-compatible API base, asked when the first source fails transiently; "
+        "empty disables",
+        DEFAULT_VX_API_URL,
+    ),
+    "XBOT_X_SYNDICATION_URL": (
+        "X's syndication endpoint base (`/tweet-result`), the third source; empty disables",
+        DEFAULT_X_SYNDICATION_URL,
+    ),
     "XBOT_DATA_DIR": (
         "where the database and temp files live",
         "`$STATE_DIRECTORY` under systemd, else the platformdirs user data dir",
@@ -100,6 +111,8 @@ class Settings:
     bot_api_url: str = DEFAULT_BOT_API_URL
     bot_api_file_url: str = DEFAULT_BOT_API_FILE_URL
     x_api_url: str = DEFAULT_X_API_URL
+    vx_api_url: str = DEFAULT_VX_API_URL  # "" disables the source
+    x_syndication_url: str = DEFAULT_X_SYNDICATION_URL  # "" disables the source
     data_dir: Path = attrs.field(factory=lambda: Path(platformdirs.user_data_dir("xbot")))
     admin_ids: frozenset[int] = frozenset()
     allowed_chat_ids: frozenset[int] = frozenset()
@@ -170,6 +183,11 @@ def _url(name: str, raw: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{name}: {value!r} is not an http(s) URL")
     return value.rstrip("/")
+
+
+def _optional_url(name: str, raw: str) -> str:
+    """An http(s) URL, or "" when the operator emptied the variable (the source is off)."""
+    return "" if not raw.strip() else _url(name, raw)
 
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
@@ -322,6 +340,17 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         x_api_url=field(
             lambda: _url("XBOT_X_API_URL", get("XBOT_X_API_URL", DEFAULT_X_API_URL)),
             DEFAULT_X_API_URL,
+        ),
+        vx_api_url=field(
+            lambda: _optional_url("XBOT_VX_API_URL", get("XBOT_VX_API_URL", DEFAULT_VX_API_URL)),
+            DEFAULT_VX_API_URL,
+        ),
+        x_syndication_url=field(
+            lambda: _optional_url(
+                "XBOT_X_SYNDICATION_URL",
+                get("XBOT_X_SYNDICATION_URL", DEFAULT_X_SYNDICATION_URL),
+            ),
+            DEFAULT_X_SYNDICATION_URL,
         ),
         data_dir=field(lambda: _data_dir(merged), default_data_dir({})),
         admin_ids=field(lambda: _ids("XBOT_ADMIN_IDS", get("XBOT_ADMIN_IDS", "")), frozenset()),

@@ -25,7 +25,9 @@ from xbot.albums import PlanKind, one_send, plan_sends
 from xbot.caption import build_caption, build_text_reply, caption_parts, post_from_parts
 from xbot.config import Settings
 from xbot.errors import (
+    AllSourcesDown,
     FetchError,
+    OutageRetry,
     Permanent,
     PostUnavailable,
     RetryLater,
@@ -48,6 +50,7 @@ from xbot.payloads import DELIVER, DeliverPayload, OutKind, SentItem
 from xbot.progress import ChatAction, keep_chat_action
 from xbot.sender import OutMedia, Sender
 from xbot.sources import PostSource
+from xbot.sources.chain import DOWN
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
 
@@ -61,6 +64,10 @@ UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
 # of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
 CHAT_ACTION_AFTER = 1.0
+# Every X source down: the link waits up to an hour (then a dead-letter notice), and
+# the chat hears one sentence once the outage is more than a blip.
+OUTAGE_BUDGET = 3600.0
+OUTAGE_TELL_AFTER = 30.0
 
 
 OtherSiteDelivery = Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]]
@@ -157,6 +164,8 @@ class Delivery:
         except PostUnavailable as exc:
             await self._say(ctx, payload, exc.reason)
             return None
+        except AllSourcesDown as exc:
+            raise self._outage(ctx, payload, exc) from exc
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
@@ -173,6 +182,26 @@ class Delivery:
                 )  # fmt: skip
             return None
         return post
+
+    def _outage(
+        self, ctx: TaskContext, payload: DeliverPayload, exc: AllSourcesDown
+    ) -> OutageRetry:
+        """Every X source is down: wait it out (counted in time), and say so once.
+
+        The sentence waits for a real outage (every breaker open, or the link
+        waiting for half a minute): a one-request blip is retried in silence.
+        The worker says it only once the retry is written (`OutageRetry.then`).
+        """
+        age = ctx.clock() - ctx.task.created_at
+        tell = not payload.told_down and (exc.all_open or age >= OUTAGE_TELL_AFTER)
+        then = None
+        if tell:
+            ctx.stage_payload(attrs.evolve(payload, told_down=True).to_json())
+
+            async def then() -> None:
+                await self._say(ctx, payload, DOWN)
+
+        return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, then=then)
 
     async def _send_cached(
         self,

@@ -3,7 +3,9 @@
 A short scripted conversation — a photo post, a video post, a 4-item album,
 the same link again (answered from the cache), a post quoting another one's
 photo, a 45-second 1080p video that goes out as the 720p version that fits,
-a deleted post — printed as a readable transcript. No token, no network: everything is on 127.0.0.1.
+a link while the fxtwitter API is down (answered by the next source), a
+deleted post — printed as a readable transcript. No token, no network:
+everything is on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ def describe(message: dict[str, Any]) -> str:
             caption = message.get("caption")
             return f"{label} {_plain(caption)}" if caption else label
     return "[message]"
+
+
+def _answered_by(harness: Harness) -> str:
+    from xbot.sources.chain import SourceChain
+
+    chain = harness.services.sources.by_kind.get("x")
+    return chain.last_answer if isinstance(chain, SourceChain) else "?"
 
 
 def _size(n: int) -> str:
@@ -129,22 +138,22 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
     else:
         logging.getLogger().setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="xbot-demo-") as tmp:
-        harness = await Harness.start(Path(tmp))
+        harness = await Harness.start(Path(tmp), x_sources=True)
         try:
             fx = harness.fx
-            fx.add_post(
+            harness.add_post(
                 "1790000000000000001",
                 author=("NASA", "NASA"),
                 text="The Moon, as seen from the ISS this morning. 🌕",
                 photos=[harness.photo("moon")],
             )
-            fx.add_post(
+            harness.add_post(
                 "1790000000000000002",
                 author=("Cats of X", "catsofx"),
                 text="He did NOT expect that.",
                 videos=[harness.video("cat", 256 * 1024)],
             )
-            fx.add_post(
+            harness.add_post(
                 "1790000000000000003",
                 author=("Trail Notes", "trailnotes"),
                 text="Four days on the ridge, four pictures.",
@@ -169,6 +178,12 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 author=("Launch Desk", "launchdesk"),
                 text="Liftoff, 45 seconds of it.",
                 videos=[{"url": rungs[-1], "duration": 45.0, "formats": x_formats(rungs)}],
+            )
+            harness.add_post(
+                "1790000000000000008",
+                author=("Harbour Cam", "harbourcam"),
+                text="Fog rolling in at 7:02.",
+                photos=[harness.photo("fog")],
             )
 
             t = Transcript(out)
@@ -198,6 +213,11 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 _video_note(rungs, 45.0, harness.settings.upload_limit),
                 sent=lambda: _sent_video(harness, rungs),
             )
+            fx.set_fault("503")  # every request: 503 UPSTREAM_UNAVAILABLE
+            t.note("the fxtwitter API goes down: 503 UPSTREAM_UNAVAILABLE on every request")
+            await _step(harness, t, "https://x.com/harbourcam/status/1790000000000000008")
+            t.note(f"answered by {_answered_by(harness)}, in the same attempt; nothing waited")
+            fx.set_fault(None)
             await _step(harness, t, "https://x.com/gone/status/1790000000000000004")
             out.write(
                 f"\n{len(harness.api.calls)} Bot API calls, "

@@ -145,6 +145,7 @@ class DeliverPayload:
         announced: the follow-up after the last album ran (e.g. the forward prompt).
         user_id: who sent the link (None: unknown, an anonymous admin, a channel);
             their forward prompt is theirs to press.
+        told_down: the chat was told that X is not answering (said once per task).
     """
 
     url: str
@@ -157,6 +158,7 @@ class DeliverPayload:
     skipped: int = 0
     announced: bool = False
     user_id: int | None = None
+    told_down: bool = False
 
     @property
     def reply_to(self) -> int | None:
@@ -187,6 +189,7 @@ class DeliverPayload:
                 "skipped": self.skipped,
                 "announced": self.announced,
                 "user_id": self.user_id,
+                "told_down": self.told_down,
             }
         )
 
@@ -213,6 +216,7 @@ class DeliverPayload:
                 skipped=int(data.get("skipped", 0)),
                 announced=bool(data.get("announced", False)),
                 user_id=_opt_int(data.get("user_id")),
+                told_down=bool(data.get("told_down", False)),
             )
         except PayloadError:
             raise

@@ -18,6 +18,7 @@ from xbot.payloads import payload_identity
 from xbot.queue import Task
 from xbot.services import XContext
 from xbot.sources import PostSource
+from xbot.sources.chain import SourceChain
 
 __all__ = ["DEAD_SHOWN", "cmd_clear_cache", "cmd_dead", "cmd_debug", "cmd_stats", "dead_view"]
 
@@ -58,6 +59,9 @@ async def cmd_stats(update: Update, context: XContext) -> None:
         f"({cache.hits} hits, {cache.misses} misses)",
         f"Workers: {services.settings.workers}, running {services.workers.in_flight}",
     ]
+    x_chain = services.sources.by_kind.get("x")
+    if isinstance(x_chain, SourceChain):
+        lines += ["X sources:", *(f"  {r.line()}" for r in x_chain.report())]
     await reply(context, message, "\n".join(lines))
 
 

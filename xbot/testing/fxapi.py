@@ -18,7 +18,10 @@ Faults, per post or for every request: ``garbage`` (bytes that are not JSON),
 (a 20 MB JSON body, streamed), ``hang`` (no answer until stopped, at most
 `MAX_HANG_S`), ``truncated`` (the connection closes mid-body),
 ``429``/``500``/``502``/``503``, and a `delay` before any answer.
-`hits[path]` counts requests.
+`hits[path]` counts requests. The whole service failing as real sources do
+(its 503 envelope, HTML with 200, a hang, a reset, refused connections) is
+`set_outage` / `refuse` / `accept`, shared with the other X source stand-ins
+(`xbot.testing._outage`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from typing import Any
 
 import attrs
 
-from xbot.testing._http import HttpServer, Request, Response, ServerBase, serve_forever_main
+from xbot.testing._http import HttpServer, Request, Response, serve_forever_main
+from xbot.testing._outage import Outages
 from xbot.testing._tgtext import utf16_len
 
 __all__ = ["FAULTS", "X_LADDER", "FxApiServer", "main", "tombstone_body", "x_formats"]
@@ -252,7 +256,7 @@ def build_status(
     return status
 
 
-class FxApiServer(ServerBase):
+class FxApiServer(Outages):
     """The fxtwitter-compatible API stand-in. Thread-safe; usable from sync and async code.
 
     Attributes:
@@ -262,6 +266,7 @@ class FxApiServer(ServerBase):
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
+        self._outage_lock = threading.Lock()
         self._posts: dict[str, _Post] = {}
         self._global_fault: _Fault | None = None
         self._delay = 0.0
@@ -412,6 +417,9 @@ class FxApiServer(ServerBase):
         with self._lock:
             self.hits[request.path] += 1
             delay = self._delay
+        outage = await self.outage_answer()  # the whole service down (xbot.testing._outage)
+        if outage is not None:
+            return outage
         if request.method not in ("GET", "HEAD"):
             return _json(405, {"code": 405, "message": "METHOD_NOT_ALLOWED", "tweet": None})
         if self.require_user_agent and not request.header("user-agent").strip():
@@ -442,6 +450,9 @@ class FxApiServer(ServerBase):
         if post.status is None:
             return _json(post.code, _error_body(post.code, _ERRORS.get(post.code, "API_FAIL")))
         return _json(200, {"code": 200, "message": "OK", "tweet": post.status})
+
+    def _outage_body_503(self) -> bytes:
+        return json.dumps(_error_body(503, "UPSTREAM_UNAVAILABLE")).encode()
 
 
 def tombstone_body(post_id: str, reason: str, message: str | None = None) -> JSON:

@@ -26,6 +26,8 @@ from xbot.testing._mediabytes import fake_mp4, tiny_jpeg
 from xbot.testing.botapi import BotApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.media_server import MediaServer
+from xbot.testing.syndication import SyndicationServer
+from xbot.testing.vxapi import VxApiServer
 
 
 @attrs.define
@@ -36,6 +38,8 @@ class Harness:
         api: the Bot API stand-in (records every call).
         fx: the fxtwitter-compatible API (a registry of posts).
         media: serves photos and videos, counting hits.
+        vx, syn: the vxtwitter-compatible and syndication stand-ins, started with
+            ``x_sources=True`` (else None, and the bot knows only fxtwitter).
     """
 
     data_dir: Path
@@ -46,6 +50,8 @@ class Harness:
     pacer_enabled: bool = False
     clock: Callable[[], float] = time.time
     bot: Bot | None = None
+    vx: VxApiServer | None = None
+    syn: SyndicationServer | None = None
 
     @classmethod
     async def start(
@@ -55,10 +61,13 @@ class Harness:
         allow_url_fetch: bool = True,
         pacer: bool = False,
         start_bot: bool = True,
+        x_sources: bool = False,
         **overrides: Any,
     ) -> Harness:
         media = await MediaServer().start()
         fx = await FxApiServer().start()
+        vx = await VxApiServer().start() if x_sources else None
+        syn = await SyndicationServer().start() if x_sources else None
         # Above the cloud's 50 MB the stand-in plays a local Bot API server (up to 2000 MB).
         limit_mb = max(50, int(overrides.get("upload_limit_mb", 50)))
         api = await BotApiServer(
@@ -69,12 +78,17 @@ class Harness:
             "bot_api_url": f"{api.url}/bot",
             "bot_api_file_url": f"{api.url}/file/bot",
             "x_api_url": fx.url,
+            # Without x_sources the fallbacks are off: nothing leaves 127.0.0.1.
+            "vx_api_url": vx.url if vx else "",
+            "x_syndication_url": syn.url if syn else "",
             "data_dir": data_dir,
             "allow_private_networks": True,
             "workers": 4,
         }
         values.update(overrides)
-        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer)
+        harness = cls(
+            data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer, vx=vx, syn=syn
+        )
         if start_bot:
             await harness.start_bot()
         return harness
@@ -110,8 +124,18 @@ class Harness:
         await self.api.stop()
         await self.fx.stop()
         await self.media.stop()
+        for source in (self.vx, self.syn):
+            if source is not None:
+                await source.stop()
 
     # -- content ------------------------------------------------------------
+
+    def add_post(self, post_id: str | int, **fx_arguments: Any) -> None:
+        """One post on every X source stand-in that runs (the fxtwitter one's arguments)."""
+        status = self.fx.add_post(post_id, **fx_arguments)
+        for source in (self.vx, self.syn):
+            if source is not None:
+                source.add_status(status, post_id)
 
     def photo(self, name: str, *, data: bytes | None = None, **route: Any) -> str:
         """Serve a photo; returns its URL."""
