@@ -1,0 +1,1 @@
+"""Where posts come from: X through a chain of sources, other sites through yt-dlp."""
