@@ -165,8 +165,8 @@ class _Fields:
 def _fields(post: Post) -> _Fields:
     name = _clean(post.author_name, one_line=True)
     handle = _clean(post.author_handle, one_line=True).removeprefix("@")
-    if post.source != "x":
-        # Other sites: the author is the uploader; their ids are not @handles.
+    if post.source not in ("x", "bsky", "pixiv"):
+        # yt-dlp's sites: the author is the uploader; their ids are not @handles.
         name, handle = name or handle, ""
     url = _clean(post.url, one_line=True)
     return _Fields(
