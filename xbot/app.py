@@ -49,6 +49,9 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import Services, XContext
+from xbot.sources.base import PostSource
+from xbot.sources.bsky import BskySource
+from xbot.sources.pixiv import PixivSource
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -111,7 +114,12 @@ async def build_services(
         user_agent=USER_AGENT,
     )
     x_api = XApi(x_client, settings.x_api_url)
-    delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
+    # Bluesky and pixiv: posts like X posts, on in every chat.
+    sources: dict[str, PostSource] = {
+        "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
+        "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+    }
+    delivery = Delivery(settings, sender, x_api, cache, chats, guarded, sources=sources)
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     delivery.other_sites = OtherSites(settings, sender, cache, delivery)
 

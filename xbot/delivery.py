@@ -40,11 +40,12 @@ from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
-from xbot.media.download import download
+from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
 from xbot.media.x_api import XApi, choose_variant, expand_tco
 from xbot.sender import OutKind, OutMedia, Sender, SentItem
+from xbot.sources.base import PostSource
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
 
@@ -206,6 +207,8 @@ class Delivery:
     Attributes:
         guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
         other_sites: delivers a non-X link (yt-dlp), or None when that is off.
+        sources: the native sites beyond X (Bluesky, pixiv) by link kind; their
+            posts go the way X posts go, cache and albums included.
         on_delivered: runs once after every album of a post was delivered (the
             forward prompt hangs here); recorded in the payload so a retry does
             not run it twice.
@@ -222,6 +225,7 @@ class Delivery:
         None
     )
     on_delivered: Callable[[TaskContext, Delivered], Awaitable[None]] | None = None
+    sources: Mapping[str, PostSource] = attrs.field(factory=dict)
 
     async def run(self, ctx: TaskContext) -> None:
         payload = DeliverPayload.from_json(ctx.task.payload)
@@ -229,6 +233,13 @@ class Delivery:
         chat = await self.chats.get(ctx.task.chat_id, now)
         if payload.kind == "tco":
             payload = await self._expand(ctx, payload)
+        if payload.kind in self.sources:
+            resolved = await self._resolve(ctx, payload)
+            if resolved is None:
+                return
+            payload = resolved
+        elif payload.kind not in {"x", "other"}:
+            raise Permanent("Links to that site are not supported here.", notify=False)
         if payload.kind == "other":
             if self.other_sites is None:
                 raise Permanent("Links to that site are not supported here.", notify=False)
@@ -255,6 +266,26 @@ class Delivery:
         )  # fmt: skip
         await ctx.save_payload(expanded.to_json())
         return expanded
+
+    async def _resolve(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload | None:
+        """The link under its final cache key (a Bluesky handle becomes its DID); None: answered."""
+        resolve = getattr(self.sources[payload.kind], "resolve", None)
+        if resolve is None:
+            return payload
+        try:
+            link = await resolve(_link(payload))
+        except PostUnavailable as exc:
+            await self._say(ctx, payload, exc.reason)
+            return None
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        if link.key == payload.key:
+            return payload
+        resolved = attrs.evolve(payload, url=link.url, key=link.key, handle=link.handle)
+        await ctx.save_payload(resolved.to_json())
+        return resolved
 
     async def _deliver_x(
         self,
@@ -307,8 +338,12 @@ class Delivery:
 
     async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
         assert payload.post_id is not None
+        source = self.sources.get(payload.kind)
         try:
-            post = await self.x_api.fetch(payload.post_id, payload.handle)
+            if source is not None:
+                post = await source.fetch(_link(payload))
+            else:
+                post = await self.x_api.fetch(payload.post_id, payload.handle)
         except PostUnavailable as exc:
             await self._say(ctx, payload, exc.reason)
             return None
@@ -461,19 +496,17 @@ class Delivery:
             url = variant.url
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
-        try:
-            result = await download(self.guarded, url, dest, max_bytes=limit)
-        except TooLarge:
-            raise
-        except TransientFetch as exc:
-            raise RetryLater(exc.reason) from exc
-        except FetchError as exc:
-            raise Permanent(exc.reason) from exc
+        result = await self._get(url, dest, item)
         kind: OutKind = item.kind
         if kind == "photo" and (
             as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
         ):
             kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
+            if not as_docs and item.fallback_url and _photo_ratio_ok(item):
+                # A smaller rendition the source offers (pixiv's "regular") goes as a photo.
+                smaller = await self._get(item.fallback_url, folder / f"{n}.small.jpg", item)
+                if smaller.size <= UPLOAD_PHOTO_LIMIT:
+                    result, kind = smaller, "photo"
         # The player's still (best effort: None when missing, failed or not one Telegram takes).
         thumb = None
         if kind == "video" and item.thumbnail_url:
@@ -483,6 +516,20 @@ class Delivery:
             kind, result.path, "upload", item.width, item.height, item.duration,
             filename=dest.name, thumbnail=thumb,
         )  # fmt: skip
+
+    async def _get(self, url: str, dest: Path, item: MediaItem) -> DownloadResult:
+        """One media file through the guard, with the headers its host insists on."""
+        try:
+            return await download(
+                self.guarded, url, dest, max_bytes=self.settings.upload_limit,
+                headers=dict(item.headers) or None,
+            )  # fmt: skip
+        except TooLarge:
+            raise
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
 
     @staticmethod
     def _record(
@@ -560,6 +607,8 @@ def cache_key(key: str, as_documents: bool) -> str:
 
 def _by_url(item: MediaItem) -> OutMedia | None:
     """The item as a URL Telegram can fetch itself, or None when it is over the URL limits."""
+    if item.upload_only:
+        return None
     if item.kind == "photo":
         if item.size is not None and item.size > URL_PHOTO_LIMIT:
             return None
@@ -578,6 +627,17 @@ def _photo_shape_ok(item: MediaItem) -> bool:
     if not w or not h:
         return True
     return w + h <= 10000 and max(w, h) / min(w, h) <= 20
+
+
+def _photo_ratio_ok(item: MediaItem) -> bool:
+    """Aspect ratio ≤ 20: a smaller rendition of the same picture cannot fix a wider one."""
+    w, h = item.width or 0, item.height or 0
+    return not w or not h or max(w, h) / min(w, h) <= 20
+
+
+def _link(payload: DeliverPayload) -> Link:
+    return Link(url=payload.url, key=payload.key, kind=payload.kind,  # type: ignore[arg-type]
+                post_id=payload.post_id, handle=payload.handle)  # fmt: skip
 
 
 def _groupable(items: Sequence[OutMedia]) -> bool:

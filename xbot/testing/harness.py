@@ -24,8 +24,10 @@ from xbot.pacing import Pacer
 from xbot.services import Services
 from xbot.testing._mediabytes import fake_mp4, tiny_jpeg
 from xbot.testing.botapi import BotApiServer
+from xbot.testing.bskyapi import BskyApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.media_server import MediaServer
+from xbot.testing.pixivapi import PixivServer
 
 
 @attrs.define
@@ -36,6 +38,8 @@ class Harness:
         api: the Bot API stand-in (records every call).
         fx: the fxtwitter-compatible API (a registry of posts).
         media: serves photos and videos, counting hits.
+        bsky: the Bluesky AppView, PLC directory and PDS stand-in.
+        pixiv: the pixiv ajax and image host stand-in (with its Referer rule).
     """
 
     data_dir: Path
@@ -46,6 +50,8 @@ class Harness:
     pacer_enabled: bool = False
     clock: Callable[[], float] = time.time
     bot: Bot | None = None
+    bsky: BskyApiServer = attrs.field(factory=BskyApiServer)
+    pixiv: PixivServer = attrs.field(factory=PixivServer)
 
     @classmethod
     async def start(
@@ -59,6 +65,8 @@ class Harness:
     ) -> Harness:
         media = await MediaServer().start()
         fx = await FxApiServer().start()
+        bsky = await BskyApiServer().start()
+        pixiv = await PixivServer().start()
         # Above the cloud's 50 MB the stand-in plays a local Bot API server (up to 2000 MB).
         limit_mb = max(50, int(overrides.get("upload_limit_mb", 50)))
         api = await BotApiServer(
@@ -69,12 +77,16 @@ class Harness:
             "bot_api_url": f"{api.url}/bot",
             "bot_api_file_url": f"{api.url}/file/bot",
             "x_api_url": fx.url,
+            "bsky_api_url": bsky.url,
+            "bsky_plc_url": bsky.plc_url,
+            "pixiv_api_url": pixiv.url,
             "data_dir": data_dir,
             "allow_private_networks": True,
             "workers": 4,
         }
         values.update(overrides)
-        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer)
+        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer,
+                      bsky=bsky, pixiv=pixiv)  # fmt: skip
         if start_bot:
             await harness.start_bot()
         return harness
@@ -110,6 +122,8 @@ class Harness:
         await self.api.stop()
         await self.fx.stop()
         await self.media.stop()
+        await self.bsky.stop()
+        await self.pixiv.stop()
 
     # -- content ------------------------------------------------------------
 
