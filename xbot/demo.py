@@ -1,8 +1,9 @@
 """`xbot demo`: the real bot, offline, against the project's own stand-ins.
 
 A short scripted conversation — a photo post, a video post, a 4-item album,
-the same link again (answered from the cache), a deleted post — printed as a
-readable transcript. No token, no network: everything is on 127.0.0.1.
+the same link again (answered from the cache), a deleted post, a Bluesky post
+and a pixiv work — printed as a readable transcript. No token, no network:
+everything is on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -115,6 +116,15 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 photos=[harness.photo(f"ridge{i}") for i in range(4)],
             )
             fx.add_post("1790000000000000004", author=("Gone", "gone"), text="", deleted=True)
+            harness.bsky.add_post(
+                "sky.example.com", "3lbdemo2024ab", name="Sky Watcher",
+                text="Two shots of tonight's aurora.",
+                images=[harness.photo("aurora1"), harness.photo("aurora2")],
+            )  # fmt: skip
+            harness.pixiv.add_work(
+                "120000777", title="港の朝", user=("Mika", "4338012", "mika_draws"),
+                tags=["オリジナル", "風景"],
+            )  # fmt: skip
 
             t = Transcript(out)
             out.write("xbot demo — the real bot against local stand-ins (no token, no network)\n\n")
@@ -131,6 +141,11 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 "answered from the link cache: {downloads} downloads, one Bot API call",
             )
             await _step(harness, t, "https://x.com/gone/status/1790000000000000004")
+            await _step(harness, t, "https://bsky.app/profile/sky.example.com/post/3lbdemo2024ab")
+            await _step(
+                harness, t, "https://www.pixiv.net/en/artworks/120000777",
+                "pixiv's image host wants its Referer: downloaded with it, then uploaded",
+            )  # fmt: skip
             out.write(
                 f"\n{len(harness.api.calls)} Bot API calls, "
                 f"{harness.media_hits()} media downloads, "
