@@ -237,3 +237,30 @@ async def test_a_down_appview_is_transient() -> None:
     assert link is not None
     with pytest.raises(TransientFetch):
         await source(api, [0.0]).fetch(link)
+
+
+async def test_a_did_web_document_is_fetched_through_the_guarded_client() -> None:
+    # A did:web names its own host: user-controlled, so it goes through the SSRF guard.
+    did = "did:web:alice.example.com"
+    trusted_calls: list[str] = []
+    guarded_calls: list[str] = []
+
+    def trusted(request: httpx.Request) -> httpx.Response:
+        trusted_calls.append(str(request.url))
+        data = load("thread_video.json")
+        data["thread"]["post"]["author"]["did"] = did
+        return httpx.Response(200, json=data)
+
+    def guarded(request: httpx.Request) -> httpx.Response:
+        guarded_calls.append(str(request.url))
+        return httpx.Response(200, json=load("did_plc.json"))
+
+    src = BskySource(httpx.AsyncClient(transport=httpx.MockTransport(trusted)),
+                     httpx.AsyncClient(transport=httpx.MockTransport(guarded)),
+                     "https://appview.test", "https://plc.test")  # fmt: skip
+    link = classify(f"https://bsky.app/profile/{did}/post/3l4omssdl632g")
+    assert link is not None
+    post = await src.fetch(link)
+    assert guarded_calls == ["https://alice.example.com/.well-known/did.json"]
+    assert all("plc.test" not in url for url in trusted_calls)
+    assert post.media[0].url.startswith(PDS)

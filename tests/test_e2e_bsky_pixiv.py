@@ -211,3 +211,25 @@ async def test_pixiv_answers_in_one_sentence(harness: Harness) -> None:
         assert texts(h, CHAT + n) == [sentence]
         assert not media_calls(h, CHAT + n)
     assert image_requests(h) == 0
+
+
+async def test_pixiv_page_too_narrow_for_a_photo_goes_as_a_document(harness: Harness) -> None:
+    h = harness
+    h.pixiv.add_work("120000020", title="Scroll", size=(100, 2500))  # aspect ratio 25
+    await send_and_settle(h, CHAT, "https://www.pixiv.net/artworks/120000020")
+    (call,) = ok_media_calls(h, CHAT)
+    assert call.method == "sendDocument"
+    assert h.pixiv.hits["/img-master/img/2024/11/20/10/00/00/120000020_p0_master1200.jpg"] == 0
+
+
+async def test_a_flaky_appview_or_pixiv_is_retried(harness: Harness) -> None:
+    h = harness
+    h.bsky.add_post(ALICE, "3lbflaky12345", text="later", images=[h.photo("f")])
+    h.pixiv.add_work("120000030")
+    h.bsky.fail_next(1)
+    h.pixiv.fail_next(1)
+    h.api.user_message(CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbflaky12345")
+    h.api.user_message(CHAT + 1, "https://www.pixiv.net/artworks/120000030")
+    await h.api.wait_for(lambda: ok_media_calls(h, CHAT) and ok_media_calls(h, CHAT + 1), 20)
+    assert not texts(h, CHAT)
+    assert not texts(h, CHAT + 1)
