@@ -43,13 +43,14 @@ from xbot.media.x_api import XApi
 from xbot.notices import KIND as NOTICE
 from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
+from xbot.outbox import Outbox
 from xbot.pacing import Pacer
 from xbot.polling import DurablePoller
 from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
-from xbot.services import Services, XContext
-from xbot.sources.base import PostSource
+from xbot.services import ChatMover, Services, XContext
+from xbot.sources import SourceRouter, XApiSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.pixiv import PixivSource
 from xbot.state import ChatStore
@@ -113,19 +114,22 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
-    x_api = XApi(x_client, settings.x_api_url)
-    # Bluesky and pixiv: posts like X posts, on in every chat.
-    sources: dict[str, PostSource] = {
-        "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
-        "pixiv": PixivSource(x_client, settings.pixiv_api_url),
-    }
-    delivery = Delivery(settings, sender, x_api, cache, chats, guarded, sources=sources)
-    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    delivery.other_sites = OtherSites(settings, sender, cache, delivery)
-
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, sender, chats, queue, clock)
-    delivery.on_delivered = forwarding.on_delivered
+    # Every delivery sends, records and announces (the forward prompt) through it.
+    outbox = Outbox(sender, on_delivered=forwarding.on_delivered)
+    # Which source serves a link, by its kind: one entry per site.
+    sources = SourceRouter(
+        {
+            "x": XApiSource(XApi(x_client, settings.x_api_url)),
+            # Bluesky and pixiv: posts like X posts, on in every chat.
+            "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
+            "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        }
+    )
+    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
+    other_sites = OtherSites(settings, outbox, cache, guarded)
+    delivery = Delivery(settings, outbox, sources, cache, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:
@@ -137,8 +141,8 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    async def chat_moved(old_id: int, new_id: int) -> None:
-        await chats.move_chat(old_id, new_id, clock())
+    authority = Authority(application.bot)
+    mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(
         queue,
@@ -146,7 +150,7 @@ async def build_services(
         notify,
         count=settings.workers,
         clock=clock,
-        on_chat_moved=chat_moved,
+        on_chat_moved=mover.move,
     )
     forwarding.wake = workers.wake
     services = Services(
@@ -159,7 +163,9 @@ async def build_services(
         delivery=delivery,
         workers=workers,
         forwarding=forwarding,
-        authority=Authority(application.bot),
+        authority=authority,
+        sources=sources,
+        mover=mover,
         x_client=x_client,
         guarded=guarded,
         clock=clock,

@@ -1,26 +1,36 @@
-"""The one interface every source of posts implements.
+"""What a post source is: something that turns a `Link` into a `Post`.
 
-A source answers a `Link` with a `Post`, or raises from `xbot.errors`:
+    class PostSource(Protocol):
+        name: str
+        async def fetch(self, link: Link) -> Post
 
-- `PostUnavailable`: a definite answer (private, deleted, suspended, not found);
-- `TransientFetch`: the source is down or flaky; the next source may answer;
-- any other `FetchError`: the answer was junk.
+A source raises xbot's own errors, and only these:
+
+- `PostUnavailable`: a definite answer (private, deleted, never there); its
+  ``reason`` is the sentence the chat reads. Another source would say the same.
+- `TransientFetch`: the source is down or flaky (timeouts, 5xx, 429); the
+  next source of a chain may be asked, and the task is retried.
+- `UnsupportedLink`: this source does not serve this link.
+- any other `FetchError`: junk (an answer that is not a post); permanent.
+
+Sources are composed in `xbot.app` through constructors; single-flight and
+the link cache sit in front of them (`xbot.outbox`), never inside one.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from xbot.links import Link
-from xbot.media.models import Post
+if TYPE_CHECKING:
+    from xbot.links import Link
+    from xbot.media.models import Post
+
+__all__ = ["PostSource"]
 
 
+@runtime_checkable
 class PostSource(Protocol):
-    """Something that turns a link into a post.
-
-    Attributes:
-        name: a short word for logs, ``/stats`` and ``xbot doctor`` (``fxtwitter``).
-    """
+    """Fetches the post a link names. See the module docstring for what it raises."""
 
     name: str
 

@@ -1,0 +1,64 @@
+"""Post sources: one protocol, and one table deciding which source serves a link."""
+
+from __future__ import annotations
+
+import attrs
+import httpx
+import pytest
+
+from xbot.errors import UnsupportedLink
+from xbot.links import Link, classify
+from xbot.media.models import Post
+from xbot.media.x_api import XApi
+from xbot.sources import PostSource, SourceRouter, XApiSource
+
+
+@attrs.define
+class Named:
+    """A source that answers every link with a post naming itself."""
+
+    name: str
+    asked: list[Link] = attrs.field(factory=list)
+
+    async def fetch(self, link: Link) -> Post:
+        self.asked.append(link)
+        return Post(key=link.key, url=link.url, author_name=self.name, author_handle="", text="")
+
+
+def link(url: str) -> Link:
+    found = classify(url, allow_private=True)
+    assert found is not None
+    return found
+
+
+async def test_the_router_hands_each_link_to_the_source_of_its_kind() -> None:
+    x, other = Named("x"), Named("other")
+    router = SourceRouter({"x": x, "other": other})
+    post = await router.fetch(link("https://x.com/a/status/1"))
+    assert post.author_name == "x"
+    assert [k.key for k in x.asked] == ["x:1"]
+    assert other.asked == []
+
+
+async def test_a_kind_without_a_source_is_an_unsupported_link() -> None:
+    router = SourceRouter({"x": Named("x")})
+    unserved = link("https://example.com/video")
+    assert not router.serves(unserved)
+    assert router.source_for(unserved) is None
+    with pytest.raises(UnsupportedLink):
+        await router.fetch(unserved)
+
+
+async def test_every_source_implements_the_protocol() -> None:
+    async with httpx.AsyncClient() as client:
+        x = XApiSource(XApi(client, "http://127.0.0.1:9"))
+        assert isinstance(x, PostSource)
+        assert isinstance(SourceRouter({"x": x}), PostSource)
+        assert isinstance(Named("fake"), PostSource)
+
+
+async def test_the_x_source_refuses_a_link_without_a_post_id() -> None:
+    async with httpx.AsyncClient() as client:
+        x = XApiSource(XApi(client, "http://127.0.0.1:9"))
+        with pytest.raises(UnsupportedLink):
+            await x.fetch(Link("https://x.com/a", "x:?", "x"))
