@@ -4,6 +4,7 @@ the real queue on a temp file, real downloads through the SSRF guard."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from xbot.sources import bsky, pixiv
@@ -233,3 +234,45 @@ async def test_a_flaky_appview_or_pixiv_is_retried(harness: Harness) -> None:
     await h.api.wait_for(lambda: ok_media_calls(h, CHAT) and ok_media_calls(h, CHAT + 1), 20)
     assert not texts(h, CHAT)
     assert not texts(h, CHAT + 1)
+
+
+# -- the rest works unchanged: groups (other sites off there), forum topics ------------
+
+FORUM = -100778
+TOPIC = 9
+
+
+def forum_link(h: Harness, link: str, message_id: int) -> None:
+    h.api.add_chat(FORUM, "supergroup")
+    h.api.inject_update({"message": {
+        "message_id": message_id, "date": int(time.time()),
+        "chat": {"id": FORUM, "type": "supergroup", "title": "Forum", "is_forum": True},
+        "from": {"id": 5, "is_bot": False, "first_name": "Ann"}, "text": link,
+        "entities": [{"type": "url", "offset": 0, "length": len(link)}],
+        "message_thread_id": TOPIC, "is_topic_message": True,
+    }})  # fmt: skip
+
+
+async def test_in_a_group_both_sites_answer_though_other_sites_are_off(harness: Harness) -> None:
+    h = harness
+    group = -100600
+    h.bsky.add_post(ALICE, "3lbgroup12345", text="g", images=[h.photo("g1")])
+    h.pixiv.add_work("120000050")
+    h.api.user_message(group, f"https://bsky.app/profile/{ALICE}/post/3lbgroup12345",
+                       chat_type="supergroup")  # fmt: skip
+    h.api.user_message(group, "https://www.pixiv.net/artworks/120000050", chat_type="supergroup")
+    await h.api.wait_for(lambda: len(ok_media_calls(h, group)) == 2, 15)
+    assert sorted(c.method for c in ok_media_calls(h, group)) == ["sendPhoto", "sendPhoto"]
+
+
+async def test_answers_stay_in_the_links_forum_topic(harness: Harness) -> None:
+    h = harness
+    h.bsky.add_post(ALICE, "3lbtopic12345", text="t", images=[h.photo("t1"), h.photo("t2")])
+    forum_link(h, f"https://bsky.app/profile/{ALICE}/post/3lbtopic12345", 80)
+    forum_link(h, "https://www.pixiv.net/artworks/120000098", 81)  # missing: a sentence
+    forum_link(h, "https://bsky.app/profile/nobody.example.com/post/3lbnobody1234", 82)
+    await h.api.wait_for(lambda: ok_media_calls(h, FORUM) and len(texts(h, FORUM)) == 2, 15)
+    sends = [c for c in h.api.calls if c.chat_id == FORUM and c.method.startswith("send")
+             and c.method != "sendChatAction" and c.status == 200]  # fmt: skip
+    assert len(sends) == 3
+    assert all(c.params["message_thread_id"] == TOPIC for c in sends)
