@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from xbot.caption import build_caption
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import classify
 from xbot.sources import bsky
@@ -264,3 +265,11 @@ async def test_a_did_web_document_is_fetched_through_the_guarded_client() -> Non
     assert guarded_calls == ["https://alice.example.com/.well-known/did.json"]
     assert all("plc.test" not in url for url in trusted_calls)
     assert post.media[0].url.startswith(PDS)
+
+
+def test_no_display_name_leaves_the_handle_alone() -> None:
+    data = load("thread_images.json")
+    data["thread"]["post"]["author"].pop("displayName")
+    post = parse_thread(data, rkey="x").to_post({})
+    assert (post.author_name, post.author_handle) == ("", "bsky.app")
+    assert build_caption(post).startswith("<b>@bsky.app</b>")

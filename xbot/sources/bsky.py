@@ -222,7 +222,8 @@ def _author(author: Mapping[str, Any]) -> tuple[str, str, str]:
     handle = text(author.get("handle"))
     if handle == "handle.invalid":
         handle = ""  # the AppView's word for a handle that no longer verifies
-    return did, handle, text(author.get("displayName")).strip() or handle
+    # No display name: the caption shows "@handle" alone rather than the handle twice.
+    return did, handle, text(author.get("displayName")).strip()
 
 
 def _quote_line(quoted: Mapping[str, Any]) -> str:
@@ -231,7 +232,7 @@ def _quote_line(quoted: Mapping[str, Any]) -> str:
     _, handle, name = _author(obj(quoted.get("author")))
     words = _with_links(text(obj(quoted.get("value")).get("text")),
                         obj(quoted.get("value")).get("facets"))  # fmt: skip
-    who = f"{name} (@{handle})" if handle and name != handle else f"@{handle}" if handle else name
+    who = f"{name} (@{handle})" if name and handle else f"@{handle}" if handle else name
     return f"Quoting {who}: {words}".rstrip(": ") if who or words else ""
 
 
