@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import httpx
 import pytest
 
+from xbot.config import Settings
 from xbot.errors import UnsupportedLink
 from xbot.links import Link, classify
 from xbot.media.models import Post
 from xbot.media.x_api import XApi
-from xbot.sources import PostSource, SourceRouter, XApiSource
+from xbot.media.ytdlp import VideoInfo
+from xbot.sources import PostSource, SourceRouter, XApiSource, YtdlpSource
+from xbot.sources.ytdlp import post_of_info
 
 
 @attrs.define
@@ -62,3 +67,18 @@ async def test_the_x_source_refuses_a_link_without_a_post_id() -> None:
         x = XApiSource(XApi(client, "http://127.0.0.1:9"))
         with pytest.raises(UnsupportedLink):
             await x.fetch(Link("https://x.com/a", "x:?", "x"))
+
+
+def test_a_yt_dlp_extraction_is_a_post_with_its_one_video() -> None:
+    info = VideoInfo(key="yt:youtube:abc", url="https://youtu.be/abc", title="T", uploader="U",
+                     duration=3.0, width=640, height=360, size=1000, adult=True)  # fmt: skip
+    post = post_of_info(info)
+    assert (post.key, post.url, post.author_name, post.text) == (info.key, info.url, "U", "T")
+    assert post.sensitive
+    assert post.source == "ytdlp"
+    (item,) = post.media
+    assert (item.kind, item.width, item.height, item.duration) == ("video", 640, 360, 3.0)
+
+
+def test_the_yt_dlp_source_implements_the_protocol(tmp_path: Path) -> None:
+    assert isinstance(YtdlpSource(Settings(data_dir=tmp_path)), PostSource)

@@ -50,7 +50,7 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter, XApiSource
+from xbot.sources import SourceRouter, XApiSource, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.pixiv import PixivSource
 from xbot.state import ChatStore
@@ -117,7 +117,7 @@ async def build_services(
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, sender, chats, queue, clock)
     # Every delivery sends, records and announces (the forward prompt) through it.
-    outbox = Outbox(sender, on_delivered=forwarding.on_delivered)
+    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site.
     sources = SourceRouter(
         {
@@ -128,8 +128,8 @@ async def build_services(
         }
     )
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    other_sites = OtherSites(settings, outbox, cache, guarded)
-    delivery = Delivery(settings, outbox, sources, cache, chats, guarded, other_sites)
+    other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
+    delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:
@@ -141,7 +141,7 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    authority = Authority(application.bot)
+    authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(
