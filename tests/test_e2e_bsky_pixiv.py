@@ -9,7 +9,7 @@ from typing import Any
 
 from xbot.sources import bsky, pixiv
 from xbot.testing.bskyapi import did_for
-from xbot.testing.harness import Harness
+from xbot.testing.harness import Harness, mp4_with_header
 from xbot.testing.media_server import fake_mp4
 
 CHAT = 601
@@ -91,6 +91,7 @@ async def test_bluesky_video_is_uploaded_from_the_pds_with_its_thumbnail(harness
     assert call.params["thumbnail"].startswith("attach://")
     assert any(name == "thumb.jpg" for name, _, _ in call.files.values())
     assert (call.params["width"], call.params["height"]) == (1280, 720)
+    assert "duration" not in call.params  # this file's header names none
     assert h.bsky.hits["/pds/xrpc/com.atproto.sync.getBlob"] == 1
     assert not [p for p in h.bsky.hits if p.endswith(".m3u8")], "the playlist is never fetched"
 
@@ -276,3 +277,11 @@ async def test_answers_stay_in_the_links_forum_topic(harness: Harness) -> None:
              and c.method != "sendChatAction" and c.status == 200]  # fmt: skip
     assert len(sends) == 3
     assert all(c.params["message_thread_id"] == TOPIC for c in sends)
+
+
+async def test_bluesky_video_length_comes_from_the_files_header(harness: Harness) -> None:
+    h = harness
+    h.bsky.add_post(ALICE, "3lbvideolen12", video=mp4_with_header(64 * 1024, duration=7.0))
+    await send_and_settle(h, CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbvideolen12")
+    (call,) = ok_media_calls(h, CHAT)
+    assert call.params["duration"] == 7

@@ -14,6 +14,7 @@ other sites go to `xbot.other_sites`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post
+from xbot.media.mp4info import probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.media.x_api import choose_variant, expand_tco
 from xbot.outbox import Outbox
@@ -333,8 +335,12 @@ class Delivery:
         if kind == "video" and item.thumbnail_url:
             thumb_dest = folder / f"{n}.thumb.jpg"
             thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
+        duration = item.duration
+        if kind == "video" and duration is None:
+            # The source did not say (Bluesky's view has no length): the file's header does.
+            duration = (await asyncio.to_thread(probe_mp4, result.path)).duration
         return OutMedia(
-            kind, result.path, "upload", item.width, item.height, item.duration,
+            kind, result.path, "upload", item.width, item.height, duration,
             filename=dest.name, thumbnail=thumb,
         )  # fmt: skip
 
