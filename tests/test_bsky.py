@@ -60,11 +60,19 @@ def test_video_is_the_blob_on_the_authors_pds_never_the_playlist() -> None:
     assert [v.container for v in item.variants] == ["mp4"]
 
 
-def test_quote_with_media_sends_the_posts_own_media_and_quotes_the_text() -> None:
+def test_quote_with_media_sends_its_own_then_the_quoted_when_all_fit_one_album() -> None:
     post = parsed("thread_record_with_media.json", "3lbquotemedia").to_post({})
-    assert len(post.media) == 1
-    assert DID in post.media[0].url  # the quoting post's image, not the quoted one
+    assert [DID in m.url for m in post.media] == [True, False]  # own first, then the quoted
     assert post.text == "Mine is better\n\nQuoting Jay 🦋 (@jay.bsky.team): what a view"
+
+
+def test_quote_media_that_would_add_an_album_stays_out() -> None:
+    data = load("thread_record_with_media.json")
+    media = data["thread"]["post"]["embed"]["media"]
+    media["images"] = media["images"] * 10
+    post = parse_thread(data, rkey="x").to_post({})
+    assert len(post.media) == 10
+    assert all(DID in m.url for m in post.media)
 
 
 def test_plain_quote_sends_the_quoted_posts_media() -> None:

@@ -103,8 +103,9 @@ async def test_bluesky_quote_with_media(harness: Harness) -> None:
     h.bsky.add_post(ALICE, "3lbquoting123", text="mine:", images=[h.photo("own")], quote=quoted)
     await send_and_settle(h, CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbquoting123")
     (call,) = ok_media_calls(h, CHAT)
-    assert call.params["photo"].endswith("/media/own.jpg")
-    assert "Quoting Bob (@bob.bsky.social): a view" in call.params["caption"]
+    assert call.method == "sendMediaGroup"
+    assert [m["media"].rsplit("/", 1)[1] for m in call.params["media"]] == ["own.jpg", "q.jpg"]
+    assert "Quoting Bob (@bob.bsky.social): a view" in call.params["media"][0]["caption"]
 
 
 async def test_bluesky_answers_in_one_sentence(harness: Harness) -> None:

@@ -4,10 +4,11 @@
 (lexicon ``app.bsky.feed.defs#threadViewPost``; ``#notFoundPost`` and
 ``#blockedPost`` are answers too) into a `ParsedPost`, and raises nothing but
 `FetchError` and its subclasses. Images (``app.bsky.embed.images#view``) keep
-their order; a quote with media (``app.bsky.embed.recordWithMedia#view``)
-sends the post's own media, and a plain quote (``app.bsky.embed.record#view``)
-the quoted post's when the post has none, as for X; the quoted post's words
-follow the text. An external link card's thumbnail is not media.
+their order. A quote (``app.bsky.embed.record#view``, or
+``recordWithMedia#view`` when the post has media of its own) follows the X
+rule: the quoted post's media when the post has none, after its own only when
+all of them fit one album; the quoted post's words follow the text. An
+external link card's thumbnail is not media.
 
 A video's view names only an HLS playlist; the file itself is the blob the
 record points at, served by the author's PDS at
@@ -56,6 +57,7 @@ _SENSITIVE = frozenset({"porn", "sexual", "nudity", "graphic-media", "gore"})
 _HIDDEN = frozenset({"!takedown", "!hide"})
 _NO_UNAUTHENTICATED = "!no-unauthenticated"
 _CONTAINERS = {"video/mp4": "mp4", "video/quicktime": "mov", "video/webm": "webm"}
+MAX_ALBUM = 10  # Telegram's album size
 _DID_TTL = 3600.0
 _CACHE_MAX = 10_000
 USER_AGENT = f"xbot/{__version__} (Telegram bot)"
@@ -273,16 +275,19 @@ def parse_thread(data: object, *, rkey: str) -> ParsedPost:
         quoted = obj(embed.get("record"))
     else:
         items = _media(embed, record_embed, did)
-    if quoted and not items:
-        # A quote without media of its own: the quoted post's media, as for X.
+    if quoted:
+        # As for X: the quoted post's media when the post has none of its own;
+        # after its own only when all of them fit one album (a quote adds no send).
         qdid = text(obj(quoted.get("author")).get("did"))
         qvalue_embed = obj(obj(quoted.get("value")).get("embed"))
+        theirs: list[Item] = []
         for view in objs(quoted.get("embeds"))[:1]:
             if _type(view).startswith("app.bsky.embed.recordWithMedia"):
-                items = _media(obj(view.get("media")), obj(qvalue_embed.get("media")), qdid)
+                theirs = _media(obj(view.get("media")), obj(qvalue_embed.get("media")), qdid)
             else:
-                items = _media(view, qvalue_embed, qdid)
-        if items:
+                theirs = _media(view, qvalue_embed, qdid)
+        if theirs and len(items) + len(theirs) <= MAX_ALBUM:
+            items = items + theirs
             labels |= _labels(quoted)
     line = _quote_line(quoted) if quoted else ""
     full = f"{body}\n\n{line}" if body and line else body or line
