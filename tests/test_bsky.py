@@ -36,6 +36,7 @@ def test_images_in_order_with_sizes_and_caption_parts() -> None:
     assert [m.kind for m in post.media] == ["photo", "photo"]
     assert all("feed_fullsize" in m.url for m in post.media)
     assert [(m.width, m.height) for m in post.media] == [(2000, 1500), (1500, 2000)]
+    assert [m.alt_text for m in post.media] == ["A sunrise over the bay", ""]
     assert not any(m.upload_only for m in post.media)  # Telegram fetches cdn.bsky.app itself
 
 

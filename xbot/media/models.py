@@ -39,6 +39,8 @@ class MediaItem:
         width, height, duration: as the source reports them (duration in seconds).
         thumbnail_url: a still for videos, when known.
         size: bytes when known.
+        alt_text: the author's description of a photo ("" when none). Telegram
+            has no field for it; the link cache keeps it for later use.
         headers: request headers the media host insists on (pixiv: its Referer).
         upload_only: Telegram cannot fetch this by URL (the host refuses it, or the
             thumbnail must go along): always download and upload.
@@ -54,6 +56,7 @@ class MediaItem:
     duration: float | None = None
     thumbnail_url: str | None = None
     size: int | None = None
+    alt_text: str = ""
     headers: tuple[tuple[str, str], ...] = ()
     upload_only: bool = False
     fallback_url: str | None = None

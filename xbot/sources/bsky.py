@@ -151,7 +151,8 @@ def _images(view: Mapping[str, Any]) -> list[Item]:
         url = web_url(image.get("fullsize"))
         if url:
             width, height = _aspect(image)
-            items.append(MediaItem(kind="photo", url=url, width=width, height=height))
+            items.append(MediaItem(kind="photo", url=url, width=width, height=height,
+                                   alt_text=text(image.get("alt")).strip()))  # fmt: skip
     return items
 
 
