@@ -5,6 +5,7 @@ the real queue on a temp file, real downloads through the SSRF guard."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from xbot.sources import bsky, pixiv
@@ -286,3 +287,17 @@ async def test_bluesky_video_length_comes_from_the_files_header(harness: Harness
     await send_and_settle(h, CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbvideolen12")
     (call,) = ok_media_calls(h, CHAT)
     assert call.params["duration"] == 7
+
+
+async def test_pixiv_original_over_the_upload_limit_sends_the_regular_size(
+    tmp_path: Path,
+) -> None:
+    h = await Harness.start(tmp_path, upload_limit_mb=5)
+    try:
+        h.pixiv.add_work("120000060", title="Huge", big_originals=True)  # 11 MB > 5 MB
+        await send_and_settle(h, CHAT, "https://www.pixiv.net/artworks/120000060")
+        (call,) = ok_media_calls(h, CHAT)
+        assert call.method == "sendPhoto"
+        assert not texts(h, CHAT), "nothing was left out"
+    finally:
+        await h.stop()

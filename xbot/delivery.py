@@ -319,7 +319,14 @@ class Delivery:
             url = variant.url
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
-        result = await self._get(url, dest, item)
+        try:
+            result = await self._get(url, dest, item)
+        except TooLarge:
+            if item.kind != "photo" or not item.fallback_url:
+                raise
+            # Over the upload limit even as a file: the smaller rendition is all that can go.
+            result = await self._get(item.fallback_url, dest, item)
+            item = attrs.evolve(item, width=None, height=None, fallback_url=None)
         kind: OutKind = item.kind
         if kind == "photo" and (
             as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
