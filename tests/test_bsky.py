@@ -282,3 +282,12 @@ def test_no_display_name_leaves_the_handle_alone() -> None:
     post = parse_thread(data, rkey="x").to_post({})
     assert (post.author_name, post.author_handle) == ("", "bsky.app")
     assert build_caption(post).startswith("<b>@bsky.app</b>")
+
+
+def test_a_quoted_author_who_wants_signed_in_viewers_is_left_out() -> None:
+    data = load("thread_quote.json")
+    data["thread"]["post"]["embed"]["record"]["author"]["labels"] = [
+        {"val": "!no-unauthenticated", "src": "did:plc:ewvi7nxzyoun6zhxrhs64oiz"}
+    ]
+    post = parse_thread(data, rkey="x").to_post({})
+    assert (post.media, post.text) == ((), "this!")

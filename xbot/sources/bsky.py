@@ -276,6 +276,8 @@ def parse_thread(data: object, *, rkey: str) -> ParsedPost:
         quoted = obj(embed.get("record"))
     else:
         items = _media(embed, record_embed, did)
+    if _NO_UNAUTHENTICATED in _labels(obj(quoted.get("author"))):
+        quoted = {}  # the quoted author shows their posts only to people signed in
     if quoted:
         # As for X: the quoted post's media when the post has none of its own;
         # after its own only when all of them fit one album (a quote adds no send).
