@@ -50,7 +50,9 @@ from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
+from xbot.sources.bsky import BskySource
 from xbot.sources.chain import SourceChain, x_sources
+from xbot.sources.pixiv import PixivSource
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -123,7 +125,14 @@ async def build_services(
     outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site. X is a chain of
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
-    sources = SourceRouter({"x": SourceChain(x_sources(settings, x_client), clock=clock)})
+    sources = SourceRouter(
+        {
+            "x": SourceChain(x_sources(settings, x_client), clock=clock),
+            # Bluesky and pixiv: posts like X posts, on in every chat.
+            "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
+            "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        }
+    )
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)

@@ -215,8 +215,8 @@ def _full_text(post: Post) -> str:
 def _names(post: Post) -> tuple[str, str]:
     name = _clean(post.author_name, one_line=True)
     handle = _clean(post.author_handle, one_line=True).removeprefix("@")
-    if post.source != "x":
-        # Other sites: the author is the uploader; their ids are not @handles.
+    if post.source not in ("x", "bsky", "pixiv"):
+        # yt-dlp's sites: the author is the uploader; their ids are not @handles.
         name, handle = name or handle, ""
     return name, _cut(handle, HANDLE_MAX)
 

@@ -25,6 +25,9 @@ T = TypeVar("T")
 
 DEFAULT_BOT_API_URL = "https://api.telegram.org/bot"
 DEFAULT_BOT_API_FILE_URL = "https://api.telegram.org/file/bot"
+DEFAULT_BSKY_API_URL = "https://public.api.bsky.app"
+DEFAULT_BSKY_PLC_URL = "https://plc.directory"
+DEFAULT_PIXIV_API_URL = "https://www.pixiv.net"
 DEFAULT_X_API_URL = "https://api.fxtwitter.com"
 DEFAULT_VX_API_URL = "https://api.vxtwitter.com"
 DEFAULT_X_SYNDICATION_URL = "https://cdn.syndication.twimg.com"
@@ -70,6 +73,12 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
         "known",
     ),
+    "XBOT_BSKY_API_URL": ("Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL),
+    "XBOT_BSKY_PLC_URL": (
+        "DID directory where a Bluesky author's PDS (their video files) is looked up",
+        DEFAULT_BSKY_PLC_URL,
+    ),
+    "XBOT_PIXIV_API_URL": ("pixiv base for its `/ajax/illust` API", DEFAULT_PIXIV_API_URL),
     "XBOT_ALLOW_PRIVATE_NETWORKS": (
         "`1` lets media come from loopback/private addresses (tests, demo)",
         "off",
@@ -119,6 +128,9 @@ class Settings:
     workers: int = 4
     upload_limit_mb: int = 50
     ytdlp_sites: str = "known"
+    bsky_api_url: str = DEFAULT_BSKY_API_URL
+    bsky_plc_url: str = DEFAULT_BSKY_PLC_URL
+    pixiv_api_url: str = DEFAULT_PIXIV_API_URL
     allow_private_networks: bool = False
     log_level: str = "INFO"
     caption_edit_ttl: float = 86400.0
@@ -360,6 +372,18 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         workers=field(lambda: _int("XBOT_WORKERS", get("XBOT_WORKERS", "4"), 1, 64), 4),
         upload_limit_mb=upload_limit_mb,
         ytdlp_sites=field(sites, "known"),
+        bsky_api_url=field(
+            lambda: _url("XBOT_BSKY_API_URL", get("XBOT_BSKY_API_URL", DEFAULT_BSKY_API_URL)),
+            DEFAULT_BSKY_API_URL,
+        ),
+        bsky_plc_url=field(
+            lambda: _url("XBOT_BSKY_PLC_URL", get("XBOT_BSKY_PLC_URL", DEFAULT_BSKY_PLC_URL)),
+            DEFAULT_BSKY_PLC_URL,
+        ),
+        pixiv_api_url=field(
+            lambda: _url("XBOT_PIXIV_API_URL", get("XBOT_PIXIV_API_URL", DEFAULT_PIXIV_API_URL)),
+            DEFAULT_PIXIV_API_URL,
+        ),
         allow_private_networks=field(
             lambda: _bool("XBOT_ALLOW_PRIVATE_NETWORKS", get("XBOT_ALLOW_PRIVATE_NETWORKS", "0")),
             False,

@@ -14,6 +14,7 @@ other sites go to `xbot.other_sites`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -43,6 +44,7 @@ from xbot.media import thumbnail as thumbnails
 from xbot.media import video_choice
 from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post, Variant
+from xbot.media.mp4info import probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.media.x_api import card_link, expand_tco
 from xbot.outbox import Outbox
@@ -104,6 +106,10 @@ class Delivery:
         if payload.kind == "other":
             await self.other_sites(ctx, payload, chat.settings)
             return
+        resolved = await self._resolve(ctx, payload)
+        if resolved is None:
+            return
+        payload = resolved
         async with keep_chat_action(
             self.sender, payload.dest, "upload_photo", after=CHAT_ACTION_AFTER
         ) as action:
@@ -127,6 +133,26 @@ class Delivery:
         )  # fmt: skip
         await ctx.save_payload(expanded.to_json())
         return expanded
+
+    async def _resolve(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload | None:
+        """The link under its final cache key (a Bluesky handle becomes its DID); None: answered."""
+        resolve = getattr(self.source, "resolve", None)
+        if resolve is None:
+            return payload
+        try:
+            link = await resolve(payload.link)
+        except PostUnavailable as exc:
+            await self._say(ctx, payload, exc.reason)
+            return None
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        if link.key == payload.key:
+            return payload
+        resolved = attrs.evolve(payload, url=link.url, key=link.key, handle=link.handle)
+        await ctx.save_payload(resolved.to_json())
+        return resolved
 
     async def _deliver_post(
         self,
@@ -319,38 +345,67 @@ class Delivery:
         limit = self.settings.upload_limit
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
+        if item.kind == "photo":
+            try:
+                result = await self._get(item.url, dest, item)
+            except TooLarge:
+                if not item.fallback_url:
+                    raise
+                # Over the upload limit even as a file: the smaller rendition is all that can go.
+                result = await self._get(item.fallback_url, dest, item)
+                item = attrs.evolve(item, width=None, height=None, fallback_url=None)
+        else:
+            result = await self._download_video(item, dest, limit)
+        kind: OutKind = item.kind
+        if kind == "photo" and (
+            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
+        ):
+            kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
+            if not as_docs and item.fallback_url and _photo_ratio_ok(item):
+                # A smaller rendition the source offers (pixiv's "regular") goes as a photo.
+                smaller = await self._get(item.fallback_url, folder / f"{n}.small.jpg", item)
+                if smaller.size <= UPLOAD_PHOTO_LIMIT:
+                    result, kind = smaller, "photo"
+        # The player's still (best effort: None when missing, failed or not one Telegram takes).
+        thumb = None
+        if kind == "video" and item.thumbnail_url:
+            thumb_dest = folder / f"{n}.thumb.jpg"
+            thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
+        duration = item.duration
+        if kind == "video" and duration is None:
+            # The source did not say (Bluesky's view has no length): the file's header does.
+            duration = (await asyncio.to_thread(probe_mp4, result.path)).duration
+        return OutMedia(
+            kind, result.path, "upload", item.width, item.height, duration,
+            filename=dest.name, thumbnail=thumb,
+        )  # fmt: skip
+
+    async def _get(
+        self, url: str, dest: Path, item: MediaItem, limit: int | None = None
+    ) -> DownloadResult:
+        """One media file through the guard, with the headers its host insists on.
+
+        TooLarge is raised as it is (the caller may step down); other failures
+        become the task's outcome.
+        """
         try:
-            if item.kind == "photo":
-                result = await download(self.guarded, item.url, dest, max_bytes=limit)
-            else:
-                result = await self._download_video(item, dest, limit)
+            return await download(
+                self.guarded, url, dest, max_bytes=limit or self.settings.upload_limit,
+                headers=dict(item.headers) or None,
+            )  # fmt: skip
         except TooLarge:
             raise
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
             raise Permanent(exc.reason) from exc
-        kind: OutKind = item.kind
-        if kind == "photo" and (
-            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
-        ):
-            kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
-        # The player's still (best effort: None when missing, failed or not one Telegram takes).
-        thumb = None
-        if kind == "video" and item.thumbnail_url:
-            thumb_dest = folder / f"{n}.thumb.jpg"
-            thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
-        return OutMedia(
-            kind, result.path, "upload", item.width, item.height, item.duration,
-            filename=dest.name, thumbnail=thumb,
-        )  # fmt: skip
 
     async def _download_video(self, item: MediaItem, dest: Path, limit: int) -> DownloadResult:
         """The best variant that fits; a smaller one each time a download proves too large."""
         tried: list[Variant] = []
         while (pick := video_choice.step_down(item, limit, tried)) is not None:
             try:
-                return await download(self.guarded, pick.variant.url, dest, max_bytes=limit)
+                return await self._get(pick.variant.url, dest, item, limit)
             except TooLarge:
                 log.info("variant too large, stepping down %s", kv(url=pick.variant.url))
                 tried.append(pick.variant)
@@ -388,6 +443,8 @@ def cache_key(key: str, as_documents: bool) -> str:
 
 def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
     """The item as a URL Telegram can fetch itself, or None when it should be uploaded."""
+    if item.upload_only:
+        return None
     if item.kind == "photo":
         if item.size is not None and item.size > URL_PHOTO_LIMIT:
             return None
@@ -406,3 +463,9 @@ def _photo_shape_ok(item: MediaItem) -> bool:
     if not w or not h:
         return True
     return w + h <= 10000 and max(w, h) / min(w, h) <= 20
+
+
+def _photo_ratio_ok(item: MediaItem) -> bool:
+    """Aspect ratio ≤ 20: a smaller rendition of the same picture cannot fix a wider one."""
+    w, h = item.width or 0, item.height or 0
+    return not w or not h or max(w, h) / min(w, h) <= 20

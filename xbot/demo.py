@@ -4,7 +4,8 @@ A short scripted conversation — a photo post, a video post, a 4-item album,
 the same link again (answered from the cache), a post quoting another one's
 photo, a 45-second 1080p video that goes out as the 720p version that fits,
 a link while the fxtwitter API is down (answered by the next source), a
-deleted post — printed as a readable transcript. No token, no network:
+deleted post, a Bluesky post and a pixiv work — printed as a readable
+transcript. No token, no network:
 everything is on 127.0.0.1.
 """
 
@@ -185,6 +186,15 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 text="Fog rolling in at 7:02.",
                 photos=[harness.photo("fog")],
             )
+            harness.bsky.add_post(
+                "sky.example.com", "3lbdemo2024ab", name="Sky Watcher",
+                text="Two shots of tonight's aurora.",
+                images=[harness.photo("aurora1"), harness.photo("aurora2")],
+            )  # fmt: skip
+            harness.pixiv.add_work(
+                "120000777", title="港の朝", user=("Mika", "4338012", "mika_draws"),
+                tags=["オリジナル", "風景"],
+            )  # fmt: skip
 
             t = Transcript(out)
             out.write("xbot demo — the real bot against local stand-ins (no token, no network)\n\n")
@@ -219,6 +229,11 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
             t.note(f"answered by {_answered_by(harness)}, in the same attempt; nothing waited")
             fx.set_fault(None)
             await _step(harness, t, "https://x.com/gone/status/1790000000000000004")
+            await _step(harness, t, "https://bsky.app/profile/sky.example.com/post/3lbdemo2024ab")
+            await _step(
+                harness, t, "https://www.pixiv.net/en/artworks/120000777",
+                "pixiv's image host wants its Referer: downloaded with it, then uploaded",
+            )  # fmt: skip
             out.write(
                 f"\n{len(harness.api.calls)} Bot API calls, "
                 f"{harness.media_hits()} media downloads, "

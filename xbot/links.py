@@ -10,6 +10,8 @@ key under which the same post is known whatever spelling a user pasted
 - ``kind="tco"``: a ``t.co`` short link. Expanding it takes one guarded HTTP
   request, which is the fetcher's job; its result goes through `classify`
   again.
+- ``kind="bsky"``, ``kind="pixiv"``: a Bluesky post or a pixiv work, recognised
+  by `xbot.sources.bsky_links` and `xbot.sources.pixiv_links`.
 - ``kind="other"``: any other http(s) URL on a public-looking host, for
   yt-dlp; ``url`` is minimally normalised and ``key`` is ``url:{url}``.
 
@@ -44,7 +46,7 @@ __all__ = [
     "plan_links",
 ]
 
-LinkKind = Literal["x", "tco", "other"]
+LinkKind = Literal["x", "tco", "other", "bsky", "pixiv"]
 
 # Longer URLs are junk or an attack; browsers and yt-dlp's sites stay far below.
 MAX_URL_LENGTH = 2048
@@ -415,6 +417,11 @@ def classify(url: str, *, allow_private: bool = False) -> Link | None:
         return canonicalize_x(cleaned)
     if host == "t.co":
         return _tco(parts)
+    from xbot.sources import site_links  # Bluesky, Pixiv; imported here: they import Link
+
+    owned, site_link = site_links.recognise(host, parts)
+    if owned:
+        return site_link if _default_port(parts) else None
     if not _SCHEME.match(cleaned):
         return None
     return _other(parts, allow_private=allow_private)

@@ -44,7 +44,9 @@ Handler = Callable[[Update, XContext], Coroutine[Any, Any, None]]
 HELP_TEXT = (
     "Send me a link to a post on X and I answer with its photos and videos.\n"
     "For example: https://x.com/NASA/status/1234567890\n\n"
-    "Links from twitter.com, fxtwitter.com, vxtwitter.com and fixupx.com work too. "
+    "Links from twitter.com, fxtwitter.com, vxtwitter.com and fixupx.com work too, "
+    "and so do Bluesky posts (bsky.app, fxbsky.app, bskx.app) and pixiv works "
+    "(pixiv.net, phixiv.net). "
     "In groups, add me and paste links as usual."
 )
 KNOWN_PLACEHOLDERS = " ".join(f"{{{p}}}" for p in PLACEHOLDERS)

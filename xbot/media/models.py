@@ -41,6 +41,11 @@ class MediaItem:
         size: bytes when known.
         alt_text: the author's description of a photo ("" when none). Telegram
             has no field for it; the link cache keeps it for later use.
+        headers: request headers the media host insists on (pixiv: its Referer).
+        upload_only: Telegram cannot fetch this by URL (the host refuses it, or the
+            thumbnail must go along): always download and upload.
+        fallback_url: photos: a smaller rendition for when the original is over
+            Telegram's photo limits (pixiv's ``regular``); else it goes as a document.
     """
 
     kind: MediaKind
@@ -52,6 +57,9 @@ class MediaItem:
     thumbnail_url: str | None = None
     size: int | None = None
     alt_text: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    upload_only: bool = False
+    fallback_url: str | None = None
 
 
 @attrs.frozen
@@ -83,13 +91,14 @@ class Post:
     """A post ready to be captioned and sent.
 
     Attributes:
-        key: the link-cache key (``x:{id}``, or ``yt:{extractor}:{id}``).
+        key: the link-cache key (``x:{id}``, ``bsky:{did}/{rkey}``, ``pixiv:{id}``, or
+            ``yt:{extractor}:{id}``).
         url: the canonical link shown in the caption.
         author_name, author_handle: who posted it (handle without ``@``; may be empty).
         text: the post text (plain, not escaped), or a title for other sites.
         media: the items in post order.
         sensitive: the source marked it as possibly sensitive.
-        source: ``x`` or ``ytdlp``.
+        source: ``x``, ``bsky``, ``pixiv`` or ``ytdlp``.
         quote: the post this one quotes (its own `media` included), when it is readable.
         poll: the post's poll, if any.
         note: a community note's text shown under the post ("" when none).

@@ -37,6 +37,12 @@ class SourceRouter:
     def serves(self, link: Link) -> bool:
         return link.kind in self.by_kind
 
+    async def resolve(self, link: Link) -> Link:
+        """`link` under its final cache key, when its source knows a better one
+        (Bluesky: a handle becomes its DID, so every spelling shares one key)."""
+        resolve = getattr(self.source_for(link), "resolve", None)
+        return link if resolve is None else await resolve(link)
+
     async def fetch(self, link: Link) -> Post:
         source = self.source_for(link)
         if source is None:

@@ -24,8 +24,10 @@ from xbot.pacing import Pacer
 from xbot.services import Services
 from xbot.testing._mediabytes import fake_mp4, tiny_jpeg
 from xbot.testing.botapi import BotApiServer
+from xbot.testing.bskyapi import BskyApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.media_server import MediaServer
+from xbot.testing.pixivapi import PixivServer
 from xbot.testing.syndication import SyndicationServer
 from xbot.testing.vxapi import VxApiServer
 
@@ -40,6 +42,8 @@ class Harness:
         media: serves photos and videos, counting hits.
         vx, syn: the vxtwitter-compatible and syndication stand-ins, started with
             ``x_sources=True`` (else None, and the bot knows only fxtwitter).
+        bsky: the Bluesky AppView, PLC directory and PDS stand-in.
+        pixiv: the pixiv ajax and image host stand-in (with its Referer rule).
     """
 
     data_dir: Path
@@ -52,6 +56,8 @@ class Harness:
     bot: Bot | None = None
     vx: VxApiServer | None = None
     syn: SyndicationServer | None = None
+    bsky: BskyApiServer = attrs.field(factory=BskyApiServer)
+    pixiv: PixivServer = attrs.field(factory=PixivServer)
 
     @classmethod
     async def start(
@@ -68,6 +74,8 @@ class Harness:
         fx = await FxApiServer().start()
         vx = await VxApiServer().start() if x_sources else None
         syn = await SyndicationServer().start() if x_sources else None
+        bsky = await BskyApiServer().start()
+        pixiv = await PixivServer().start()
         # Above the cloud's 50 MB the stand-in plays a local Bot API server (up to 2000 MB).
         limit_mb = max(50, int(overrides.get("upload_limit_mb", 50)))
         api = await BotApiServer(
@@ -81,14 +89,16 @@ class Harness:
             # Without x_sources the fallbacks are off: nothing leaves 127.0.0.1.
             "vx_api_url": vx.url if vx else "",
             "x_syndication_url": syn.url if syn else "",
+            "bsky_api_url": bsky.url,
+            "bsky_plc_url": bsky.plc_url,
+            "pixiv_api_url": pixiv.url,
             "data_dir": data_dir,
             "allow_private_networks": True,
             "workers": 4,
         }
         values.update(overrides)
-        harness = cls(
-            data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer, vx=vx, syn=syn
-        )
+        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer,
+                      vx=vx, syn=syn, bsky=bsky, pixiv=pixiv)  # fmt: skip
         if start_bot:
             await harness.start_bot()
         return harness
@@ -127,6 +137,8 @@ class Harness:
         for source in (self.vx, self.syn):
             if source is not None:
                 await source.stop()
+        await self.bsky.stop()
+        await self.pixiv.stop()
 
     # -- content ------------------------------------------------------------
 
