@@ -16,6 +16,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
@@ -23,7 +24,7 @@ import apsw
 import attrs
 import httpx
 
-from xbot import __version__, migrations
+from xbot import migrations, versions
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.db import BUSY_TIMEOUT_MS
 from xbot.errors import StoreError
@@ -94,7 +95,7 @@ def diagnose(
     transport: httpx.BaseTransport | None = None,
 ) -> Report:
     """Run every check against the environment `env` and return the findings."""
-    found: list[Finding] = [Finding("ok", "xbot", f"version {__version__}")]
+    found = version_findings(versions.installed(), date.today())
     settings, problems = check_settings(env)
     found += [
         Finding("warn", name.split(":")[0], name.split(": ", 1)[1]) for name in unknown_names(env)
@@ -116,6 +117,15 @@ def diagnose(
         if online:
             found += check_bot_api(settings, timeout=timeout, transport=transport)
     return Report(tuple(found))
+
+
+def version_findings(installed: versions.Versions, today: date) -> list[Finding]:
+    """What a bug report needs first, and a warning when yt-dlp has gone stale."""
+    stale, text = versions.staleness(installed.ytdlp, today)
+    return [
+        Finding("ok", "versions", installed.one_line()),
+        Finding("warn" if stale else "ok", "yt-dlp", text),
+    ]
 
 
 def _config_finding(problem: str) -> Finding:

@@ -29,7 +29,7 @@ from telegram.constants import ChatType, ParseMode
 from telegram.error import BadRequest, Forbidden, TelegramError
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
-from xbot import __version__
+from xbot import versions
 from xbot.callback_data import Action, CallbackData, encode
 from xbot.caption import MALFORMED, PLACEHOLDERS, TOO_LONG, render_template, validate_template
 from xbot.errors import FetchError, XbotError
@@ -367,7 +367,7 @@ async def cmd_stats(update: Update, context: XContext) -> None:
     counts = stats.counts_by_state
     by_state = ", ".join(f"{state} {n}" for state, n in counts.items())
     lines = [
-        f"xbot {__version__}",
+        versions.installed().one_line(),
         f"Uptime: {_age(time.time() - services.started_at)}",
         f"Tasks: {by_state}",
         f"Oldest pending: {_age(stats.oldest_pending_age)}",
