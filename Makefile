@@ -1,7 +1,14 @@
 # make test: from nothing but Python 3.11+ and the package registries to a
 # full check (lint, format, types, tests). make demo: the bot, offline.
-PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
-	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then echo $$p; break; fi; done)
+# The interpreter: the newest python3.X >= 3.11 on PATH, asked quietly. A pyenv shim
+# for a version that is not installed answers "pyenv: python3.13: command not found"
+# on stderr: that is a "no", not something to show. Probed once, only when unset.
+ifndef PYTHON
+PYTHON := $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	if command -v $$p >/dev/null 2>&1 && \
+	   $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then \
+	echo $$p; break; fi; done)
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -10,6 +17,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: Python 3.11 or newer is needed" >&2; exit 2; }
+	@echo "make: setting up $(VENV) with $(PYTHON) ($$($(PYTHON) -c 'import sys; print(sys.version.split()[0])')) and installing xbot[test] into it"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
