@@ -13,7 +13,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo bench soak soak-small clean
+LOCALE := xbot/locale
+LANGS := ru es pt_BR de tr id ja fa
+
+.PHONY: test lint typecheck pytest demo bench soak soak-small clean catalogs
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: Python 3.11 or newer is needed" >&2; exit 2; }
@@ -41,6 +44,23 @@ test: lint typecheck pytest
 
 demo: $(STAMP)
 	$(BIN)/xbot demo
+
+# The message catalogues: extract every marked sentence into xbot.pot, merge it into
+# each language's .po (new sentences arrive untranslated: English until translated),
+# and compile the .mo files the package ships (committed: nothing compiles at run
+# time or at build time). Run after changing a user-visible sentence; tests/test_i18n.py
+# fails while the .pot, a .po or a .mo is behind the code.
+catalogs: $(STAMP)
+	$(BIN)/pybabel -q extract -F babel.cfg -k N_ --no-wrap --sort-output \
+		--add-location=file --add-comments=Translators: --project=xbot \
+		--copyright-holder="xbot contributors" -o $(LOCALE)/xbot.pot xbot
+	for lang in $(LANGS); do \
+		test -f $(LOCALE)/$$lang/LC_MESSAGES/xbot.po || \
+			$(BIN)/pybabel -q init -D xbot -i $(LOCALE)/xbot.pot -d $(LOCALE) -l $$lang --no-wrap; \
+	done
+	$(BIN)/pybabel -q update -D xbot -i $(LOCALE)/xbot.pot -d $(LOCALE) --no-wrap \
+		--ignore-pot-creation-date --ignore-obsolete
+	$(BIN)/pybabel compile -D xbot -d $(LOCALE) --statistics
 
 bench: $(VENV)/.bench
 	$(BIN)/python bench/queue_bench.py

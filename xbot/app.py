@@ -32,7 +32,7 @@ from xbot.delivery import Delivery
 from xbot.errors import StoreBusy, StoreError
 from xbot.forwarding import KIND as FORWARD
 from xbot.forwarding import Forwarding
-from xbot.handlers import callbacks, caption_edit, commands, messages
+from xbot.handlers import callbacks, caption_edit, commands, language, messages
 from xbot.handlers.auth import Authority
 from xbot.instance import instance_lock
 from xbot.link_cache import LinkCache
@@ -165,6 +165,7 @@ def add_handlers(application: AppType) -> None:
     application.add_handlers(caption_edit.handlers(), group=caption_edit.GROUP)
     application.add_handlers(commands.handlers())
     application.add_handlers(callbacks.handlers())
+    application.add_handlers(language.handlers())
     # New messages only: an edit (a typo fixed, a channel post reworded) must not deliver
     # the same post again; the dedup key only spans tasks still queued.
     fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
@@ -277,8 +278,10 @@ class Bot:
         orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
-        with contextlib.suppress(Exception):
-            await self.application.bot.set_my_commands(commands.menu())
+        # The command menu in every language (Telegram shows each user theirs).
+        for language_code, menu in commands.menus():
+            with contextlib.suppress(Exception):
+                await self.application.bot.set_my_commands(menu, language_code=language_code)
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
         await self.application.start()

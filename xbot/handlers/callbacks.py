@@ -24,7 +24,7 @@ from xbot.handlers.messages import NOT_ALLOWED
 from xbot.logs import kv
 from xbot.prompts import EXPIRED, SKIPPED, find_prompt
 from xbot.services import XContext
-from xbot.settings_menu import change_note, menu_markup, menu_text, toggle
+from xbot.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
 from xbot.state import ChatState
 
 log = logging.getLogger(__name__)
@@ -120,12 +120,14 @@ async def _settings(
             return
         await answer(query)
         try:
-            await message.edit_text("Settings closed. /settings opens them again.")
+            menu = await menu_context(services, chat, query.from_user.language_code)
+            settings = (await services.chats.get(chat.id, services.clock())).settings
+            await message.edit_text(closed_text(settings, menu))
         except TelegramError as exc:
             log.info("menu close failed %s", kv(chat=chat.id, error=type(exc).__name__))
         return
     code = data.str_arg(0)
-    menu = await menu_context(services, chat)
+    menu = await menu_context(services, chat, query.from_user.language_code)
     now = services.clock()
     if code is None or len(data.args) != 1:
         await answer(query, EXPIRED)
