@@ -1,8 +1,8 @@
 """`xbot demo`: the real bot, offline, against the project's own stand-ins.
 
 A short scripted conversation — a photo post, a video post, a 4-item album,
-the same link again (answered from the cache), a deleted post — printed as a
-readable transcript. No token, no network: everything is on 127.0.0.1.
+the same link again (answered from the cache), a deleted post, and a second
+user whose Telegram is in German — printed as a readable transcript. No token, no network: everything is on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from xbot.testing.harness import Harness
 
 CHAT = 4242
 USER = "Ann"
+# The second user: her Telegram app is in German, so the bot answers her in German.
+CHAT_DE, USER_DE, LANGUAGE_DE = 4343, "Lena", "de"
 
 
 def _plain(caption: str) -> str:
@@ -49,7 +51,7 @@ def _size(n: int) -> str:
 class Transcript:
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.seen = 0
+        self.seen: dict[int, int] = {}
 
     def say(self, who: str, text: str) -> None:
         lines = text.splitlines() or [""]
@@ -60,27 +62,36 @@ class Transcript:
     def note(self, text: str) -> None:
         self.out.write(f"{'':>6} ┆ ({text})\n")
 
-    def bot_replies(self, harness: Harness) -> None:
-        sent = harness.sent(CHAT)
+    def bot_replies(self, harness: Harness, chat: int = CHAT) -> None:
+        sent = harness.sent(chat)
         group = None
-        for message in sent[self.seen :]:
+        for message in sent[self.seen.get(chat, 0) :]:
             album = message.get("media_group_id")
             if album and album == group:
                 self.say("", describe(message))
             else:
                 self.say("xbot", describe(message))
             group = album
-        self.seen = len(sent)
+        self.seen[chat] = len(sent)
 
 
-async def _step(harness: Harness, t: Transcript, text: str, note: str | None = None) -> None:
-    t.say(USER, text)
-    before = len(harness.sent(CHAT))
+async def _step(
+    harness: Harness,
+    t: Transcript,
+    text: str,
+    note: str | None = None,
+    *,
+    chat: int = CHAT,
+    user: str = USER,
+    language_code: str = "en",
+) -> None:
+    t.say(user, text)
+    before = len(harness.sent(chat))
     hits = harness.media_hits()
-    harness.api.user_message(CHAT, text, first_name=USER)
-    await harness.api.wait_for(lambda: len(harness.sent(CHAT)) > before, 15.0)
+    harness.api.user_message(chat, text, first_name=user, language_code=language_code)
+    await harness.api.wait_for(lambda: len(harness.sent(chat)) > before, 15.0)
     await harness.wait_idle(15.0)
-    t.bot_replies(harness)
+    t.bot_replies(harness, chat)
     downloads = harness.media_hits() - hits
     if note:
         t.note(note.format(downloads=downloads))
@@ -131,6 +142,9 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 "answered from the link cache: {downloads} downloads, one Bot API call",
             )
             await _step(harness, t, "https://x.com/gone/status/1790000000000000004")
+            out.write("\n")
+            t.note(f"{USER_DE}'s Telegram is in German ({LANGUAGE_DE}): the bot answers in German")
+            await _step(harness, t, "/start", chat=CHAT_DE, user=USER_DE, language_code=LANGUAGE_DE)
             out.write(
                 f"\n{len(harness.api.calls)} Bot API calls, "
                 f"{harness.media_hits()} media downloads, "
