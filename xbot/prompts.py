@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "ALREADY",
+    "CHECK",
     "EXPIRED",
     "EXPIRED_PROMPT",
     "KEEP",
@@ -74,6 +75,7 @@ SKIPPED: Final = N_("Not forwarded.")
 ALREADY: Final = N_("Already sent to the channel (or on its way).")
 ASK: Final = N_("Send me the new caption.")
 QUEUED: Final = N_("Forwarding…")
+CHECK: Final = N_("Check the caption, then forward.")
 NO_CHANNEL: Final = N_("This chat has no linked channel any more: /channel @name links one.")
 
 
@@ -345,7 +347,7 @@ def apply_press(
     if action == Action.CONFIRM and keep and prompt.stage == "editing":
         confirm = attrs.evolve(prompt, stage="confirm", new_caption=None, editor=None)
         new = _without_edit_of(state, prompt).with_record(confirm.record(expires))
-        return new, Press("confirm", confirm, "Check the caption, then forward.")
+        return new, Press("confirm", confirm, CHECK)
     forward_now = (action == Action.FORWARD and prompt.stage == "open") or (
         action == Action.CONFIRM and not keep and prompt.stage == "confirm"
     )
