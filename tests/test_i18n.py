@@ -204,6 +204,10 @@ def _sample(text: str) -> str:
         "state": "on",
         "style": "short",
         "language": "Deutsch",
+        "size": "31 MB",
+        "percent": "42",
+        "total": "31 MB",
+        "done": "812 KB",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
