@@ -256,6 +256,12 @@ def test_a_missing_translation_falls_back_to_english_sentence_by_sentence() -> N
     assert [tr.ngettext("A {n}.", "As {n}.", n) for n in (1, 3)] == ["A {n}.", "As {n}."]
 
 
+def test_one_translator_per_language_whatever_the_spelling() -> None:
+    assert translator("de-AT") is translator("de") is translator("DE")
+    assert translator("zh-hans") is translator(None) is translator("en")
+    assert translator("de").lang == "de"
+
+
 def test_plurals_follow_each_language() -> None:
     one, many = "Unknown placeholder: {listed}.", "Unknown placeholders: {listed}."
     ru = translator("ru")

@@ -141,14 +141,18 @@ def mo_path(lang: str) -> Path:
     return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.mo"
 
 
-@functools.cache
 def translator(lang: str | None) -> Translator:
     """The translator for `lang` (normalised first), loaded once from its ``.mo``.
 
     A catalogue that cannot be read (a broken install) answers in English and
     says so in the log once: a user gets the sentence, never an error.
     """
-    lang = normalize(lang)
+    # Cached by the normalised code: whatever codes clients send, at most one each.
+    return _load(normalize(lang))
+
+
+@functools.cache
+def _load(lang: str) -> Translator:
     if lang == DEFAULT:
         return Translator(lang, catalogue=gettext.NullTranslations())
     try:
