@@ -278,10 +278,13 @@ class Bot:
         orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
-        # The command menu in every language (Telegram shows each user theirs).
-        for language_code, menu in commands.menus():
-            with contextlib.suppress(Exception):
-                await self.application.bot.set_my_commands(menu, language_code=language_code)
+        # The command menu in every language (Telegram shows each user theirs), at once:
+        # nine round trips one after another would delay polling by as many.
+        bot = self.application.bot
+        await asyncio.gather(
+            *(bot.set_my_commands(menu, language_code=code) for code, menu in commands.menus()),
+            return_exceptions=True,
+        )
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
         await self.application.start()

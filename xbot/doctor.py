@@ -1,9 +1,10 @@
 """`xbot doctor`: what is wrong with this installation, one line per finding.
 
-Checks, in order: the configuration (every problem, naming the setting), the
-data directory (there, writable, free space), the database (opens, schema
-version, integrity, queue), the token's shape, and, unless told to stay
-offline, the Bot API itself (``getMe`` with a timeout: the token works, the
+Checks, in order: the versions a bug report needs (and whether yt-dlp is
+more than 90 days old, `xbot.versions`), the configuration (every problem,
+naming the setting), the data directory (there, writable, free space), the
+database (opens, schema version, integrity, queue), the token's shape, and,
+unless told to stay offline, the Bot API itself (``getMe`` with a timeout: the token works, the
 bot's name, whether privacy mode hides group messages from it).
 
 Exit status: 2 when the configuration is wrong (nothing else is checked
