@@ -152,6 +152,8 @@ def test_every_catalogue_is_complete(lang: str) -> None:
         assert all(strings), message.id
         if message.pluralizable:
             assert len(strings) == catalog.num_plurals, message.id
+    # What `pybabel compile` checks too (a printf-style flag it infers, plural counts).
+    assert [(m.id, [str(e) for e in errors]) for m, errors in catalog.check()] == []
 
 
 @pytest.mark.parametrize("lang", TRANSLATED)
@@ -208,6 +210,7 @@ def _sample(text: str) -> str:
         "percent": "42",
         "total": "31 MB",
         "done": "812 KB",
+        "n": "42",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 

@@ -77,9 +77,11 @@ def render(snapshot: Snapshot, lang: str = DEFAULT) -> str:
         return _("Uploading to Telegram…")
     if snapshot.total:
         percent = min(100, max(0, snapshot.done * 100 // snapshot.total))
-        # Translators: {percent} is a whole number; put the percent sign where your language does.
-        return _("Downloading… {percent}% of {total}").format(
-            percent=percent, total=human_size(snapshot.total)
+        # Translators: a percentage; put the sign where your language does (%41, 41 %, 41٪).
+        share = _("{n}%").format(n=percent)
+        # (Not "{percent}% of": Babel would read "% o" as a printf conversion.)
+        return _("Downloading… {percent} of {total}").format(
+            percent=share, total=human_size(snapshot.total)
         )
     if snapshot.done:
         return _("Downloading… {done}").format(done=human_size(snapshot.done))
