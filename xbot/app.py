@@ -41,7 +41,7 @@ from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.media.x_api import XApi
 from xbot.notices import KIND as NOTICE
-from xbot.notices import Notices, queue_notice
+from xbot.notices import Notices
 from xbot.other_sites import OtherSites
 from xbot.pacing import Pacer
 from xbot.polling import DurablePoller
@@ -120,21 +120,17 @@ async def build_services(
     delivery.on_delivered = forwarding.on_delivered
 
     async def notify(task: Task, reason: str) -> None:
-        if task.kind == FORWARD:
-            await forwarding.report_failure(task, reason)  # said on the prompt itself
-            return
-        if task.kind == NOTICE:
-            log.warning("dead-letter notice given up %s", kv(task=task.id, chat=task.chat_id))
-            return  # a notice about a notice would never end
-        await queue_notice(queue, task, reason, clock())
+        # The queue queued the notice with the dead mark (xbot.notices): send it soon.
         workers.wake()
 
     async def chat_moved(old_id: int, new_id: int) -> None:
         await chats.move_chat(old_id, new_id, clock())
 
+    # A forward's failure is told on its prompt, a delivery's by a message.
+    notices = Notices(sender, {FORWARD: forwarding.report_failure})
     workers = Workers(
         queue,
-        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: Notices(sender).run},
+        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: notices.run},
         notify,
         count=settings.workers,
         clock=clock,

@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 
 class Notifier(Protocol):
+    """Told after a task went dead; its notice is already queued (in the same transaction)."""
+
     async def __call__(self, task: Task, reason: str) -> None: ...
 
 
@@ -101,7 +103,8 @@ class Workers:
 
     Attributes:
         handlers: task kind → coroutine doing the work.
-        notify: tells a chat that its task finally failed (the dead-letter notice).
+        notify: told after a task went dead with a notice for its chat (which the
+            queue has already queued with the dead mark): e.g. wakes a worker for it.
         lease_for: seconds a lease lasts without a heartbeat.
         heartbeat_every: seconds between heartbeats (a third of the lease).
         idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
@@ -319,14 +322,22 @@ class Workers:
             fields["retry_after"] = round(exc.retry_after, 2)
             return "rate_limited"
         if isinstance(exc, ChatUnavailable):
-            await self.queue.dead_letter(task.lease, now, f"chat unavailable: {exc}")
+            # No notice: there is no one left in the chat to read it.
+            error = f"chat unavailable: {exc}"
+            await self.queue.dead_letter(task.lease, now, error, untold="the chat is gone")
             return "chat_unavailable"
-        if isinstance(exc, Permanent | PayloadError):
-            reason = exc.reason if isinstance(exc, Permanent) else "the task could not be read"
-            fields["error"] = reason if isinstance(exc, Permanent) else str(exc)
-            await self.queue.dead_letter(task.lease, now, str(fields["error"]))
-            if not isinstance(exc, Permanent) or exc.notify:
-                await self._notify(task, reason)
+        if isinstance(exc, Permanent):
+            fields["error"] = exc.reason
+            untold = None if exc.notify else "the task told the chat itself"
+            await self.queue.dead_letter(task.lease, now, exc.reason, untold=untold)
+            if exc.notify:
+                await self._notify(task, exc.reason)
+            return "dead"
+        if isinstance(exc, PayloadError):
+            reason = "the task could not be read"
+            fields["error"] = str(exc)
+            await self.queue.dead_letter_raw(task.lease, now, str(exc), tell=reason)
+            await self._notify(task, reason)
             return "dead"
         if isinstance(exc, ChatMoved) and exc.new_chat_id != task.chat_id:
             return await self._moved(ctx, exc, fields)
@@ -336,7 +347,7 @@ class Workers:
         if retry is None:
             log.error("task failed unexpectedly %s", kv(**fields), exc_info=exc)
         if task.attempts >= task.max_attempts:
-            await self.queue.dead_letter(task.lease, now, reason)
+            await self.queue.dead_letter(task.lease, now, reason, tell=_plain(reason))
             await self._notify(task, _plain(reason))
             return "dead"
         delay = compute_backoff(
