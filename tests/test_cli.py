@@ -380,7 +380,7 @@ def test_backup_to_stdout(
     copy = tmp_path / "from-stdout.sqlite3"
     copy.write_bytes(out)
     conn = apsw.Connection(str(copy))
-    assert conn.execute("SELECT count(*) FROM tasks").fetchall() == [(3,)]
+    assert conn.execute("SELECT count(*) FROM tasks").fetchall() == [(4,)]
     conn.close()
 
 
