@@ -77,3 +77,49 @@ async def test_a_chat_action_is_skipped_while_telegram_holds_the_chat() -> None:
     now[0] = 103.5
     await sender.chat_action(7, "upload_photo")
     assert NoBot.calls == 1
+
+
+# --- only what Telegram accepted is spent -----------------------------------------------------
+
+
+async def test_a_refused_send_frees_its_slot_and_an_accepted_one_keeps_it() -> None:
+    now = [100.0]
+    p = Pacer(clock=lambda: now[0])
+    with pytest.raises(RuntimeError):
+        async with p.sending(-5, group=True, messages=10):
+            raise RuntimeError("failed to get HTTP URL content")  # Telegram refused the URL
+    assert p.delay(-5, group=True, now=100.0) == 0, "a refused album must not spend the window"
+    async with p.sending(-5, group=True, messages=10):
+        now[0] = 100.5  # Telegram answered here
+    assert p.delay(-5, group=True, now=100.6) == pytest.approx(0.9)  # 1/s from the answer
+    for _ in range(10):
+        p.record(-5, group=True, now=102.0)
+    # 20 accepted: the 21st waits for the first ten (stamped 100.5) to leave the window.
+    assert p.delay(-5, group=True, now=103.0) == pytest.approx(57.5)
+
+
+async def test_a_429_holds_the_chat_exactly_retry_after_and_no_window_on_top() -> None:
+    now = [100.0]
+    p = Pacer(clock=lambda: now[0])
+    async with p.sending(3, group=False):
+        pass  # an earlier message, accepted at 100.0
+    now[0] = 101.0
+    with pytest.raises(RuntimeError):
+        async with p.sending(3, group=False):
+            p.hold(3, until=now[0] + 2.0)  # what the sender does with a 429's retry_after
+            raise RuntimeError("429")
+    assert p.delay(3, group=False, now=102.0) == pytest.approx(1.0)
+    assert p.delay(3, group=False, now=103.0) == 0, "the hold, then nothing on top"
+
+
+async def test_concurrent_sends_cannot_overbook_a_window() -> None:
+    now = [100.0]
+    p = Pacer(clock=lambda: now[0], max_wait=0.0)
+    held = []
+    for _ in range(20):
+        held.append(await p.reserve(-9, group=True))
+        p._last.pop(-9)  # other coroutines' sends, each spaced (not the point here)
+    with pytest.raises(RateLimited):
+        await p.reserve(-9, group=True)  # 20 out at once: the 21st waits
+    p.release(held[0])
+    assert p.delay(-9, group=True, now=100.0) == 0
