@@ -299,21 +299,22 @@ class Sender:
         assert 1 <= len(items) <= 10
         # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
         by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
-        await self.pacer.wait(chat_id, group=group, messages=len(items))
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
         write_timeout = write_timeout_for(sum(i.size for i in items))
-        try:
-            async with self._line(chat_id):
-                return await self._send_media(
-                    chat_id,
-                    items,
-                    caption,
-                    reply=reply,
-                    spoiler=spoiler,
-                    write_timeout=write_timeout,
-                )
-        except TelegramError as exc:
-            raise self._translate(exc, chat_id, by=by) from exc
+        # Only what Telegram accepts is spent of its limits; a refusal frees the slot.
+        async with self.pacer.sending(chat_id, group=group, messages=len(items)):
+            try:
+                async with self._line(chat_id):
+                    return await self._send_media(
+                        chat_id,
+                        items,
+                        caption,
+                        reply=reply,
+                        spoiler=spoiler,
+                        write_timeout=write_timeout,
+                    )
+            except TelegramError as exc:
+                raise self._translate(exc, chat_id, by=by) from exc
 
     async def _send_media(
         self,
@@ -397,15 +398,15 @@ class Sender:
         html: bool = True,
         reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> Message:
-        await self.pacer.wait(chat_id, group=group, messages=1)
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-        try:
-            async with self._line(chat_id):
-                return await self._send_message(
-                    chat_id, text, reply=reply, html=html, reply_markup=reply_markup
-                )
-        except TelegramError as exc:
-            raise self._translate(exc, chat_id) from exc
+        async with self.pacer.sending(chat_id, group=group, messages=1):
+            try:
+                async with self._line(chat_id):
+                    return await self._send_message(
+                        chat_id, text, reply=reply, html=html, reply_markup=reply_markup
+                    )
+            except TelegramError as exc:
+                raise self._translate(exc, chat_id) from exc
 
     async def _send_message(
         self,

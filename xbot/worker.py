@@ -35,6 +35,10 @@ from xbot.queue import Effect, Task, TaskQueue
 
 log = logging.getLogger(__name__)
 
+# After a hold or a backoff, the worker looks again this much later: the
+# queue compares run_after with a clock read a little after the timer fires.
+WAKE_MARGIN = 0.02
+
 
 class Notifier(Protocol):
     """Told after a task went dead; its notice is already queued (in the same transaction)."""
@@ -191,6 +195,14 @@ class Workers:
                 task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
             )
 
+    def _wake_after(self, seconds: float) -> None:
+        """Look at the queue again when a held or backed-off task becomes runnable.
+
+        Without it the task waited its ``retry_after`` and then up to an idle
+        poll more: a 429 costs exactly what Telegram asked, not a nap on top.
+        """
+        asyncio.get_running_loop().call_later(max(0.0, seconds) + WAKE_MARGIN, self._wake.set)
+
     async def _nap(self, seconds: float) -> None:
         self._wake.clear()
         with contextlib.suppress(TimeoutError):
@@ -320,6 +332,7 @@ class Workers:
             # without counting an attempt: a 429 is Telegram's pace, not a failure.
             await self.queue.rate_limited(task.lease, now, now + exc.retry_after, str(exc))
             fields["retry_after"] = round(exc.retry_after, 2)
+            self._wake_after(exc.retry_after)
             return "rate_limited"
         if isinstance(exc, ChatUnavailable):
             # No notice: there is no one left in the chat to read it.
@@ -355,6 +368,7 @@ class Workers:
         )
         await self.queue.reschedule(task.lease, now, delay, reason)
         fields["delay"] = round(delay, 1)
+        self._wake_after(delay)
         return "retry"
 
     async def _moved(self, ctx: TaskContext, exc: ChatMoved, fields: dict[str, object]) -> str:
