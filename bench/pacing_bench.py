@@ -144,9 +144,7 @@ async def run_scenario(
 ) -> Result:
     """Inject ``messages`` (chat, chat type, link) at once; wait for every answer."""
     media, fx = MediaServer(), FxApiServer()
-    api = BotApiServer(
-        allow_url_fetch_from_loopback=url_fetch, max_records=1_000_000, seed=seed
-    )
+    api = BotApiServer(allow_url_fetch_from_loopback=url_fetch, max_records=1_000_000, seed=seed)
     for server in (media, fx, api):
         server.start_sync()
     limits = TelegramLimits()
@@ -205,8 +203,11 @@ async def run_scenario(
             storm_429s += 1
     limit_429s = len(limits.refusals)
     if limits.refusals:
-        print(f"  {name}: the limits refused (chat, s after the start): "
-              + ", ".join(f"({c}, {at - t0:.2f})" for c, at in limits.refusals), flush=True)
+        print(
+            f"  {name}: the limits refused (chat, s after the start): "
+            + ", ".join(f"({c}, {at - t0:.2f})" for c, at in limits.refusals),
+            flush=True,
+        )
     accepted = [(chat, items) for chat, items, retry in sends if retry is None]
     ideal = ideal_with_refusals(sends, limits) if storm else ideal_makespan(accepted, limits)
     return Result(
@@ -260,12 +261,11 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"  burst: {results[-1].wall:.1f} s", flush=True)
         if "storm" in only:
             msgs, posts = storm()
-            results.append(
-                await run_scenario(
-                    "storm", msgs, storm=0.3, url_fetch=False, root=root, posts=posts,
-                    seed=args.seed,
-                )  # fmt: skip
+            seed = args.seed
+            result = await run_scenario(
+                "storm", msgs, storm=0.3, url_fetch=False, root=root, posts=posts, seed=seed
             )
+            results.append(result)
             print(f"  storm: {results[-1].wall:.1f} s", flush=True)
     print()
     print(
