@@ -89,10 +89,14 @@ async def test_a_chat_action_is_skipped_while_telegram_holds_the_chat() -> None:
 async def test_a_refused_send_frees_its_slot_and_an_accepted_one_keeps_it() -> None:
     now = [100.0]
     p = Pacer(clock=lambda: now[0])
+
+    async def refused() -> None:
+        async with p.sending(-5, group=True, messages=10):
+            raise RuntimeError("failed to get HTTP URL content")  # Telegram refused the URL
+
     for _ in range(PER_CHAT_BURST + 2):
         with pytest.raises(RuntimeError):
-            async with p.sending(-5, group=True, messages=10):
-                raise RuntimeError("failed to get HTTP URL content")  # Telegram refused the URL
+            await refused()
     assert p.delay(-5, group=True, now=100.0) == 0, "refused albums must spend nothing"
     async with p.sending(-5, group=True, messages=10):
         now[0] = 100.5  # Telegram answered here
@@ -108,10 +112,14 @@ async def test_a_429_holds_the_chat_exactly_retry_after_and_no_window_on_top() -
         async with p.sending(3, group=False):
             pass  # earlier messages, accepted at 100.0: the bucket is empty
     now[0] = 101.0
-    with pytest.raises(RuntimeError):
+
+    async def refused() -> None:
         async with p.sending(3, group=False):
             p.hold(3, until=now[0] + 2.0)  # what the sender does with a 429's retry_after
             raise RuntimeError("429")
+
+    with pytest.raises(RuntimeError):
+        await refused()
     assert p.delay(3, group=False, now=102.0) == pytest.approx(1.0)
     assert p.delay(3, group=False, now=103.0) == 0, "the hold, then nothing on top"
 

@@ -83,7 +83,7 @@ async def test_through_ptb_past_a_limit_is_a_429_and_a_refused_url_costs_nothing
         async with bot:
             missing = f"{media.url}/gone.jpg"  # 404: "failed to get HTTP URL content"
             for _ in range(3):
-                with pytest.raises(BadRequest, match="(?i)failed to get http url content"):
+                with pytest.raises(BadRequest, match=r"(?i)failed to get http url content"):
                     await bot.send_photo(GROUP, missing)
             photo = media.add("/p.jpg", tiny_jpeg(), "image/jpeg")
             sent = await bot.send_media_group(GROUP, [InputMediaPhoto(photo)] * 4)
