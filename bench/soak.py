@@ -403,6 +403,7 @@ class BotProcess:
     sigterm_codes: list[int] = attrs.Factory(list)
     _log: Any = None
     _exited_at: float | None = None
+    _webhooks_before: int = 0
 
     @property
     def pid(self) -> int | None:
@@ -412,6 +413,7 @@ class BotProcess:
         self.runs += 1
         self._close_log()
         self._log = (self.log_dir / f"run-{self.runs:03d}.log").open("wb")
+        self._webhooks_before = len(self.api.calls_for("deleteWebhook"))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "xbot.cli", "run"],
             env=self.env,
@@ -421,10 +423,12 @@ class BotProcess:
         self.started_at = time.monotonic()
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> bool:
-        """Polling started: a getUpdates is held open (calls are recorded when they return)."""
+        """Polling started: this run's deleteWebhook came (each start sends one before its
+        first getUpdates). Not a held poll: a killed run's poll stays held until it times
+        out, and a crash loop would then kill the next run before it even started."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.api.held_polls > 0:
+            if len(self.api.calls_for("deleteWebhook")) > self._webhooks_before:
                 return True
             if self.proc is not None and self.proc.poll() is not None:
                 return False
