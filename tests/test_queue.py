@@ -594,6 +594,20 @@ async def test_retry_a_dead_task(q: TaskQueue) -> None:
     assert not await q.retry(99999, T0)
 
 
+async def test_a_retried_poison_task_gets_its_lost_lease_budget_back(q: TaskQueue) -> None:
+    t = await add(q, 1, max_attempts=1)
+    for _ in range(queue_mod.lost_lease_budget(1)):
+        assert await q.lease_next(T0) is not None
+        await q.reclaim_orphans(T0)
+    dead = await q.get(t.id)
+    assert dead is not None
+    assert (dead.state, dead.lost_leases) == ("dead", 2)
+    assert await q.retry(t.id, T0 + 1)
+    back = await q.get(t.id)
+    assert back is not None
+    assert (back.state, back.attempts, back.lost_leases) == ("pending", 0, 0)
+
+
 async def test_purge_dead(q: TaskQueue) -> None:
     for i in range(3):
         await add(q, i)

@@ -629,7 +629,8 @@ def _get(conn: apsw.Connection, task_id: int) -> Task | None:
 def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
     # If a live task with the same dedup key already does this job, leave the dead one.
     rows = conn.execute(
-        f"""UPDATE tasks SET state = 'pending', attempts = 0, run_after = :now, {_FREE}
+        f"""UPDATE tasks SET state = 'pending', attempts = 0, lost_leases = 0,
+               run_after = :now, {_FREE}
            WHERE id = :id AND state = 'dead' AND (dedup_key IS NULL OR NOT EXISTS (
                SELECT 1 FROM tasks AS o WHERE o.dedup_key = tasks.dedup_key
                AND o.state IN ('pending', 'running')))
