@@ -18,7 +18,7 @@ from xbot.cli import build_parser, main
 from xbot.db import DbPool, connect, prepare_store
 from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.opscli import format_age, parse_duration
-from xbot.queue import SyncQueue
+from xbot.queue_sync import SyncQueue
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 SECRET_PART = TOKEN.split(":")[1]

@@ -20,7 +20,7 @@ import apsw
 import pytest
 from test_process import CHAT, Stage, wait_until
 
-from xbot.queue import lost_lease_budget
+from xbot.lost_leases import lost_lease_budget
 from xbot.testing._mediabytes import tiny_jpeg
 from xbot.testing.botapi import BotApiServer
 

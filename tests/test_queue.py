@@ -19,6 +19,7 @@ from xbot import group_commit, migrations
 from xbot import queue as queue_mod
 from xbot.db import DbPool, connect, open_store
 from xbot.errors import LeaseLost, StoreError
+from xbot.lost_leases import POISON_TELL, lost_lease_budget
 from xbot.queue import Lease, Task, TaskQueue, payload_identity
 
 T0 = 1_000_000.0
@@ -477,7 +478,7 @@ async def test_repair_hands_expired_leases_back(q: TaskQueue) -> None:
 
 async def test_a_task_that_kills_its_worker_dies_with_its_notice(q: TaskQueue) -> None:
     t = await add(q, 1, max_attempts=3)
-    budget = queue_mod.lost_lease_budget(3)
+    budget = lost_lease_budget(3)
     now = T0
     for loss in range(budget):
         leased = await q.lease_next(now, lease_for=10)
@@ -488,7 +489,7 @@ async def test_a_task_that_kills_its_worker_dies_with_its_notice(q: TaskQueue) -
     notice = await q.lease_next(now)  # the inline repair buried it and queued its notice
     assert notice is not None
     assert (notice.kind, notice.dedup_key) == ("notice", f"notice:{t.id}")
-    assert json.loads(notice.payload)["reason"] == queue_mod.POISON_TELL
+    assert json.loads(notice.payload)["reason"] == POISON_TELL
     dead = await q.get(t.id)
     assert dead is not None
     assert (dead.state, dead.lost_leases, dead.attempts) == ("dead", budget, 0)
@@ -596,7 +597,7 @@ async def test_retry_a_dead_task(q: TaskQueue) -> None:
 
 async def test_a_retried_poison_task_gets_its_lost_lease_budget_back(q: TaskQueue) -> None:
     t = await add(q, 1, max_attempts=1)
-    for _ in range(queue_mod.lost_lease_budget(1)):
+    for _ in range(lost_lease_budget(1)):
         assert await q.lease_next(T0) is not None
         await q.reclaim_orphans(T0)
     dead = await q.get(t.id)

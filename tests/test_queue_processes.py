@@ -23,7 +23,7 @@ import pytest
 
 from xbot import queue as queue_mod
 from xbot.db import connect, prepare_store
-from xbot.queue import SyncQueue
+from xbot.queue_sync import SyncQueue
 
 HELPERS = Path(__file__).parent / "helpers"
 T0 = 1_000_000.0

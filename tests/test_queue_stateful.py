@@ -32,7 +32,9 @@ from hypothesis.stateful import (
 
 from xbot.db import connect, prepare_store
 from xbot.errors import LeaseLost
-from xbot.queue import NOTICE_KIND, Lease, SyncQueue, Task, lost_lease_budget
+from xbot.lost_leases import lost_lease_budget
+from xbot.queue import NOTICE_KIND, Lease, Task
+from xbot.queue_sync import SyncQueue
 
 T0 = 1_000_000.0
 CHATS = st.integers(min_value=0, max_value=3)

@@ -37,8 +37,8 @@ The rules, each pinned by tests in tests/test_queue*.py:
 
 Time is always passed in (``now``, float epoch seconds); nothing here reads a
 clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
-callers per transaction (`xbot.group_commit`); `SyncQueue` runs the same functions
-on one connection (other processes, tests). SQL here is assembled only from
+callers per transaction (`xbot.group_commit`); `xbot.queue_sync.SyncQueue` runs
+the same functions on one connection (other processes, tests). SQL here is assembled only from
 this module's constants, never from input (hence the ``noqa: S608``).
 """
 
@@ -56,10 +56,11 @@ from typing import Any, Final, TypeVar
 import apsw
 import attrs
 
-from xbot.db import DbPool, write_sync
+from xbot.db import DbPool
 from xbot.errors import LeaseLost
 from xbot.group_commit import GroupCommit
 from xbot.logs import kv
+from xbot.lost_leases import POISON_TELL, judge_lost_lease
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -77,11 +78,6 @@ PRUNE_CHUNK: Final = 2000
 # The dead-letter notice is a task of this kind (xbot.notices runs it).
 NOTICE_KIND: Final = "notice"
 NOTICE_MAX_ATTEMPTS: Final = 8
-# Lost leases in a row without progress that a task may use: this many times
-# its max_attempts (see judge_lost_lease).
-LOST_LEASE_FACTOR: Final = 2
-# What the chat reads when a task is judged poison.
-POISON_TELL: Final = "it stopped the bot every time I tried it"
 
 # The columns of tasks in table order, which is also the field order of Task.
 _COLUMNS: Final = (
@@ -179,58 +175,6 @@ def payload_identity(raw: str) -> dict[str, str]:
         if match:
             found[name] = match.group(1)
     return found
-
-
-# --- the rule for a lost lease ---------------------------------------------------------------
-
-
-@attrs.frozen
-class LostVerdict:
-    """What becomes of a task whose lease was lost.
-
-    Attributes:
-        state: ``pending`` (handed back) or ``dead`` (judged a poison task).
-        lost_leases: the task's new count of lost leases in a row without progress.
-        reason: the ``last_error`` to record.
-    """
-
-    state: str
-    lost_leases: int
-    reason: str
-
-
-def lost_lease_budget(max_attempts: int) -> int:
-    """Lost leases in a row without progress a task may use before it is judged poison."""
-    return LOST_LEASE_FACTOR * max(1, max_attempts)
-
-
-def judge_lost_lease(*, progressed: bool, lost_leases: int, max_attempts: int) -> LostVerdict:
-    """The rule for a lease lost to a process death or an expiry. Pure.
-
-    A lost lease is the process's failure before it is the task's: a crash
-    loop, a deploy loop, an OOM kill of the whole service or a watchdog
-    restart takes every lease in flight, innocent or not. So it never counts
-    as an attempt. It counts against the task only when the task made no
-    progress under that lease; ``lost_leases`` is the run of such losses, and
-    the task is poison when the run reaches ``LOST_LEASE_FACTOR`` times its
-    ``max_attempts``: the budget is larger than for failures because the
-    evidence is weaker. Progress (an album recorded under the lease) clears
-    the run: a task that moves forward between deaths is not what kills them.
-
-    Why no finer evidence (which other tasks were in flight, whether they
-    completed since): a slow task caught in a crash loop that kills faster
-    than it runs looks exactly like a poison task from inside — in flight at
-    every death while the others go on and complete. What tells them apart
-    is how often it happens; the run without progress counts exactly that.
-    """
-    if progressed:
-        return LostVerdict("pending", 0, "lease lost after progress: handed back")
-    run = lost_leases + 1
-    if run >= lost_lease_budget(max_attempts):
-        return LostVerdict(
-            "dead", run, f"the task was in flight at {run} process deaths in a row without progress"
-        )
-    return LostVerdict("pending", run, f"lease lost ({run} in a row without progress): handed back")
 
 
 # --- the operations: plain functions of a connection, run inside a transaction -----------
@@ -900,94 +844,3 @@ class TaskQueue:
     async def move_chat(self, old_chat_id: int, new_chat_id: int) -> int:
         fn = partial(_move_chat, old_chat_id=old_chat_id, new_chat_id=new_chat_id)
         return await self._write(fn)
-
-
-@attrs.define
-class SyncQueue:
-    """The same operations on one connection, each in its own transaction.
-
-    For other processes, the CLI and tests: one thread at a time per connection.
-
-    Attributes:
-        conn: an open, migrated connection (`xbot.db.connect`).
-    """
-
-    conn: apsw.Connection
-
-    def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
-        return write_sync(self.conn, fn)
-
-    def enqueue(
-        self,
-        kind: str,
-        payload: Mapping[str, Any] | str,
-        chat_id: int,
-        *,
-        now: float,
-        run_after: float | None = None,
-        dedup_key: str | None = None,
-        max_attempts: int = 5,
-    ) -> Task:
-        fields = _enqueue_fields(
-            kind=kind,
-            payload=payload,
-            chat_id=chat_id,
-            now=now,
-            run_after=run_after,
-            dedup_key=dedup_key,
-            max_attempts=max_attempts,
-        )
-        return self._write(partial(_enqueue, fields=fields))
-
-    def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
-        task, buried = self._write(partial(_lease_next, now=now, lease_for=lease_for))
-        log_burials(buried, "lease repair")
-        return task
-
-    def heartbeat(self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE) -> float:
-        return self._write(partial(_heartbeat, lease=lease, now=now, lease_for=lease_for))
-
-    def mark_done(self, lease: Lease, now: float) -> None:
-        self._write(partial(_mark_done, lease=lease, now=now))
-
-    def reschedule(
-        self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True
-    ) -> Task:
-        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
-        task, burial = self._write(partial(fn, count=count_attempt))
-        log_burials([burial] if burial else [], "out of attempts")
-        return task
-
-    def dead_letter(self, lease: Lease, now: float, error: str) -> Task:
-        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter")
-        burial = self._write(fn)
-        log_burials([burial], "dead letter")
-        return burial.task
-
-    def replace_payload(self, lease: Lease, payload: Mapping[str, Any] | str, now: float) -> None:
-        self._write(partial(_replace_payload, lease=lease, payload=_encode(payload), now=now))
-
-    def delete(self, lease: Lease) -> None:
-        self._write(partial(_delete, lease=lease))
-
-    def hold_chat(self, chat_id: int, until: float) -> float:
-        return self._write(partial(_hold_chat, chat_id=chat_id, until=until))
-
-    def repair_expired(self, now: float) -> int:
-        written, buried = self._write(partial(_repair, now=now))
-        log_burials(buried, "sweep repair")
-        return len(written)
-
-    def reclaim_orphans(self, now: float) -> int:
-        written, buried = self._write(partial(_reclaim, now=now))
-        log_burials(buried, "startup reclaim")
-        return len(written)
-
-    def save_progress(self, lease: Lease, now: float, payload: str | None = None) -> None:
-        self._write(partial(_save_progress, lease=lease, now=now, payload=payload, effects=()))
-
-    def stats(self, now: float) -> QueueStats:
-        return self._write(partial(_stats, now=now))
-
-    def get(self, task_id: int) -> Task | None:
-        return _get(self.conn, task_id)
