@@ -135,3 +135,18 @@ def test_sends_in_flight_fill_a_window_until_they_are_answered() -> None:
     p.take(99, group=False, now=3700.0)
     # 28 out, 1 more out, 1 answered: the next waits for the answered one to leave.
     assert p.delay(98, group=False, now=3700.5) == pytest.approx(0.5)
+
+
+async def test_a_send_without_an_answer_stays_counted() -> None:
+    now = [100.0]
+    p = Pacer(clock=lambda: now[0])
+
+    async def timed_out() -> None:
+        async with p.sending(-5, group=True, messages=10) as slot:
+            slot.maybe_delivered = True  # a timeout: Telegram may have posted the album
+            raise TimeoutError
+
+    for _ in range(2):
+        with pytest.raises(TimeoutError):
+            await timed_out()
+    assert p.delay(-5, group=True, now=101.0) == pytest.approx(59.0), "20 may have arrived"

@@ -11,8 +11,10 @@ in the chat's own 1/s spacing it is one send.
 Only what Telegram accepted is spent. `sending` reserves the slot while the
 call is out (so concurrent sends cannot overbook a window), keeps it, stamped
 with the time Telegram answered, when the call succeeds, and frees it when
-the call fails: a URL Telegram could not fetch, a 429, a timeout — none of
-them reached the chat, so none may delay the next message. A 429 holds the
+the call fails: a URL Telegram could not fetch, a 429, a refusal — none of
+them reached the chat, so none may delay the next message. A call with no
+answer (a timeout) may have reached it: the caller marks it
+(`Slot.maybe_delivered`) and it is kept. A 429 holds the
 chat for exactly its ``retry_after`` (`hold`); the refused call leaves no
 window behind it.
 
@@ -47,7 +49,7 @@ GLOBAL_MAX = 30
 IN_FLIGHT_POLL = 0.05
 
 
-@attrs.frozen
+@attrs.define
 class Slot:
     """A send in flight: what it holds until Telegram answers.
 
@@ -56,12 +58,15 @@ class Slot:
         group: whether it counts in the chat's group window.
         messages: how many messages it counts as (an album's items).
         at: when it was reserved.
+        maybe_delivered: set by the caller when the call failed without an
+            answer (a timeout): Telegram may have sent it, so it stays counted.
     """
 
     chat_id: int
     group: bool
     messages: int
     at: float
+    maybe_delivered: bool = False
 
 
 @attrs.define
@@ -189,12 +194,16 @@ class Pacer:
 
     @contextlib.asynccontextmanager
     async def sending(self, chat_id: int, *, group: bool, messages: int = 1) -> AsyncIterator[Slot]:
-        """Around one Bot API send: the slot is kept if the body returns, freed if it raises."""
+        """Around one Bot API send: the slot is kept if the body returns, freed if it raises
+        (kept still if the body marked it `Slot.maybe_delivered`)."""
         slot = await self.reserve(chat_id, group=group, messages=messages)
         try:
             yield slot
         except BaseException:
-            self.release(slot)
+            if slot.maybe_delivered:
+                self.confirm(slot, self.clock())
+            else:
+                self.release(slot)
             raise
         self.confirm(slot, self.clock())
 

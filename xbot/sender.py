@@ -302,7 +302,7 @@ class Sender:
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
         write_timeout = write_timeout_for(sum(i.size for i in items))
         # Only what Telegram accepts is spent of its limits; a refusal frees the slot.
-        async with self.pacer.sending(chat_id, group=group, messages=len(items)):
+        async with self.pacer.sending(chat_id, group=group, messages=len(items)) as slot:
             try:
                 async with self._line(chat_id):
                     return await self._send_media(
@@ -314,6 +314,7 @@ class Sender:
                         write_timeout=write_timeout,
                     )
             except TelegramError as exc:
+                slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
                 raise self._translate(exc, chat_id, by=by) from exc
 
     async def _send_media(
@@ -399,13 +400,14 @@ class Sender:
         reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> Message:
         reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
-        async with self.pacer.sending(chat_id, group=group, messages=1):
+        async with self.pacer.sending(chat_id, group=group, messages=1) as slot:
             try:
                 async with self._line(chat_id):
                     return await self._send_message(
                         chat_id, text, reply=reply, html=html, reply_markup=reply_markup
                     )
             except TelegramError as exc:
+                slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
                 raise self._translate(exc, chat_id) from exc
 
     async def _send_message(
