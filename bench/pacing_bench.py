@@ -120,7 +120,7 @@ def ideal_with_refusals(
         for chat, todo in queues.items():
             while heads[chat] < len(todo) and now >= not_before[chat]:
                 items, retry = todo[heads[chat]]
-                if model._wait(chat, items, now) > 0:
+                if model.wait(chat, items, now) > 0:
                     break
                 heads[chat] += 1
                 last = now

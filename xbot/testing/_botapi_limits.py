@@ -86,7 +86,7 @@ class TelegramLimits:
         """Count the send, or return the ``retry_after`` (whole seconds) of its 429."""
         if method not in COUNTED_METHODS or chat_id is None:
             return Admission(0, 0, at)
-        wait = self._wait(chat_id, items, at)
+        wait = self.wait(chat_id, items, at)
         if wait > 0:
             self.refusals.append((chat_id, at))
             return max(1, math.ceil(wait))
@@ -116,7 +116,8 @@ class TelegramLimits:
         tokens, last = self._buckets.get(chat_id, (float(self.chat_burst), at))
         return min(float(self.chat_burst), tokens + (at - last) * self.chat_rate), at
 
-    def _wait(self, chat_id: int, items: int, at: float) -> float:
+    def wait(self, chat_id: int, items: int, at: float) -> float:
+        """Seconds until ``items`` more to ``chat_id`` pass every limit (0: now)."""
         tokens, _ = self._bucket(chat_id, at)
         wait = 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.chat_rate
         if chat_id < 0:
