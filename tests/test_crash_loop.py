@@ -68,7 +68,11 @@ def state_of(stage: Stage, url_part: str) -> str | None:
 async def start(stage: Stage) -> subprocess.Popen[bytes]:
     polls = len(stage.api.calls_for("deleteWebhook"))
     proc = stage.spawn()
-    await wait_until(lambda: len(stage.api.calls_for("deleteWebhook")) > polls, 20, "polling")
+    try:
+        await wait_until(lambda: len(stage.api.calls_for("deleteWebhook")) > polls, 20, "polling")
+    except BaseException:
+        kill(proc)  # never leave a bot behind the test
+        raise
     return proc
 
 
