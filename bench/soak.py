@@ -25,7 +25,10 @@ dozens of chats while the scenarios misbehave on a timeline drawn from
 - ``dblock``: another process holds the database's write lock for longer than
   the bot's busy timeout (5 s);
 - ``diskfull``: the data dir is a size-limited tmpfs (needs root) that is filled
-  up for a while and then freed.
+  up for a while and then freed;
+- ``crashloop``: a crash loop: six SIGKILLs about 2 s apart, each soon after
+  the restart, faster than the slowest task (posts of 12 photos from a slow
+  media host, sent just before): a lost lease must not dead-letter them.
 
 Everything is counted from the Bot API stand-in's records (and the bot's logs),
 never from what the bot says about itself: links delivered, links lost, albums
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import signal
@@ -68,7 +72,9 @@ from xbot.testing.botapi import BotApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.media_server import MediaServer, fake_mp4, tiny_jpeg
 
-SCENARIOS = ("kill9", "sigterm", "storm", "botapi", "media", "fxapi", "dblock", "diskfull")
+SCENARIOS = (
+    "kill9", "sigterm", "storm", "botapi", "media", "fxapi", "dblock", "diskfull", "crashloop",
+)  # fmt: skip
 # The handler's answer when the database stays locked or full (xbot.handlers.messages).
 STORE_REFUSAL = "my storage is busy or full"
 MEDIA_METHODS = frozenset(
@@ -125,6 +131,9 @@ class Config:
     diskfull_seconds: float = 10.0
     log_level: str = "INFO"
     without_kinds: frozenset[str] = frozenset()
+    crashloop_kills: int = 6
+    crashloop_gap: float = 2.0
+    crashloop_slow_links: int = 3
 
     def has(self, scenario: str) -> bool:
         return scenario in self.scenarios
@@ -185,7 +194,10 @@ KINDS = (
     LinkKind("m_reset", "media", 3, "media"),
     LinkKind("m_lie", "either", 3, "media"),
     LinkKind("m_stall", "media", 2, "media", slow=True),
+    # Twelve photos from a slow host: slower than the crash loop's kills (sent by it).
+    LinkKind("slow12", "media", 0, "crashloop", private_only=True),
 )
+SLOW_PHOTO_DELAY = 0.4  # seconds the slow host takes per photo
 
 
 @attrs.frozen
@@ -292,6 +304,16 @@ class Catalog:
         elif kind == "gif":
             fx.add_post(pid, text=text, gifs=[self._video(pid, 16 * 1024)])
             post = Post(pid, ("gif",))
+        elif kind == "slow12":
+            photos = [
+                self.s.media.add(
+                    f"/media/{pid}-{i}.jpg", tiny_jpeg(64 + i, 48), "image/jpeg",
+                    delay=SLOW_PHOTO_DELAY,
+                )
+                for i in range(12)
+            ]  # fmt: skip
+            fx.add_post(pid, text=text, photos=photos)
+            post = Post(pid, ("photo",) * 12)
         elif kind in ("album3", "album12"):
             n = 3 if kind == "album3" else 12
             fx.add_post(pid, text=text, photos=[self._photo(pid, i) for i in range(n)])
@@ -381,6 +403,7 @@ class BotProcess:
     sigterm_codes: list[int] = attrs.Factory(list)
     _log: Any = None
     _exited_at: float | None = None
+    _webhooks_before: int = 0
 
     @property
     def pid(self) -> int | None:
@@ -390,6 +413,7 @@ class BotProcess:
         self.runs += 1
         self._close_log()
         self._log = (self.log_dir / f"run-{self.runs:03d}.log").open("wb")
+        self._webhooks_before = len(self.api.calls_for("deleteWebhook"))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "xbot.cli", "run"],
             env=self.env,
@@ -399,10 +423,12 @@ class BotProcess:
         self.started_at = time.monotonic()
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> bool:
-        """Polling started: a getUpdates is held open (calls are recorded when they return)."""
+        """Polling started: this run's deleteWebhook came (each start sends one before its
+        first getUpdates). Not a held poll: a killed run's poll stays held until it times
+        out, and a crash loop would then kill the next run before it even started."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.api.held_polls > 0:
+            if len(self.api.calls_for("deleteWebhook")) > self._webhooks_before:
                 return True
             if self.proc is not None and self.proc.poll() is not None:
                 return False
@@ -565,6 +591,32 @@ def dead_letters(db: Path) -> list[str]:
         conn.close()
 
 
+def silent_dead_letters(db: Path, outs: list[LinkOutcome]) -> list[str]:
+    """Dead tasks whose chat heard nothing about them: no media, no sentence (no notice)."""
+    if not db.exists():
+        return []
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.set_busy_timeout(2000)
+        rows = conn.execute(
+            "SELECT id, chat_id, payload, last_error FROM tasks"
+            " WHERE state = 'dead' AND kind <> 'notice' ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+    by_key = {(o.link.chat, o.link.message_id): o for o in outs}
+    silent = []
+    for task_id, chat, payload, error in rows:
+        try:
+            reply_to = json.loads(str(payload)).get("reply_to")
+        except (ValueError, AttributeError):
+            reply_to = None
+        o = by_key.get((int(str(chat)), reply_to))
+        if o is None or (o.sentences == 0 and o.media_items < o.link.items):
+            silent.append(f"task {task_id} chat {chat}: {error}")
+    return silent
+
+
 # --- the timeline -------------------------------------------------------------------------------
 
 
@@ -607,6 +659,8 @@ def build_timeline(cfg: Config, rng: random.Random) -> list[Event]:
         events.append(Event(span * rng.uniform(0.2, 0.4), "dblock", cfg.dblock_seconds))
     if cfg.has("diskfull"):
         events.append(Event(span * rng.uniform(0.55, 0.75), "diskfull", cfg.diskfull_seconds))
+    if cfg.has("crashloop"):
+        events.append(Event(span * rng.uniform(0.3, 0.5), "crashloop", cfg.crashloop_kills))
     events.sort(key=lambda e: e.at)
     return events
 
@@ -744,6 +798,7 @@ class Soak:
     links: list[SentLink] = attrs.Factory(list)
     chats: list[tuple[int, str]] = attrs.Factory(list)
     kills_random: int = 0
+    kills_crashloop: int = 0
     kills_aimed: list[tuple[int, int | None]] = attrs.Factory(list)  # (chat, reply_to)
     timeout_windows: list[tuple[float, float]] = attrs.Factory(list)
     store_windows: list[tuple[float, float]] = attrs.Factory(list)  # lock held, disk full
@@ -818,15 +873,19 @@ class Soak:
 
     # -- the run --
 
-    def send(self, index: int) -> None:
+    def send(self, index: int, kind_name: str | None = None) -> None:
         kinds = [
             k
             for k in KINDS
             if (not k.scenario or self.cfg.has(k.scenario))
             and not (k.slow and self.cfg.fast)
             and k.name not in self.cfg.without_kinds
+            and (k.weight or k.name == kind_name)
         ]
-        kind = self.rng.choices(kinds, weights=[k.weight for k in kinds])[0]
+        if kind_name is None:
+            kind = self.rng.choices(kinds, weights=[k.weight for k in kinds])[0]
+        else:
+            (kind,) = [k for k in kinds if k.name == kind_name]
         chats = [c for c in self.chats if c[1] == "private"] if kind.private_only else self.chats
         chat, chat_type = chats[self.rng.randrange(len(chats))]
         post = self.catalog.post_for(kind.name)
@@ -909,6 +968,8 @@ class Soak:
             took = self.bot.sigterm()
             self.notes.append(f"SIGTERM at {event.at:.0f} s: exited in {took:.2f} s")
             self.restart()
+        elif event.what == "crashloop":
+            self._crashloop(int(event.arg))
         elif event.what == "storm":
             api.set_rate_limit_storm(float(event.arg), retry_after_range=(1, 3))
         elif event.what == "5xx":
@@ -925,6 +986,22 @@ class Soak:
             threading.Thread(target=self._dblock, args=(float(event.arg),), daemon=True).start()
         elif event.what == "diskfull" and self.disk.startswith("tmpfs"):
             threading.Thread(target=self._diskfull, args=(float(event.arg),), daemon=True).start()
+
+    def _crashloop(self, kills: int) -> None:
+        """Slow posts, then ``kills`` SIGKILLs about `crashloop_gap` s apart, each soon
+        after the restart: faster than the slowest task runs."""
+        self._settle_before_blow()
+        for _ in range(self.cfg.crashloop_slow_links):
+            self.send(len(self.links), "slow12")
+        for _ in range(kills):
+            pause_until = time.monotonic() + self.rng.uniform(0.6, 1.4) * self.cfg.crashloop_gap
+            while time.monotonic() < pause_until:
+                self._tick()
+                time.sleep(0.01)
+            self.blows.append(time.monotonic())
+            self.bot.kill9()
+            self.kills_crashloop += 1
+            self.restart()
 
     def _dblock(self, seconds: float) -> None:
         db = self.data_dir / "xbot.sqlite3"
@@ -1034,6 +1111,8 @@ class Soak:
             tracebacks=tracebacks(self.bot.log_dir),
             errors=log_lines(self.bot.log_dir, " ERROR "),
             kills_random=self.kills_random,
+            kills_crashloop=self.kills_crashloop,
+            silent_dead=silent_dead_letters(db, outs),
             kills_aimed=len(self.kills_aimed),
             sigterm_exits=list(self.bot.sigterm_exits),
             sigterm_codes=list(self.bot.sigterm_codes),
@@ -1126,6 +1205,8 @@ class Report:
     tracebacks: list[Traceback]
     errors: list[str]
     kills_random: int
+    kills_crashloop: int
+    silent_dead: list[str]
     kills_aimed: int
     sigterm_exits: list[float]
     sigterm_codes: list[int]
@@ -1176,6 +1257,10 @@ class Report:
             out.append(f"{busy} tasks still queued at the end")
         if self.cfg.has("kill9") and self.kills_random + self.kills_aimed < self.cfg.kills:
             out.append(f"only {self.kills_random + self.kills_aimed} kills")
+        if self.silent_dead:
+            out.append(f"{len(self.silent_dead)} dead letters without a word to their chat")
+        if self.cfg.has("crashloop") and self.kills_crashloop < self.cfg.crashloop_kills:
+            out.append(f"only {self.kills_crashloop} crash-loop kills")
         return out
 
     def table(self) -> str:
@@ -1226,6 +1311,10 @@ class Report:
             ("disk full", f"{self.disk}, {cfg.diskfull_seconds:.0f} s"
              if self.disk.startswith("tmpfs") else self.disk, ""),
             ("dead letters", str(len(self.dead)), ""),
+            ("**silent dead letters (dead, and not a word to the chat)**",
+             str(len(self.silent_dead)), "0"),
+            ("crash-loop kills (about 2 s apart, slow 12-photo posts in flight)",
+             str(self.kills_crashloop), f"{cfg.crashloop_kills}" if cfg.has("crashloop") else ""),
             ("tasks by state at the end", " ".join(f"{k}={v}" for k, v in
                                                    sorted(self.db_counts.items())), ""),
             ("wall time (s)", f"{self.wall:.0f}", f"≤ {cfg.deadline:.0f}"),
@@ -1246,6 +1335,7 @@ class Report:
             ("exits on its own", [str(e) for e in self.unexpected_exits]),
             ("ERROR lines", self.errors[:20]),
             ("dead letters", self.dead[:20]),
+            ("silent dead letters", self.silent_dead),
             ("notes", self.notes),
         ):
             if items:

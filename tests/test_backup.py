@@ -14,7 +14,7 @@ from xbot import migrations
 from xbot.backup import backup, backup_name
 from xbot.db import connect, prepare_store
 from xbot.errors import StoreError
-from xbot.queue import SyncQueue
+from xbot.queue_sync import SyncQueue
 
 PAYLOAD = {"url": "https://x.com/a/status/1", "pad": "x" * 2000}
 

@@ -18,7 +18,7 @@ from xbot.cli import build_parser, main
 from xbot.db import DbPool, connect, prepare_store
 from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.opscli import format_age, parse_duration
-from xbot.queue import SyncQueue
+from xbot.queue_sync import SyncQueue
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 SECRET_PART = TOKEN.split(":")[1]
@@ -227,7 +227,7 @@ def test_run_webhook_names_the_missing_extra(
 
 
 def _tasks(db: Path) -> dict[str, int]:
-    """Three tasks: one dead (chat 5), one pending (chat 6), one done (chat 5)."""
+    """Three tasks: one dead (chat 5, its notice pending), one pending (chat 6), one done."""
     prepare_store(db)
     conn = connect(db)
     q = SyncQueue(conn)
@@ -249,7 +249,7 @@ def test_queue_commands(capsys: pytest.CaptureFixture[str], env: Path) -> None:
     ids = _tasks(env)
     code, out, _ = run(capsys, "queue", "stats")
     assert code == 0
-    assert "pending  1\n" in out
+    assert "pending  2\n" in out  # the pending link, and the dead one's notice
     assert "dead     1\n" in out
     assert "done     1\n" in out
 
@@ -278,7 +278,7 @@ def test_queue_commands(capsys: pytest.CaptureFixture[str], env: Path) -> None:
     assert code == 0
     assert "pending again" in out
     code, out, _ = run(capsys, "queue", "stats")
-    assert "pending  2\n" in out
+    assert "pending  3\n" in out
     assert "dead     0\n" in out
 
 
@@ -386,7 +386,7 @@ def test_backup_command(capsys: pytest.CaptureFixture[str], env: Path, tmp_path:
     dest = tmp_path / "copy.sqlite3"
     code, out, _ = run(capsys, "backup", str(dest))
     assert code == 0
-    assert "3 tasks, integrity ok" in out
+    assert "4 tasks, integrity ok" in out  # with the dead one's notice
     code, _, err = run(capsys, "backup", str(dest))
     assert code == 2
     assert "--force" in _one_line_error(err)
@@ -400,11 +400,11 @@ def test_backup_to_stdout(
     assert main(["backup", "-"]) == 0
     out, err = capsysbinary.readouterr()
     assert out.startswith(b"SQLite format 3\x00")
-    assert b"3 tasks" in err
+    assert b"4 tasks" in err
     copy = tmp_path / "from-stdout.sqlite3"
     copy.write_bytes(out)
     conn = apsw.Connection(str(copy))
-    assert conn.execute("SELECT count(*) FROM tasks").fetchall() == [(3,)]
+    assert conn.execute("SELECT count(*) FROM tasks").fetchall() == [(4,)]
     conn.close()
 
 

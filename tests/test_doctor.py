@@ -14,7 +14,7 @@ import pytest
 from xbot import migrations
 from xbot.db import connect, prepare_store
 from xbot.doctor import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Report, check_database, diagnose
-from xbot.queue import SyncQueue
+from xbot.queue_sync import SyncQueue
 from xbot.testing.botapi import BotApiServer
 
 WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"

@@ -120,15 +120,30 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, within: float
     return time.monotonic() - started
 
 
+class SecondAlbumHeldBack(BotApiServer):
+    """Answers the album after the first with a 429 (retry_after 5): a kill lands between."""
+
+    armed = True
+
+    def _record(self, method: str, params: Any, files: Any, **kw: Any) -> None:
+        super()._record(method, params, files, **kw)
+        if method == "sendMediaGroup" and kw.get("status") == 200 and self.armed:
+            self.armed = False  # before the bot even has the answer to the first album
+            self.fail_next(method, 429, "Too Many Requests: retry after 5", retry_after=5)
+
+
 async def test_sigkill_between_two_albums_resends_neither(stage: Stage) -> None:
+    await stage.api.stop()
+    stage.api = SecondAlbumHeldBack(allow_url_fetch_from_loopback=True)
+    await stage.api.start()
     urls = [stage.media.add(f"/m/{i}.jpg", tiny_jpeg(), "image/jpeg") for i in range(12)]
     stage.fx.add_post("555", text="twelve", photos=urls)
     proc = stage.spawn()
     try:
         await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
         stage.api.user_message(CHAT, "https://x.com/a/status/555")
-        # The first album is confirmed and recorded; the pacer (about one
-        # message a second per chat) holds the second one back: kill now.
+        # The first album is confirmed and recorded; Telegram's 429 holds the
+        # second one back: kill now.
         await wait_until(
             lambda: any(p.get("sent") for p in stage.payloads()), 15, "first album recorded"
         )

@@ -19,6 +19,7 @@ from xbot import group_commit, migrations
 from xbot import queue as queue_mod
 from xbot.db import DbPool, connect, open_store
 from xbot.errors import LeaseLost, StoreError
+from xbot.lost_leases import POISON_TELL, lost_lease_budget
 from xbot.payloads import payload_identity
 from xbot.queue import Lease, Task, TaskQueue
 
@@ -391,6 +392,9 @@ async def test_reschedule_of_the_last_attempt_is_dead(q: TaskQueue) -> None:
         assert leased.attempts == attempt
         back = await q.reschedule(leased.lease, T0 + attempt * 100, 1, f"fail {attempt}")
     assert (back.state, back.last_error) == ("dead", "fail 2")
+    notice = await q.lease_next(T0 + 1000)  # all that is left: its dead-letter notice
+    assert notice is not None
+    assert (notice.kind, notice.chat_id, notice.dedup_key) == ("notice", 1, f"notice:{back.id}")
     assert await q.lease_next(T0 + 1000) is None
 
 
@@ -467,32 +471,67 @@ async def test_repair_hands_expired_leases_back(q: TaskQueue) -> None:
         None,
         T0 - 50,  # keeps its place at the front of its chat
     )
-    assert back.attempts == 1
+    # A lost lease is not a failed attempt: the attempt is given back, the loss counted.
+    assert (back.attempts, back.lost_leases) == (0, 1)
     assert back.last_error is not None
     assert (await q.get(t2.id)).state == "running"  # type: ignore[union-attr]
 
 
-async def test_a_task_that_kills_its_worker_dies_after_max_attempts(q: TaskQueue) -> None:
+async def test_a_task_that_kills_its_worker_dies_with_its_notice(q: TaskQueue) -> None:
     t = await add(q, 1, max_attempts=3)
+    budget = lost_lease_budget(3)
     now = T0
-    for attempt in (1, 2, 3):
+    for loss in range(budget):
         leased = await q.lease_next(now, lease_for=10)
         assert leased is not None
         assert leased.id == t.id
-        assert leased.attempts == attempt
+        assert (leased.attempts, leased.lost_leases) == (1, loss)  # never a failure
         now += 11  # the worker died: no write-back, the lease runs out
-    assert await q.lease_next(now) is None
+    notice = await q.lease_next(now)  # the inline repair buried it and queued its notice
+    assert notice is not None
+    assert (notice.kind, notice.dedup_key) == ("notice", f"notice:{t.id}")
+    assert json.loads(notice.payload)["reason"] == POISON_TELL
     dead = await q.get(t.id)
     assert dead is not None
-    assert dead.state == "dead"
-    assert dead.last_error == "worker lost the task 3 times"
+    assert (dead.state, dead.lost_leases, dead.attempts) == ("dead", budget, 0)
+    assert dead.last_error == (
+        f"the task was in flight at {budget} process deaths in a row without progress"
+    )
 
 
-async def test_repair_at_max_attempts_is_dead(q: TaskQueue) -> None:
-    t = await add(q, 1, max_attempts=1)
-    assert await q.lease_next(T0, lease_for=10) is not None
-    assert await q.repair_expired(T0 + 10) == 1
+async def test_progress_between_lost_leases_is_not_held_against_a_task(q: TaskQueue) -> None:
+    t = await add(q, 1, max_attempts=1)  # a budget of 2 lost leases without progress
+    now = T0
+    for _ in range(10):
+        leased = await q.lease_next(now, lease_for=10)
+        assert leased is not None
+        assert leased.id == t.id
+        await q.save_progress(leased.lease, now + 1, payload='{"sent": 1}')  # an album
+        now += 11
+        assert await q.reclaim_orphans(now) == 1
+    back = await q.get(t.id)
+    assert back is not None
+    assert (back.state, back.lost_leases) == ("pending", 0)
+    leased = await q.lease_next(now, lease_for=10)  # no progress now: 1, then 2 = dead
+    assert leased is not None
+    assert await q.reclaim_orphans(now) == 1
+    assert (await q.get(t.id)).lost_leases == 1  # type: ignore[union-attr]
+    leased = await q.lease_next(now, lease_for=10)
+    assert leased is not None
+    assert await q.reclaim_orphans(now) == 1
     assert (await q.get(t.id)).state == "dead"  # type: ignore[union-attr]
+
+
+async def test_a_live_lease_is_reclaimed_at_startup_and_its_attempt_given_back(
+    q: TaskQueue,
+) -> None:
+    t = await add(q, 1)
+    await q.lease_next(T0, lease_for=90)
+    assert await q.repair_expired(T0 + 1) == 0  # live: the sweep leaves it
+    assert await q.reclaim_orphans(T0 + 1) == 1  # startup: its process is gone
+    back = await q.get(t.id)
+    assert back is not None
+    assert (back.state, back.attempts, back.lost_leases) == ("pending", 0, 1)
 
 
 # --- operators -------------------------------------------------------------------------------
@@ -512,7 +551,7 @@ async def test_stats(q: TaskQueue) -> None:
     assert b
     assert c
     await q.mark_done(a.lease, T0 + 10)
-    await q.dead_letter(b.lease, T0 + 10, "x")
+    await q.dead_letter(b.lease, T0 + 10, "x", untold="a test")
     await q.hold_chat(5, T0 + 100)
     s = await q.stats(T0 + 20)
     assert s.counts_by_state == {"pending": 2, "running": 1, "done": 1, "dead": 1}
@@ -524,7 +563,7 @@ async def test_list_and_get(q: TaskQueue) -> None:
     tasks = [await add(q, chat % 2, at=T0 + chat) for chat in range(5)]
     leased = await q.lease_next(T0 + 10)
     assert leased is not None
-    await q.dead_letter(leased.lease, T0 + 11, "x")
+    await q.dead_letter(leased.lease, T0 + 11, "x", untold="a test")
     assert [t.id for t in await q.list()] == [t.id for t in reversed(tasks)]
     assert [t.id for t in await q.list(limit=2)] == [tasks[4].id, tasks[3].id]
     assert [t.id for t in await q.list(state="dead")] == [tasks[0].id]
@@ -540,6 +579,10 @@ async def test_retry_a_dead_task(q: TaskQueue) -> None:
     assert not await q.retry(t.id, T0)  # running, not dead
     await q.reschedule(leased.lease, T0, 1, "boom")
     assert (await q.get(t.id)).state == "dead"  # type: ignore[union-attr]
+    notice = await q.lease_next(T0)  # its notice goes first in the chat
+    assert notice is not None
+    assert notice.kind == "notice"
+    await q.mark_done(notice.lease, T0)
     twin = await add(q, 1, dedup_key="k", at=T0 + 1)
     assert not await q.retry(t.id, T0 + 2)  # its twin is live: leave it dead
     leased = await q.lease_next(T0 + 2)
@@ -553,12 +596,26 @@ async def test_retry_a_dead_task(q: TaskQueue) -> None:
     assert not await q.retry(99999, T0)
 
 
+async def test_a_retried_poison_task_gets_its_lost_lease_budget_back(q: TaskQueue) -> None:
+    t = await add(q, 1, max_attempts=1)
+    for _ in range(lost_lease_budget(1)):
+        assert await q.lease_next(T0) is not None
+        await q.reclaim_orphans(T0)
+    dead = await q.get(t.id)
+    assert dead is not None
+    assert (dead.state, dead.lost_leases) == ("dead", 2)
+    assert await q.retry(t.id, T0 + 1)
+    back = await q.get(t.id)
+    assert back is not None
+    assert (back.state, back.attempts, back.lost_leases) == ("pending", 0, 0)
+
+
 async def test_purge_dead(q: TaskQueue) -> None:
     for i in range(3):
         await add(q, i)
         leased = await q.lease_next(T0 + i * 100)
         assert leased is not None
-        await q.dead_letter(leased.lease, T0 + i * 100, "x")
+        await q.dead_letter(leased.lease, T0 + i * 100, "x", untold="a test")
     await add(q, 9)
     assert await q.purge_dead(T0 + 250, older_than=100) == 2
     assert await q.purge_dead(T0 + 250) == 1
@@ -784,7 +841,12 @@ def plan(conn: apsw.Connection, sql: str, params: Any = None) -> list[str]:
 
 PLANNED = {
     "claim": (queue_mod._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
-    "repair": (queue_mod._REPAIR_SQL, {"now": 0.0}),
+    "repair": (queue_mod._EXPIRED_SQL, {"now": 0.0}),
+    "reclaim": (queue_mod._ORPHANS_SQL, None),
+    "lost": (
+        queue_mod._LOST_SQL,
+        {"state": "pending", "lost": 1, "error": "e", "now": 0.0, "id": 1, "token": "t"},
+    ),
     "next-head": (
         "SELECT chat_id, run_after, id FROM tasks INDEXED BY tasks_chat_pending"
         " WHERE state = 'pending' AND chat_id = 1 ORDER BY run_after, id LIMIT 1",
@@ -933,7 +995,7 @@ def test_the_claim_is_not_recompiled_on_every_call_once_analyzed(tmp_path: Path)
                 now += 0.001  # a new value each call, as the clock gives
                 conn.execute("BEGIN IMMEDIATE")
                 started = time.perf_counter()
-                task = queue_mod._lease_next(conn, now, LEASE)
+                task, _ = queue_mod._lease_next(conn, now, LEASE)
                 spent += time.perf_counter() - started
                 assert task is not None
                 queue_mod._mark_done(conn, task.lease, now)

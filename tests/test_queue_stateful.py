@@ -4,6 +4,10 @@ Every step compares every row with the model, so a task lost, a second live
 lease in a chat, a lease out of order or a stale token that changed a row
 all fail here. The queue runs on a real file through `SyncQueue` (the same
 functions the async queue batches), to keep the examples fast.
+
+It also holds the no-silent-death property: every transition into ``dead``
+(a failed last attempt, a dead letter, the repair, the startup reclaim)
+leaves a notice task for the chat, unless the dead task is a notice itself.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from hypothesis.stateful import (
 
 from xbot.db import connect, prepare_store
 from xbot.errors import LeaseLost
-from xbot.queue import Lease, SyncQueue, Task
+from xbot.lost_leases import lost_lease_budget
+from xbot.queue import NOTICE_KIND, Lease, Task
+from xbot.queue_sync import SyncQueue
 
 T0 = 1_000_000.0
 CHATS = st.integers(min_value=0, max_value=3)
@@ -48,14 +54,18 @@ class Model:
     token: str | None = None
     expires: float | None = None
     attempts: int = 0
+    kind: str = "k"
+    lost: int = 0
+    progressed: bool = False
 
     def row(self) -> tuple[Any, ...]:
         return (self.id, self.chat, self.state, self.token, self.expires, self.run_after,
-                self.attempts)  # fmt: skip
+                self.attempts, self.kind, self.lost)  # fmt: skip
 
 
 def db_row(t: Task) -> tuple[Any, ...]:
-    return (t.id, t.chat_id, t.state, t.lease_token, t.lease_expires, t.run_after, t.attempts)
+    return (t.id, t.chat_id, t.state, t.lease_token, t.lease_expires, t.run_after, t.attempts,
+            t.kind, t.lost_leases)  # fmt: skip
 
 
 class QueueMachine(RuleBasedStateMachine):
@@ -80,13 +90,35 @@ class QueueMachine(RuleBasedStateMachine):
 
     # --- the model's rules ----------------------------------------------------------------
 
-    def model_repair(self) -> int:
+    def model_bury(self, m: Model) -> None:
+        """Dead: the chat's notice appears with it (a notice's own death is only logged)."""
+        m.state, m.token, m.expires = "dead", None, None
+        if m.kind == NOTICE_KIND:
+            return
+        # A rowid table that never loses its last row: the next id is the largest plus one.
+        notice_id = max(self.model) + 1
+        self.model[notice_id] = Model(
+            notice_id, m.chat, self.now, 8, f"notice:{m.id}", kind=NOTICE_KIND
+        )
+
+    def model_repair(self, *, every: bool = False) -> int:
+        """Lost leases: the attempt given back; dead after a run without progress."""
         n = 0
-        for m in self.model.values():
-            if m.state == "running" and m.expires is not None and m.expires <= self.now:
-                m.state = "dead" if m.attempts >= m.max_attempts else "pending"
-                m.token = m.expires = None
-                n += 1
+        # In the order the repair finds them (tasks_running_chat: by chat), which is
+        # the order their notices get their ids.
+        for m in sorted(self.model.values(), key=lambda m: (m.chat, m.id)):
+            if m.state != "running" or m.expires is None:
+                continue
+            if not every and m.expires > self.now:
+                continue
+            m.attempts -= 1
+            m.lost = 0 if m.progressed else m.lost + 1
+            m.progressed = False
+            m.token = m.expires = None
+            m.state = "pending"
+            if m.lost >= lost_lease_budget(m.max_attempts):
+                self.model_bury(m)
+            n += 1
         return n
 
     def model_next(self) -> Model | None:
@@ -172,12 +204,13 @@ class QueueMachine(RuleBasedStateMachine):
         expected.state, expected.token = "running", t.lease_token
         expected.expires = self.now + lease_for
         expected.attempts += 1
+        expected.progressed = False
         return t.lease
 
     @rule(
         target=leases,
         lease_for=st.sampled_from([10.0, 30.0]),
-        op=st.sampled_from(["heartbeat", "done", "reschedule", "dead_letter"]),
+        op=st.sampled_from(["heartbeat", "done", "reschedule", "dead_letter", "progress"]),
     )
     def take_over(self, lease_for: float, op: str) -> Any:
         """Jump past every live lease and lease again; the earlier holders of that
@@ -209,15 +242,28 @@ class QueueMachine(RuleBasedStateMachine):
         if m is not None:
             if not count:
                 m.attempts -= 1
-            m.state = "dead" if m.attempts >= m.max_attempts else "pending"
             m.token = m.expires = None
             m.run_after = self.now + delay
+            m.state = "pending"
+            if m.attempts >= m.max_attempts:
+                self.model_bury(m)
 
     @rule(lease=leases)
     def dead_letter(self, lease: Lease) -> None:
         m = self.fenced(lease, lambda: self.q.dead_letter(lease, self.now, "e"))
         if m is not None:
-            m.state, m.token, m.expires = "dead", None, None
+            self.model_bury(m)
+
+    @rule(lease=leases)
+    def progress(self, lease: Lease) -> None:
+        m = self.fenced(lease, lambda: self.q.save_progress(lease, self.now, '{"sent": 1}'))
+        if m is not None:
+            m.progressed = True
+
+    @rule()
+    def reclaim(self) -> None:
+        """The process died and started again: every lease is lost."""
+        assert self.q.reclaim_orphans(self.now) == self.model_repair(every=True)
 
     @rule(chat=CHATS, for_=st.sampled_from([5.0, 60.0]))
     def hold(self, chat: int, for_: float) -> None:
@@ -240,13 +286,24 @@ class QueueMachine(RuleBasedStateMachine):
         rows = {
             r[0]: r
             for r in self.conn.execute(
-                "SELECT id, chat_id, state, lease_token, lease_expires, run_after, attempts"
-                " FROM tasks"
+                "SELECT id, chat_id, state, lease_token, lease_expires, run_after, attempts,"
+                " kind, lost_leases FROM tasks"
             ).fetchall()
         }
         assert set(rows) == set(self.model), "a task was lost (or appeared)"
         for task_id, m in self.model.items():
             assert tuple(rows[task_id]) == m.row(), f"task {task_id}: {rows[task_id]} != {m}"
+
+    @invariant()
+    def no_silent_death(self) -> None:
+        """Every dead task has its notice queued, or is a notice itself."""
+        rows = self.conn.execute(
+            "SELECT d.id FROM tasks AS d WHERE d.state = 'dead' AND d.kind <> ?"
+            " AND NOT EXISTS (SELECT 1 FROM tasks AS n"
+            "   WHERE n.kind = ? AND n.dedup_key = 'notice:' || d.id AND n.chat_id = d.chat_id)",
+            (NOTICE_KIND, NOTICE_KIND),
+        ).fetchall()
+        assert rows == [], f"dead without a notice: {rows}"
 
     @invariant()
     def one_lease_per_chat(self) -> None:

@@ -41,6 +41,7 @@ async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
 async def run_one(
     pool: DbPool, handler: Handler, *, payload: str = '{"url": "https://x.com/a/status/1"}',
     max_attempts: int = 3, attempts_before: int = 0, queue: TaskQueue | None = None,
+    chat_id: int = 42,
 ) -> tuple[Task, list[tuple[Task, str]], Clock]:  # fmt: skip
     """Enqueue one task, run it once through the ladder, return the row after."""
     clock = Clock()
@@ -51,13 +52,18 @@ async def run_one(
         notices.append((task, reason))
 
     workers = Workers(queue, {"t": handler}, notify, count=1, clock=clock)
-    task = await queue.enqueue("t", payload, 42, now=clock(), max_attempts=max_attempts)
+    task = await queue.enqueue("t", payload, chat_id, now=clock(), max_attempts=max_attempts)
     for _ in range(attempts_before):
         leased = await queue.lease_next(clock())
         assert leased is not None
         await queue.reschedule(leased.lease, clock(), 0.0, "earlier")
-    leased = await queue.lease_next(clock())
-    assert leased is not None
+    for _ in range(5):  # an earlier run's dead-letter notice is not this test's task
+        leased = await queue.lease_next(clock())
+        assert leased is not None
+        if leased.id == task.id:
+            break
+        await queue.reschedule(leased.lease, clock(), 3600.0, "later", count_attempt=False)
+    assert leased.id == task.id
     await workers._execute(leased)
     after = await queue.get(task.id)
     assert after is not None
@@ -93,6 +99,10 @@ async def test_last_attempt_dead_letters_with_one_notice(pool: DbPool) -> None:
     row, notices, _ = await run_one(pool, flaky, max_attempts=2, attempts_before=1)
     assert row.state == "dead"
     assert [reason for _, reason in notices] == ["the host timed out"]
+    queued = await TaskQueue(pool).list(state="pending", chat_id=42)
+    assert [(t.kind, t.dedup_key) for t in queued] == [("notice", f"notice:{row.id}")], (
+        "the notice is queued with the dead mark, not after it"
+    )
 
 
 async def test_rate_limited_holds_the_chat_without_an_attempt(pool: DbPool) -> None:
@@ -124,9 +134,10 @@ async def test_permanent_dead_letters_and_notifies_unless_told_not_to(pool: DbPo
     async def quiet(ctx: TaskContext) -> None:
         raise Permanent("already told the user", notify=False)
 
-    row, notices, _ = await run_one(pool, quiet)
+    row, notices, _ = await run_one(pool, quiet, chat_id=43)
     assert row.state == "dead"
     assert notices == []
+    assert await TaskQueue(pool).list(state="pending", chat_id=43) == []
 
 
 async def test_unknown_kind_and_junk_payload_never_crash_the_worker(pool: DbPool) -> None:

@@ -40,7 +40,7 @@ from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.notices import KIND as NOTICE
-from xbot.notices import Notices, queue_notice
+from xbot.notices import Notices
 from xbot.other_sites import OtherSites
 from xbot.outbox import Outbox
 from xbot.pacing import Pacer
@@ -138,21 +138,17 @@ async def build_services(
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
-        if task.kind == FORWARD:
-            await forwarding.report_failure(task, reason)  # said on the prompt itself
-            return
-        if task.kind == NOTICE:
-            log.warning("dead-letter notice given up %s", kv(task=task.id, chat=task.chat_id))
-            return  # a notice about a notice would never end
-        await queue_notice(queue, task, reason, clock())
+        # The queue queued the notice with the dead mark (xbot.notices): send it soon.
         workers.wake()
 
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
+    # A forward's failure is told on its prompt, a delivery's by a message.
+    notices = Notices(sender, {FORWARD: forwarding.report_failure})
     workers = Workers(
         queue,
-        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: Notices(sender).run},
+        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: notices.run},
         notify,
         count=settings.workers,
         clock=clock,

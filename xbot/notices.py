@@ -1,29 +1,37 @@
-"""Dead-letter notices, as durable tasks of their own.
+"""Dead-letter notices: one short message to the chat when a task finally fails.
 
 When a task finally fails, the chat gets one message naming the post and the
 reason. Sending it inline, once, lost it to the next 429, 5xx or kill (the
 soak saw 2 of 19 go missing); queued as a ``notice`` task in the same chat it
 waits out the chat's hold like any send, is retried, and survives restarts.
-The dedup key makes it one notice per failed task. It goes where the failed
-task's answer would have gone (its `Destination`: the same topic, replying to
-the same message).
+The dedup key makes it one notice per failed task. The queue itself queues
+the notice, in the transaction that makes the task dead (every path: a failed
+attempt, the repairs, the startup reclaim, an unreadable payload), so no
+crash can fall between the two; this module words and sends it. It goes where
+the failed task's answer would have gone (its `Destination`: the same topic,
+replying to the same message).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
 from xbot.destination import Destination
 from xbot.errors import PayloadError, Permanent
-from xbot.payloads import DELIVER, NOTICE, DeliverPayload, NoticePayload, payload_identity
-from xbot.queue import Task, TaskQueue
+from xbot.payloads import DELIVER, BuriedNotice, DeliverPayload, NoticePayload, payload_identity
+from xbot.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
 from xbot.sender import Sender
 from xbot.worker import TaskContext
 
-KIND = NOTICE
-MAX_ATTEMPTS = 8
+KIND = NOTICE_KIND
+MAX_ATTEMPTS = NOTICE_MAX_ATTEMPTS
+
+# Said otherwise than by a message: task kind → how (a forward's prompt is edited).
+TellOtherwise = Callable[[Task, str], Awaitable[None]]
 
 
 def notice_text(task: Task, reason: str) -> tuple[str, Destination]:
@@ -40,28 +48,45 @@ def notice_text(task: Task, reason: str) -> tuple[str, Destination]:
     return f"Sorry, I could not deliver {what}: {reason.rstrip('.')}.", dest
 
 
-async def queue_notice(queue: TaskQueue, task: Task, reason: str, now: float) -> None:
-    """Queue the one notice for `task` (a second call for the same task is a no-op)."""
-    text, dest = notice_text(task, reason)
-    await queue.enqueue(
-        KIND,
-        NoticePayload(text, dest, task.id).to_json(),
-        task.chat_id,
-        now=now,
-        dedup_key=f"notice:{task.id}",
-        max_attempts=MAX_ATTEMPTS,
+def read_notice(notice: Task) -> tuple[Task | None, str, str, Destination]:
+    """What a notice task says: (the dead task it is about, if named; the reason; the
+    text; where it goes).
+
+    The queue writes a `BuriedNotice` with the dead mark (`xbot.queue._bury`);
+    notices queued before that carry their text and destination ready-made
+    (`NoticePayload`). Raises `Permanent` for neither.
+    """
+    try:
+        data = json.loads(notice.payload)
+        if isinstance(data, dict) and "text" in data:
+            old = NoticePayload.from_task(notice)
+            return None, "", old.text, old.dest
+        buried = BuriedNotice.from_json(notice.payload)
+    except (ValueError, RecursionError, PayloadError) as exc:
+        raise Permanent("unreadable notice", notify=False) from exc
+    dead = attrs.evolve(
+        notice, id=buried.for_task, kind=buried.of_kind, payload=buried.of_payload, state="dead"
     )
+    text, dest = notice_text(dead, buried.reason)
+    return dead, buried.reason, text, dest
 
 
 @attrs.define
 class Notices:
-    """Sends queued notices (the ``notice`` task kind)."""
+    """Sends queued notices (the ``notice`` task kind).
+
+    Attributes:
+        sender: the bot's sender.
+        otherwise: task kinds whose failure is told another way (the forward
+            prompt edited), given the dead task and the reason.
+    """
 
     sender: Sender
+    otherwise: Mapping[str, TellOtherwise] = attrs.field(factory=dict)
 
     async def run(self, ctx: TaskContext) -> None:
-        try:
-            notice = NoticePayload.from_task(ctx.task)
-        except PayloadError as exc:
-            raise Permanent("unreadable notice", notify=False) from exc
-        await self.sender.send_text(notice.dest, notice.text, html=False)
+        dead, reason, text, dest = read_notice(ctx.task)
+        if dead is not None and dead.kind in self.otherwise:
+            await self.otherwise[dead.kind](dead, reason)
+            return
+        await self.sender.send_text(dest, text, html=False)

@@ -371,6 +371,41 @@ class NoticePayload:
         return cls.from_json(task.payload, chat_id=task.chat_id)
 
 
+@attrs.frozen
+class BuriedNotice:
+    """The notice the queue writes with a dead mark, in the same transaction
+    (`xbot.queue._bury`): which task died, why, and its kind and payload, so
+    that `xbot.notices` words the sentence when it runs and the queue needs no
+    knowledge of task kinds.
+    """
+
+    for_task: int
+    reason: str
+    of_kind: str
+    of_payload: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "for_task": self.for_task,
+            "reason": self.reason,
+            "of_kind": self.of_kind,
+            "of_payload": self.of_payload,
+        }
+
+    @classmethod
+    def from_json(cls, raw: str) -> BuriedNotice:
+        try:
+            data = json.loads(raw)
+            return cls(
+                for_task=int(data["for_task"]),
+                reason=str(data["reason"]),
+                of_kind=str(data["of_kind"]),
+                of_payload=str(data["of_payload"]),
+            )
+        except _UNREADABLE as exc:
+            raise PayloadError(f"notice payload does not parse: {exc}"[:300]) from exc
+
+
 # --- any payload --------------------------------------------------------------------------------
 
 _IDENTITY_KEYS: Final = ("url", "key")

@@ -10,21 +10,35 @@ The rules, each pinned by tests in tests/test_queue*.py:
 - Every later write-back matches id, token and ``state = 'running'``. A holder
   whose lease expired and was handed to someone else matches no row and gets
   `LeaseLost`; a 0-row update is never silent.
-- An attempt is counted when a task is leased, so a task that kills its
-  worker every time still dies after ``max_attempts`` (the repair of its
-  expired lease dead-letters it). ``reschedule(count_attempt=False)`` gives
-  the attempt back (rate limits are not failures).
-- Expired leases go back to pending at startup, in the periodic sweep, and
-  inline at the start of every ``lease_next``; they keep their ``run_after``,
-  so a task handed back keeps its place at the front of its chat.
+- An attempt is counted when a task is leased and stands when the task
+  itself fails (``reschedule``); ``reschedule(count_attempt=False)`` gives it
+  back (rate limits are not failures).
+- A *lost* lease (the process died: reclaimed at startup; or it expired: the
+  periodic sweep and the inline repair at every ``lease_next``) is not a
+  failure: its attempt is given back and it counts in ``lost_leases``
+  instead, against a larger budget, and only while the task makes no
+  progress (`judge_lost_lease`, a pure function with its table of cases in
+  tests/test_queue_lost.py). A task that kills the process every time still
+  dies; one caught in a crash loop, a deploy loop or an OOM kill of the
+  service does not. Handed back, a task keeps its ``run_after``, so it keeps
+  its place at the front of its chat.
+- Progress: `save_progress` (an album recorded) marks the lease as having
+  made progress; the lost lease of a task that progressed is not held
+  against it and its ``lost_leases`` starts again from 0.
+- Every way into ``dead`` goes through `_bury`: the failed attempt, the dead
+  letter, the inline repair, the sweep's repair, the startup reclaim. In the
+  same transaction it queues the task's one dead-letter notice (a ``notice``
+  task in the same chat, dedup key ``notice:<id>``), unless the dead task is
+  itself a notice or the caller said the chat was told already; the front
+  door logs one ``dead-lettered`` line with the reason. No silent death.
 - The payload is the raw JSON text: the queue never parses it, so a payload
   that no longer parses cannot break leasing; the worker dead-letters it and
   `xbot.payloads.payload_identity` reads what it can for the notice.
 
 Time is always passed in (``now``, float epoch seconds); nothing here reads a
 clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
-callers per transaction (`xbot.group_commit`); `SyncQueue` runs the same functions
-on one connection (other processes, tests). SQL here is assembled only from
+callers per transaction (`xbot.group_commit`); `xbot.queue_sync.SyncQueue` runs
+the same functions on one connection (other processes, tests). SQL here is assembled only from
 this module's constants, never from input (hence the ``noqa: S608``).
 """
 
@@ -32,6 +46,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import secrets
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -40,11 +55,15 @@ from typing import Any, Final, TypeVar
 import apsw
 import attrs
 
-from xbot.db import DbPool, write_sync
+from xbot.db import DbPool
 from xbot.errors import LeaseLost
 from xbot.group_commit import GroupCommit
+from xbot.logs import kv
+from xbot.lost_leases import POISON_TELL, judge_lost_lease
+from xbot.payloads import BuriedNotice
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # A write that belongs with a task's progress record (e.g. the link cache entry
 # of what was just sent): run inside the record's own transaction.
@@ -56,10 +75,14 @@ DEFAULT_LEASE: Final = 90.0
 # write lock for long; leases interleave between the chunks.
 PRUNE_CHUNK: Final = 2000
 
+# The dead-letter notice is a task of this kind (xbot.notices runs it).
+NOTICE_KIND: Final = "notice"
+NOTICE_MAX_ATTEMPTS: Final = 8
+
 # The columns of tasks in table order, which is also the field order of Task.
 _COLUMNS: Final = (
     "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
-    "lease_token, lease_expires, last_error, created_at, updated_at"
+    "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed"
 )
 
 
@@ -89,6 +112,8 @@ class Task:
     last_error: str | None
     created_at: float
     updated_at: float
+    lost_leases: int = 0
+    progressed: int = 0
 
     @property
     def lease(self) -> Lease:
@@ -127,19 +152,131 @@ def _encode(payload: Mapping[str, Any] | str) -> str:
 
 # --- the operations: plain functions of a connection, run inside a transaction -----------
 
-# The repair runs at every lease, so it has no index of its own to keep up:
-# it walks tasks_running_chat, whose rows are the live leases (one per busy
-# worker, a handful), and rewrites the expired ones.
-_REPAIR_SQL: Final = f"""
-UPDATE tasks INDEXED BY tasks_running_chat SET
-    state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'pending' END,
-    last_error = CASE WHEN attempts >= max_attempts
-        THEN 'worker lost the task ' || attempts || ' times'
-        ELSE 'lease expired: the worker lost the task' END,
-    lease_token = NULL, lease_expires = NULL, updated_at = :now
+
+@attrs.frozen
+class Burial:
+    """A task that went dead in a transaction, and whether its notice was queued."""
+
+    task: Task
+    reason: str
+    notice: str  # "queued", or "none: <why>" (a notice itself, the chat is gone, …)
+
+
+def _bury(
+    conn: apsw.Connection,
+    task: Task,
+    reason: str,
+    now: float,
+    *,
+    tell: str | None = None,
+    untold: str | None = None,
+) -> Burial:
+    """``task`` (already written as dead) gets its one notice, in the same transaction.
+
+    ``tell`` is the reason in the chat's words (default ``reason``); ``untold``
+    says why no notice goes (the chat is gone, the task told it itself). The
+    notice carries the dead task's kind and payload: `xbot.notices` words it
+    when it runs, so the queue needs no knowledge of kinds.
+    """
+    if task.kind == NOTICE_KIND:
+        return Burial(task, reason, "none: a notice itself")
+    if untold is not None:
+        return Burial(task, reason, f"none: {untold}")
+    payload = BuriedNotice(task.id, tell or reason, task.kind, task.payload).to_dict()
+    fields = _enqueue_fields(
+        kind=NOTICE_KIND,
+        payload=payload,
+        chat_id=task.chat_id,
+        now=now,
+        run_after=None,
+        dedup_key=f"notice:{task.id}",
+        max_attempts=NOTICE_MAX_ATTEMPTS,
+    )
+    _enqueue(conn, fields)
+    return Burial(task, reason, "queued")
+
+
+def log_burials(burials: builtins.list[Burial], path: str) -> None:
+    """The one log line of each dead letter, after its transaction committed."""
+    for b in burials:
+        log.warning(
+            "dead-lettered %s",
+            kv(
+                task=b.task.id,
+                kind=b.task.kind,
+                chat=b.task.chat_id,
+                path=path,
+                reason=b.reason,
+                notice=b.notice,
+            ),
+        )
+
+
+# Expired leases are found through tasks_running_chat, whose rows are the
+# live leases (one per busy worker, a handful): the repair runs at every
+# lease, so it has no index of its own to keep up. Usually it finds nothing.
+_EXPIRED_SQL: Final = f"""
+SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_running_chat
 WHERE state = 'running' AND lease_expires <= +:now
+"""  # noqa: S608
+
+# Every lease, live or not: only for a process that holds the instance lock
+# (xbot.instance), to which every lease in the file belongs to a dead process.
+_ORPHANS_SQL: Final = _EXPIRED_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
+if _ORPHANS_SQL == _EXPIRED_SQL:  # the text moved: reclaim would wait out every lease
+    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
+
+# A lost lease handed back or buried: the attempt it used is given back.
+_LOST_SQL: Final = f"""
+UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = :lost,
+    progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
+    updated_at = :now
+WHERE id = :id AND lease_token = :token AND state = 'running'
 RETURNING {_COLUMNS}
 """  # noqa: S608
+
+
+# What a repair wrote: every row it handed back or buried, and the buried.
+Handed = tuple[builtins.list[Task], builtins.list[Burial]]
+
+
+def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
+    """Judge every lost lease ``sql`` finds; returns (rows written, the buried among them)."""
+    written: builtins.list[Task] = []
+    buried: builtins.list[Burial] = []
+    for found in [_task(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
+        verdict = judge_lost_lease(
+            progressed=bool(found.progressed),
+            lost_leases=found.lost_leases,
+            max_attempts=found.max_attempts,
+        )
+        params = {
+            "state": verdict.state,
+            "lost": verdict.lost_leases,
+            "error": verdict.reason,
+            "now": now,
+            "id": found.id,
+            "token": found.lease_token,
+        }
+        rows = conn.execute(_LOST_SQL, params).fetchall()
+        if not rows:
+            continue
+        task = _task(rows[0])
+        written.append(task)
+        if verdict.state == "dead":
+            buried.append(_bury(conn, task, verdict.reason, now, tell=POISON_TELL))
+    return written, buried
+
+
+def _repair(conn: apsw.Connection, now: float) -> Handed:
+    return _hand_back_lost(conn, _EXPIRED_SQL, now)
+
+
+def _reclaim(
+    conn: apsw.Connection, now: float
+) -> tuple[builtins.list[Task], builtins.list[Burial]]:
+    return _hand_back_lost(conn, _ORPHANS_SQL, now)
+
 
 # The claim, in one statement. It walks chat lanes (one row per chat with
 # pending work, naming its head; see migrations_sql/0002_chat_lanes.sql)
@@ -155,7 +292,7 @@ RETURNING {_COLUMNS}
 _CLAIM_SQL: Final = f"""
 UPDATE tasks SET
     state = 'running', lease_token = :token, lease_expires = :expires,
-    attempts = attempts + 1, updated_at = :now
+    attempts = attempts + 1, progressed = 0, updated_at = :now
 WHERE state = 'pending' AND id = (
     SELECT l.head_id FROM chat_lanes AS l INDEXED BY chat_lanes_order
     WHERE l.head_run_after <= +:now
@@ -173,32 +310,16 @@ _FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
 _FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
 
 
-def _repair(conn: apsw.Connection, now: float) -> builtins.list[Task]:
-    return [_task(r) for r in conn.execute(_REPAIR_SQL, {"now": now}).fetchall()]
+Leased = tuple[Task | None, builtins.list[Burial]]
 
 
-# Every lease, live or not: only for a process that holds the instance lock
-# (xbot.instance), to which every lease in the file belongs to a dead process.
-_RECLAIM_SQL: Final = _REPAIR_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
-if _RECLAIM_SQL == _REPAIR_SQL:  # the repair's text moved: reclaim would wait out every lease
-    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
-
-
-def _reclaim(conn: apsw.Connection, now: float) -> builtins.list[Task]:
-    return [_task(r) for r in conn.execute(_RECLAIM_SQL, {"now": now}).fetchall()]
-
-
-# The same repair without RETURNING, for the lease, which does not look at
-# what it handed back: no result rows to build (2.4 us instead of 3.8).
-_REPAIR_QUIET_SQL: Final = _REPAIR_SQL[: _REPAIR_SQL.index("RETURNING")]
-
-
-def _lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Task | None:
-    conn.execute(_REPAIR_QUIET_SQL, {"now": now})
+def _lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Leased:
+    """The inline repair, then the claim; returns the task and whatever the repair buried."""
+    _, buried = _repair(conn, now)
     params = {"token": secrets.token_hex(16), "expires": now + lease_for, "now": now}
     # fetchall(), always: an unfinished RETURNING statement keeps the write lock.
     rows = conn.execute(_CLAIM_SQL, params).fetchall()
-    return _task(rows[0]) if rows else None
+    return (_task(rows[0]) if rows else None), buried
 
 
 def _fenced(
@@ -259,14 +380,14 @@ def _mark_done(conn: apsw.Connection, lease: Lease, now: float, payload: str | N
 
 def _done_and_lease_next(
     conn: apsw.Connection, lease: Lease, now: float, lease_for: float, payload: str | None = None
-) -> Task | None:
+) -> Leased:
     _mark_done(conn, lease, now, payload)  # raises before anything is written
     return _lease_next(conn, now, lease_for)
 
 
 def _reschedule(
     conn: apsw.Connection, lease: Lease, *, now: float, delay: float, error: str, count: bool
-) -> Task:
+) -> tuple[Task, Burial | None]:
     # Out of attempts: that was the last try, so the task dies here rather
     # than being leased once more than it may be.
     sets = f"""attempts = attempts - :give_back,
@@ -278,12 +399,23 @@ def _reschedule(
         "error": error,
         "now": now,
     }
-    return _fenced(conn, lease, "reschedule", sets, params)
+    task = _fenced(conn, lease, "reschedule", sets, params)
+    return task, (_bury(conn, task, error, now) if task.state == "dead" else None)
 
 
-def _dead_letter(conn: apsw.Connection, lease: Lease, now: float, error: str, op: str) -> Task:
+def _dead_letter(
+    conn: apsw.Connection,
+    lease: Lease,
+    now: float,
+    error: str,
+    op: str,
+    *,
+    tell: str | None = None,
+    untold: str | None = None,
+) -> Burial:
     sets = f"state = 'dead', last_error = :error, {_FREE}"
-    return _fenced(conn, lease, op, sets, {"error": error, "now": now})
+    task = _fenced(conn, lease, op, sets, {"error": error, "now": now})
+    return _bury(conn, task, error, now, tell=tell, untold=untold)
 
 
 def _replace_payload(conn: apsw.Connection, lease: Lease, payload: str, now: float) -> None:
@@ -298,8 +430,11 @@ def _save_progress(
     payload: str | None,
     effects: tuple[Effect, ...],
 ) -> None:
-    """The payload (if any) and other writes in one transaction, all under the lease."""
-    sets = "payload = coalesce(:payload, payload), updated_at = :now"
+    """The payload (if any) and other writes in one transaction, all under the lease.
+
+    Recorded progress: a lease lost after it is not held against the task.
+    """
+    sets = "payload = coalesce(:payload, payload), progressed = 1, updated_at = :now"
     _fenced(conn, lease, "save_progress", sets, {"payload": payload, "now": now})
     for effect in effects:
         effect(conn)
@@ -333,9 +468,10 @@ def _rate_limited(
         # The hold stands even if this lease was lost: Telegram said so for the chat.
         until = _hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
     try:
-        return _reschedule(conn, lease, now=now, delay=until - now, error=error, count=False)
+        task, _ = _reschedule(conn, lease, now=now, delay=until - now, error=error, count=False)
     except LeaseLost:
         return None
+    return task  # an attempt given back never makes a task dead
 
 
 def _release_expired_holds(conn: apsw.Connection, now: float) -> int:
@@ -405,7 +541,8 @@ def _get(conn: apsw.Connection, task_id: int) -> Task | None:
 def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
     # If a live task with the same dedup key already does this job, leave the dead one.
     rows = conn.execute(
-        f"""UPDATE tasks SET state = 'pending', attempts = 0, run_after = :now, {_FREE}
+        f"""UPDATE tasks SET state = 'pending', attempts = 0, lost_leases = 0,
+               run_after = :now, {_FREE}
            WHERE id = :id AND state = 'dead' AND (dedup_key IS NULL OR NOT EXISTS (
                SELECT 1 FROM tasks AS o WHERE o.dedup_key = tasks.dedup_key
                AND o.state IN ('pending', 'running')))
@@ -505,7 +642,9 @@ class TaskQueue:
 
     async def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
         """Hand back expired leases, then claim the oldest runnable task (or None)."""
-        return await self._write(partial(_lease_next, now=now, lease_for=lease_for))
+        task, buried = await self._write(partial(_lease_next, now=now, lease_for=lease_for))
+        log_burials(buried, "lease repair")
+        return task
 
     async def heartbeat(self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE) -> float:
         """Extend the lease to ``now + lease_for``; returns the new expiry."""
@@ -530,7 +669,9 @@ class TaskQueue:
         fn = partial(
             _done_and_lease_next, lease=lease, now=now, lease_for=lease_for, payload=payload
         )
-        return await self._write(fn)
+        task, buried = await self._write(fn)
+        log_burials(buried, "lease repair")
+        return task
 
     async def save_progress(
         self,
@@ -550,22 +691,44 @@ class TaskQueue:
         """Back to pending at ``now + delay``; dead instead if that was the last attempt.
 
         ``count_attempt=False`` gives back the attempt counted at lease time.
+        Dead (out of attempts): its notice is queued in the same transaction.
         """
         fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
-        return await self._write(partial(fn, count=count_attempt))
+        task, burial = await self._write(partial(fn, count=count_attempt))
+        log_burials([burial] if burial else [], "out of attempts")
+        return task
 
-    async def dead_letter(self, lease: Lease, now: float, error: str) -> Task:
+    async def dead_letter(
+        self,
+        lease: Lease,
+        now: float,
+        error: str,
+        *,
+        tell: str | None = None,
+        untold: str | None = None,
+    ) -> Task:
+        """Dead now; its notice queued in the same transaction.
+
+        ``tell``: the reason in the chat's words (default ``error``). ``untold``:
+        why no notice goes (the chat is gone; the task told the chat itself).
+        """
         fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter")
-        return await self._write(fn)
+        burial = await self._write(partial(fn, tell=tell, untold=untold))
+        log_burials([burial], "dead letter")
+        return burial.task
 
-    async def dead_letter_raw(self, lease: Lease, now: float, error: str) -> Task:
+    async def dead_letter_raw(
+        self, lease: Lease, now: float, error: str, *, tell: str | None = None
+    ) -> Task:
         """Dead-letter a task whose payload does not parse.
 
-        The returned row names it (id, chat, kind); `xbot.payloads.payload_identity` of its
-        payload adds what can be read for the notice.
+        The returned row names it (id, chat, kind); its notice names the post
+        from what `xbot.payloads.payload_identity` can read of the payload.
         """
         fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter_raw")
-        return await self._write(fn)
+        burial = await self._write(partial(fn, tell=tell))
+        log_burials([burial], "unreadable payload")
+        return burial.task
 
     async def replace_payload(
         self, lease: Lease, payload: Mapping[str, Any] | str, now: float
@@ -596,16 +759,22 @@ class TaskQueue:
         return await self._write(partial(_release_expired_holds, now=now))
 
     async def repair_expired(self, now: float) -> int:
-        """Hand expired leases back (dead when out of attempts); returns how many."""
-        return len(await self._write(partial(_repair, now=now)))
+        """Hand expired leases back (`judge_lost_lease`); returns how many."""
+        written, buried = await self._write(partial(_repair, now=now))
+        log_burials(buried, "sweep repair")
+        return len(written)
 
     async def reclaim_orphans(self, now: float) -> int:
         """At startup, under the instance lock: hand back every lease, expired or not.
 
-        The attempt they used stays counted, so a task that kills the process
-        every time still dies after its last attempt.
+        A process death is not the task's failure: the attempt is given back
+        and the loss judged by `judge_lost_lease`, so a task that kills the
+        process every time still dies, with its notice, and one caught in a
+        crash loop does not.
         """
-        return len(await self._write(partial(_reclaim, now=now)))
+        written, buried = await self._write(partial(_reclaim, now=now))
+        log_burials(buried, "startup reclaim")
+        return len(written)
 
     async def prune_done(self, now: float, older_than: float = 86400.0) -> int:
         """Delete done tasks last touched before ``now - older_than``, in short chunks."""
@@ -643,78 +812,3 @@ class TaskQueue:
     async def move_chat(self, old_chat_id: int, new_chat_id: int) -> int:
         fn = partial(_move_chat, old_chat_id=old_chat_id, new_chat_id=new_chat_id)
         return await self._write(fn)
-
-
-@attrs.define
-class SyncQueue:
-    """The same operations on one connection, each in its own transaction.
-
-    For other processes, the CLI and tests: one thread at a time per connection.
-
-    Attributes:
-        conn: an open, migrated connection (`xbot.db.connect`).
-    """
-
-    conn: apsw.Connection
-
-    def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
-        return write_sync(self.conn, fn)
-
-    def enqueue(
-        self,
-        kind: str,
-        payload: Mapping[str, Any] | str,
-        chat_id: int,
-        *,
-        now: float,
-        run_after: float | None = None,
-        dedup_key: str | None = None,
-        max_attempts: int = 5,
-    ) -> Task:
-        fields = _enqueue_fields(
-            kind=kind,
-            payload=payload,
-            chat_id=chat_id,
-            now=now,
-            run_after=run_after,
-            dedup_key=dedup_key,
-            max_attempts=max_attempts,
-        )
-        return self._write(partial(_enqueue, fields=fields))
-
-    def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
-        return self._write(partial(_lease_next, now=now, lease_for=lease_for))
-
-    def heartbeat(self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE) -> float:
-        return self._write(partial(_heartbeat, lease=lease, now=now, lease_for=lease_for))
-
-    def mark_done(self, lease: Lease, now: float) -> None:
-        self._write(partial(_mark_done, lease=lease, now=now))
-
-    def reschedule(
-        self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True
-    ) -> Task:
-        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
-        return self._write(partial(fn, count=count_attempt))
-
-    def dead_letter(self, lease: Lease, now: float, error: str) -> Task:
-        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter")
-        return self._write(fn)
-
-    def replace_payload(self, lease: Lease, payload: Mapping[str, Any] | str, now: float) -> None:
-        self._write(partial(_replace_payload, lease=lease, payload=_encode(payload), now=now))
-
-    def delete(self, lease: Lease) -> None:
-        self._write(partial(_delete, lease=lease))
-
-    def hold_chat(self, chat_id: int, until: float) -> float:
-        return self._write(partial(_hold_chat, chat_id=chat_id, until=until))
-
-    def repair_expired(self, now: float) -> int:
-        return len(self._write(partial(_repair, now=now)))
-
-    def stats(self, now: float) -> QueueStats:
-        return self._write(partial(_stats, now=now))
-
-    def get(self, task_id: int) -> Task | None:
-        return _get(self.conn, task_id)

@@ -33,6 +33,7 @@ from telegram.constants import ParseMode
 from telegram.error import (
     Forbidden,
     TelegramError,
+    TimedOut,
 )
 
 from xbot.bot_errors import classify, retry_after_seconds
@@ -227,15 +228,18 @@ class Sender:
         # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
         by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
         chat_id = dest.chat_id
-        await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=len(items))
         write_timeout = write_timeout_for(sum(i.size for i in items))
-        try:
-            async with self._line(chat_id):
-                return await self._send_media(
-                    dest, items, caption, spoiler=spoiler, write_timeout=write_timeout
-                )
-        except TelegramError as exc:
-            raise self._translate(exc, chat_id, by=by) from exc
+        # Only what Telegram accepts is spent of its limits; a refusal frees the slot.
+        group = dest.paced_as_group
+        async with self.pacer.sending(chat_id, group=group, messages=len(items)) as slot:
+            try:
+                async with self._line(chat_id):
+                    return await self._send_media(
+                        dest, items, caption, spoiler=spoiler, write_timeout=write_timeout
+                    )
+            except TelegramError as exc:
+                slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
+                raise self._translate(exc, chat_id, by=by) from exc
 
     async def _send_media(
         self,
@@ -311,12 +315,16 @@ class Sender:
         reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> Message:
         chat_id = dest.chat_id
-        await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=1)
-        try:
-            async with self._line(chat_id):
-                return await self._send_message(dest, text, html=html, reply_markup=reply_markup)
-        except TelegramError as exc:
-            raise self._translate(exc, chat_id) from exc
+        group = dest.paced_as_group
+        async with self.pacer.sending(chat_id, group=group, messages=1) as slot:
+            try:
+                async with self._line(chat_id):
+                    return await self._send_message(
+                        dest, text, html=html, reply_markup=reply_markup
+                    )
+            except TelegramError as exc:
+                slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
+                raise self._translate(exc, chat_id) from exc
 
     async def _send_message(
         self,

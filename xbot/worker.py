@@ -36,8 +36,14 @@ from xbot.queue import Effect, Task, TaskQueue
 
 log = logging.getLogger(__name__)
 
+# After a hold or a backoff, the worker looks again this much later: the
+# queue compares run_after with a clock read a little after the timer fires.
+WAKE_MARGIN = 0.02
+
 
 class Notifier(Protocol):
+    """Told after a task went dead; its notice is already queued (in the same transaction)."""
+
     async def __call__(self, task: Task, reason: str) -> None: ...
 
 
@@ -102,7 +108,8 @@ class Workers:
 
     Attributes:
         handlers: task kind → coroutine doing the work.
-        notify: tells a chat that its task finally failed (the dead-letter notice).
+        notify: told after a task went dead with a notice for its chat (which the
+            queue has already queued with the dead mark): e.g. wakes a worker for it.
         lease_for: seconds a lease lasts without a heartbeat.
         heartbeat_every: seconds between heartbeats (a third of the lease).
         idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
@@ -188,6 +195,14 @@ class Workers:
             await self.queue.reschedule(
                 task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
             )
+
+    def _wake_after(self, seconds: float) -> None:
+        """Look at the queue again when a held or backed-off task becomes runnable.
+
+        Without it the task waited its ``retry_after`` and then up to an idle
+        poll more: a 429 costs exactly what Telegram asked, not a nap on top.
+        """
+        asyncio.get_running_loop().call_later(max(0.0, seconds) + WAKE_MARGIN, self._wake.set)
 
     async def _nap(self, seconds: float) -> None:
         self._wake.clear()
@@ -318,16 +333,25 @@ class Workers:
             # without counting an attempt: a 429 is Telegram's pace, not a failure.
             await self.queue.rate_limited(task.lease, now, now + exc.retry_after, str(exc))
             fields["retry_after"] = round(exc.retry_after, 2)
+            self._wake_after(exc.retry_after)
             return "rate_limited"
         if isinstance(exc, ChatUnavailable):
-            await self.queue.dead_letter(task.lease, now, f"chat unavailable: {exc}")
+            # No notice: there is no one left in the chat to read it.
+            error = f"chat unavailable: {exc}"
+            await self.queue.dead_letter(task.lease, now, error, untold="the chat is gone")
             return "chat_unavailable"
-        if isinstance(exc, Permanent | PayloadError):
-            reason = exc.reason if isinstance(exc, Permanent) else "the task could not be read"
-            fields["error"] = reason if isinstance(exc, Permanent) else str(exc)
-            await self.queue.dead_letter(task.lease, now, str(fields["error"]))
-            if not isinstance(exc, Permanent) or exc.notify:
-                await self._notify(task, reason)
+        if isinstance(exc, Permanent):
+            fields["error"] = exc.reason
+            untold = None if exc.notify else "the task told the chat itself"
+            await self.queue.dead_letter(task.lease, now, exc.reason, untold=untold)
+            if exc.notify:
+                await self._notify(task, exc.reason)
+            return "dead"
+        if isinstance(exc, PayloadError):
+            reason = "the task could not be read"
+            fields["error"] = str(exc)
+            await self.queue.dead_letter_raw(task.lease, now, str(exc), tell=reason)
+            await self._notify(task, reason)
             return "dead"
         if isinstance(exc, ChatMoved) and exc.new_chat_id != task.chat_id:
             return await self._moved(ctx, exc, fields)
@@ -339,7 +363,7 @@ class Workers:
         if retry is None:
             log.error("task failed unexpectedly %s", kv(**fields), exc_info=exc)
         if task.attempts >= task.max_attempts:
-            await self.queue.dead_letter(task.lease, now, reason)
+            await self.queue.dead_letter(task.lease, now, reason, tell=_plain(reason))
             await self._notify(task, _plain(reason))
             return "dead"
         delay = compute_backoff(
@@ -347,6 +371,7 @@ class Workers:
         )
         await self.queue.reschedule(task.lease, now, delay, reason)
         fields["delay"] = round(delay, 1)
+        self._wake_after(delay)
         return "retry"
 
     async def _moved(self, ctx: TaskContext, exc: ChatMoved, fields: dict[str, object]) -> str:

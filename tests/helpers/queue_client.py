@@ -18,7 +18,8 @@ import attrs
 
 from xbot.db import connect
 from xbot.errors import LeaseLost
-from xbot.queue import Lease, SyncQueue
+from xbot.queue import Lease
+from xbot.queue_sync import SyncQueue
 
 
 def handle(q: SyncQueue, cmd: dict[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ import attrs
 
 from xbot.testing._botapi_chats import ChatInfo
 from xbot.testing._botapi_files import StoredFile
+from xbot.testing._botapi_limits import Admission, TelegramLimits
 from xbot.testing._botapi_model import TelegramModel, without_reply
 from xbot.testing._botapi_wire import (
     CHANNEL_BOT,
@@ -70,6 +71,7 @@ __all__ = [
     "ChatInfo",
     "EarlyRequest",
     "StoredFile",
+    "TelegramLimits",
     "main",
     "retry_after_seconds",
 ]
@@ -175,6 +177,7 @@ class BotApiServer(TelegramModel, ServerBase):
         self._not_before: dict[int, float] = {}
         self._faults: list[_FailRule] = []
         self._storm: _Storm | None = None
+        self._limits: TelegramLimits | None = None
         self._latency = 0.0
         self._p5xx = 0.0
         self._methods_5xx: frozenset[str] | None = None
@@ -388,6 +391,11 @@ class BotApiServer(TelegramModel, ServerBase):
                 else None
             )
 
+    def set_telegram_limits(self, limits: TelegramLimits | None) -> None:
+        """Enforce Telegram's flood limits (`_botapi_limits`): 429 past them; None turns off."""
+        with self._lock:
+            self._limits = limits
+
     def set_latency(self, seconds: float) -> None:
         with self._lock:
             self._latency = max(0.0, seconds)
@@ -440,7 +448,12 @@ class BotApiServer(TelegramModel, ServerBase):
                     description="Bad Gateway",
                 )
                 return raw
-            result = await entry[1](params, files)
+            admitted = self._admit(canonical, chat_id, params, at)
+            try:
+                result = await entry[1](params, files)
+            except ApiError:
+                self._give_back(admitted)
+                raise
             body: JSON = {"ok": True, "result": result}
             status = 200
             description = None
@@ -512,6 +525,22 @@ class BotApiServer(TelegramModel, ServerBase):
                 )
         return None
 
+    def _admit(self, method: str, chat_id: int | None, params: JSON, at: float) -> Admission | None:
+        """Telegram's limits, when enforced: a 429 past them, else the send counted."""
+        with self._lock:
+            limits = self._limits
+            if limits is None:
+                return None
+            got = limits.admit(method, chat_id, _items(method, params), at)
+        if isinstance(got, int):
+            raise _too_many(got)
+        return got
+
+    def _give_back(self, admitted: Admission | None) -> None:
+        with self._lock:
+            if admitted is not None and self._limits is not None:
+                self._limits.give_back(admitted)
+
     def _serve_file(self, request: Request) -> Response:
         m = _FILE_PATH_RE.match(request.path)
         if m is None or m.group(1) != self.token:
@@ -520,6 +549,19 @@ class BotApiServer(TelegramModel, ServerBase):
         if info is None:
             return _json_response(ApiError(404, "Not Found").body(), 404)
         return Response(200, info.path.read_bytes(), {"content-type": "application/octet-stream"})
+
+
+def _items(method: str, params: JSON) -> int:
+    """Messages a send posts: an album's items, else one."""
+    if method != "sendMediaGroup":
+        return 1
+    media = params.get("media")
+    if isinstance(media, str):
+        try:
+            media = json.loads(media)
+        except ValueError:
+            return 1
+    return max(1, len(media)) if isinstance(media, list) else 1
 
 
 def _too_many(retry_after: int) -> ApiError:
