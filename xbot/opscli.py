@@ -30,8 +30,7 @@ from xbot.backup import backup, backup_to_stream
 from xbot.config import Settings
 from xbot.db import BUSY_TIMEOUT_MS, DbPool, prepare_store
 from xbot.errors import SchemaTooNew, StoreError
-from xbot.link_cache import LinkCache
-from xbot.links import classify
+from xbot.link_cache import LinkCache, link_key
 from xbot.queue import STATES, Task, TaskQueue, payload_identity
 
 T = TypeVar("T")
@@ -275,22 +274,13 @@ def cache_stats(settings: Settings, out: TextIO) -> int:
     return EXIT_OK
 
 
-def cache_key(link: str) -> str:
-    """The cache key of a link as a person pastes it (any mirror spelling), or the key
-    itself when one is given (``x:123``)."""
-    found = classify(link, allow_private=True)
-    if found is not None:
-        return found.key
-    return link.strip()
-
-
 def cache_clear(settings: Settings, out: TextIO, link: str | None = None) -> int:
     if link is None:
         n = _run(settings, lambda pool: LinkCache(pool).clear())
         out.write(f"cleared {n} cache entr{'y' if n == 1 else 'ies'}\n")
         return EXIT_OK
-    key = cache_key(link)
-    gone = _run(settings, lambda pool: LinkCache(pool).invalidate(key))
+    key = link_key(link)
+    gone = _run(settings, lambda pool: LinkCache(pool).forget(key))
     if gone:
         out.write(f"forgot {key}: the next request fetches it afresh\n")
         return EXIT_OK

@@ -394,7 +394,7 @@ async def cmd_clear_cache(update: Update, context: XContext) -> None:
     if link is None:
         await _reply(message, "That is not a link I know. Usage: /clear_cache [link]")
         return
-    if await services.cache.invalidate(link.key):
+    if await services.cache.forget(link.key):
         await _reply(message, f"Removed {link.url} from the link cache.")
     else:
         await _reply(message, f"{link.url} was not in the link cache.")
