@@ -23,12 +23,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO, TextIO, TypeVar
 
-import apsw
-
-from xbot import migrations
+from xbot import db, migrations
 from xbot.backup import backup, backup_to_stream
 from xbot.config import Settings
-from xbot.db import BUSY_TIMEOUT_MS, DbPool, prepare_store
+from xbot.db import DbPool, prepare_store
 from xbot.errors import SchemaTooNew, StoreError
 from xbot.link_cache import LinkCache, link_key
 from xbot.queue import STATES, Task, TaskQueue, payload_identity
@@ -91,19 +89,7 @@ def schema_version(path: Path) -> int:
         raise StoreError(
             f"there is no database at {path} (is XBOT_DATA_DIR right? `xbot run` creates it)"
         )
-    try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error as exc:
-        raise StoreError(f"cannot open the database {path}: {exc}") from exc
-    try:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        return migrations.current_version(conn)
-    except apsw.NotADBError as exc:
-        raise StoreError(f"{path} is not an SQLite database (is XBOT_DATA_DIR right?)") from exc
-    except apsw.Error as exc:
-        raise StoreError(f"cannot read the database {path}: {exc}") from exc
-    finally:
-        conn.close()
+    return db.schema_version(path)
 
 
 def require_current(path: Path) -> None:
