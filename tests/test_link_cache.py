@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xbot.db import DbPool, open_store
+from xbot.db import DbPool
 from xbot.link_cache import (
     DEFAULT_TTL,
     PRUNE_SQL,
@@ -24,13 +22,6 @@ from xbot.link_cache import (
 )
 
 DAY = 86400.0
-
-
-@pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(tmp_path / "xbot.sqlite3")
-    yield p
-    await p.close()
 
 
 @pytest.fixture

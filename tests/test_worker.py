@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine
-from pathlib import Path
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from conftest import ManualClock
 
-from xbot.db import DbPool, open_store
+from xbot.db import DbPool
 from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater, StoreError
 from xbot.notices import notice_text
 from xbot.queue import Task, TaskQueue
@@ -23,27 +23,12 @@ from xbot.worker import TaskContext, Workers
 Handler = Callable[[TaskContext], Coroutine[Any, Any, None]]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(tmp_path / "q.sqlite3")
-    yield p
-    await p.close()
-
-
 async def run_one(
     pool: DbPool, handler: Handler, *, payload: str = '{"url": "https://x.com/a/status/1"}',
     max_attempts: int = 3, attempts_before: int = 0, queue: TaskQueue | None = None,
-) -> tuple[Task, list[tuple[Task, str]], Clock]:  # fmt: skip
+) -> tuple[Task, list[tuple[Task, str]], ManualClock]:  # fmt: skip
     """Enqueue one task, run it once through the ladder, return the row after."""
-    clock = Clock()
+    clock = ManualClock()
     queue = queue or TaskQueue(pool)
     notices: list[tuple[Task, str]] = []
 
@@ -131,7 +116,7 @@ async def test_permanent_dead_letters_and_notifies_unless_told_not_to(pool: DbPo
 
 async def test_unknown_kind_and_junk_payload_never_crash_the_worker(pool: DbPool) -> None:
     queue = TaskQueue(pool)
-    clock = Clock()
+    clock = ManualClock()
     notices: list[tuple[Task, str]] = []
 
     async def notify(task: Task, reason: str) -> None:
@@ -173,7 +158,7 @@ async def test_lease_lost_writes_nothing(pool: DbPool) -> None:
 
 async def test_stop_hands_a_running_task_back_without_an_attempt(pool: DbPool) -> None:
     queue = TaskQueue(pool)
-    clock = Clock()
+    clock = ManualClock()
     started = asyncio.Event()
 
     async def slow(ctx: TaskContext) -> None:
@@ -282,7 +267,7 @@ async def test_a_staged_record_is_written_before_a_retry(pool: DbPool) -> None:
 
 async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
     queue = CountingQueue(pool)
-    clock = Clock()
+    clock = ManualClock()
     leases_seen: list[int] = []
     ran: list[int] = []
 
@@ -307,7 +292,7 @@ async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
 
 
 async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPool) -> None:
-    clock = Clock()
+    clock = ManualClock()
     workers: Workers
 
     class StopMidCall(TaskQueue):
@@ -344,7 +329,7 @@ async def _no_notice(task: Task, reason: str) -> None:
 
 async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbPool) -> None:
     queue = TaskQueue(pool)
-    clock = Clock()
+    clock = ManualClock()
     started = asyncio.Event()
     cancelled: list[int] = []
     ran: list[int] = []
@@ -396,7 +381,7 @@ async def test_a_settling_write_that_fails_is_not_logged_as_done(
             raise StoreError("the disk holding the database is full")
 
     queue = DiskFull(pool)
-    clock = Clock()
+    clock = ManualClock()
 
     async def flaky(ctx: TaskContext) -> None:
         raise RetryLater("the host timed out")
