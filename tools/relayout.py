@@ -19,8 +19,9 @@ What it does, in order:
    (imports, logger names, monkeypatch targets, ``python -m xbot.cli``, the
    console script in pyproject.toml) and ``xbot/db.py`` paths (README, docs,
    pyproject's per-file ignores, comments);
-5. sorts the imports it touched and formats them (ruff, when it is installed);
-6. lists every module under ``xbot/`` and ``tests/`` that the table does not
+5. writes the README's map of the folders (``## Where the code lives``);
+6. sorts the imports it touched and formats them (ruff, when it is installed);
+7. lists every module under ``xbot/`` and ``tests/`` that the table does not
    name: left where it is, to be added to the table (then run it again).
 
 It is idempotent: a second run finds nothing to move and nothing to rewrite
@@ -28,6 +29,8 @@ It is idempotent: a second run finds nothing to move and nothing to rewrite
 Logger names follow the modules (``logging.getLogger(__name__)``): the log
 line ``INFO xbot.worker task …`` becomes ``INFO xbot.tasks.worker task …``.
 """
+
+# ruff: noqa: E501 - the README's folder table below is markdown, one row a line
 
 from __future__ import annotations
 
@@ -140,7 +143,7 @@ UNIT_TESTS_STAY = """
     test_migration_chat test_migrations test_netguard test_other_sites test_pacing
     test_progress test_properties test_queue test_queue_stateful test_sdnotify
     test_sender_classify test_sender_lines test_settings_menu test_state test_tempfiles
-    test_thumbnail test_webhook test_worker test_x_api test_ytdlp test_ytdlp_job
+    test_thumbnail test_webhook test_worker test_x_api test_ytdlp test_ytdlp_job test_relayout
 """.split()  # noqa: SIM905 - a word list reads better than 40 quoted names
 
 # Each new folder's __init__.py: what the folder holds.
@@ -161,7 +164,28 @@ PACKAGES: dict[str, str] = {
     "tests/standins": "",
 }
 
+# The README's map of the folders, between these markers (replaced on every run).
+README_BEGIN = "<!-- folders: written by tools/relayout.py -->"
+README_END = "<!-- /folders -->"
+README_FOLDERS = """## Where the code lives
+
+| folder | what it holds |
+| --- | --- |
+| `xbot/` | `app.py`, the composition root (the one place that wires everything); what every layer shares: `config.py`, `errors.py` (the exception tree), `logs.py`, `services.py` |
+| `xbot/storage/` | the one SQLite file: `db.py` (connections, the only place apsw's errors are caught), `migrations.py`, `queue.py`, `state.py`, `link_cache.py`, `backup.py` |
+| `xbot/sources/` | where a post comes from: `links.py` (a link's key), `x_api.py`, `ytdlp.py`, each turning its answer into the `Post` of `models.py` |
+| `xbot/media/` | getting the bytes safely: `download.py`, `netguard.py` (SSRF), `tempfiles.py`, `mp4info.py`, `thumbnail.py` |
+| `xbot/sending/` | what goes to Telegram: `sender.py`, `albums.py`, `caption.py`, `pacing.py`, `progress.py` |
+| `xbot/tasks/` | `worker.py` (lease, heartbeat, the one ladder of outcomes) and the task kinds: `delivery.py`, `other_sites.py`, `forwarding.py`, `notices.py` |
+| `xbot/handlers/` | Telegram updates in, durable tasks out: `polling.py`, `messages.py`, `commands.py`, `callbacks.py` |
+| `xbot/ops/` | the operator's side: `cli.py` (`xbot`), `opscli.py`, `doctor.py`, `demo.py`, `sdnotify.py`, `instance.py` |
+| `xbot/standins/` | the local Bot API, X API and media host that the tests, the soak and `xbot demo` run against |
+| `tests/` | one `test_<module>.py` per module; `e2e/` the whole bot against the stand-ins, `process/` real processes (`xbot run`, the wheel, systemd), `standins/` the stand-ins' own tests; shared fixtures in `conftest.py` |
+"""
+
 SELF = Path("tools/relayout.py")
+# Its own test: the names in there are examples of what the script rewrites.
+OWN_TEST = Path("tests/test_relayout.py")
 # Never rewritten: real API answers and frozen schema text are data, not references.
 NOT_REWRITTEN = ("tests/data/", "migrations_sql/")
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".txt", ".service", ".example", ".sh"}
@@ -366,7 +390,7 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
 
 def tracked_text_files() -> Iterable[Path]:
     for name in sh("git", "ls-files", "-z").split("\0"):
-        if not name or name.startswith(NOT_REWRITTEN) or Path(name) == SELF:
+        if not name or name.startswith(NOT_REWRITTEN) or Path(name) in (SELF, OWN_TEST):
             continue
         path = Path(name)
         if path.is_file() and (path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES):
@@ -396,6 +420,28 @@ def rewrite_all(dry: bool, notes: list[str]) -> list[Path]:
 
 
 # --- 5-6: tidy and report --------------------------------------------------------------------
+
+
+def write_readme_folders(dry: bool) -> bool:
+    """The README's folder map, before its ``## Status`` (or replaced where it already is)."""
+    readme = Path("README.md")
+    if not readme.is_file():
+        return False
+    text = readme.read_text(encoding="utf-8")
+    block = f"{README_BEGIN}\n{README_FOLDERS}{README_END}\n"
+    if README_BEGIN in text and README_END in text:
+        head, rest = text.split(README_BEGIN, 1)
+        new = head + block + rest.split(README_END, 1)[1].removeprefix("\n")
+    elif "\n## Status\n" in text:
+        new = text.replace("\n## Status\n", f"\n{block}\n## Status\n", 1)
+    else:
+        new = text.rstrip("\n") + f"\n\n{block}"
+    if new == text:
+        return False
+    print("write the folder map into README.md")
+    if not dry:
+        readme.write_text(new, encoding="utf-8")
+    return True
 
 
 def ruff() -> list[str] | None:
@@ -464,6 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     moved, conflicts = move_all(args.dry_run)
     make_packages(args.dry_run)
     changed = rewrite_all(args.dry_run, notes)
+    if write_readme_folders(args.dry_run) and Path("README.md") not in changed:
+        changed.append(Path("README.md"))
     if not args.dry_run:
         tidy(changed)
     print(f"\nmoved {len(moved)}, rewrote {len(changed)} files")
