@@ -275,7 +275,10 @@ async def test_a_start_waits_out_a_locked_database_instead_of_exiting(stage: Sta
     lock.execute("BEGIN EXCLUSIVE")
     proc = stage.spawn()
     try:
-        await asyncio.sleep(7.0)  # past the 5 s busy timeout: the start must still be waiting
+        # Past the 5 s busy timeout the start says it waits (and waits), rather than exit.
+        # Waited for, not slept: a bot slow to start (a loaded machine) reached its first
+        # write only seconds after the spawn, and a fixed 7 s then ended the lock too early.
+        await eventually(lambda: "start waits for the database" in stage.log(), 30, "the wait")
         assert proc.poll() is None, stage.log()
         lock.execute("ROLLBACK")
         await eventually(lambda: stage.api.calls_for("deleteWebhook"), 30, "polling")
