@@ -48,7 +48,7 @@ def test_the_table_is_idempotent_and_keeps_test_names_apart() -> None:
         ),
         (
             "from xbot.media import netguard, ytdlp\n",
-            "from xbot.media import netguard\nfrom xbot.sources import ytdlp\n",
+            "from xbot.media import netguard\nfrom xbot.sources import ytdlp_api as ytdlp\n",
         ),
         ("def f():\n    from xbot import opscli\n", "def f():\n    from xbot.ops import opscli\n"),
         (
