@@ -21,7 +21,8 @@ What it does, in order:
    pyproject's per-file ignores, comments);
 5. writes the README's map of the folders (``## Where the code lives``);
 6. sorts the imports it touched and formats them (ruff, when it is installed);
-7. lists every module under ``xbot/`` and ``tests/`` that the table does not
+7. imports every module on its own (a cycle shows here, not in a test run), and
+8. lists every module under ``xbot/`` and ``tests/`` that the table does not
    name: left where it is, to be added to the table (then run it again).
 
 It is idempotent: a second run finds nothing to move and nothing to rewrite
@@ -65,8 +66,10 @@ MOVES: list[tuple[str, str]] = [
     ("xbot/backup.py", "xbot/storage/backup.py"),
     # --- sources: where a post comes from, each turned into the same Post. The
     # clients (``*_api``) beside the `PostSource`s the branches of issues 11-17 add.
-    ("xbot/links.py", "xbot/sources/links.py"),
-    ("xbot/media/models.py", "xbot/sources/models.py"),
+    # Not links.py and media/models.py: payloads and the sender import them, and the
+    # sources package's __init__ imports the sources (which import the sender): a cycle.
+    ("xbot/links.py", "xbot/links.py"),
+    ("xbot/media/models.py", "xbot/media/models.py"),
     ("xbot/media/x_api.py", "xbot/sources/x_api.py"),
     # sources/ytdlp.py is the PostSource (issue11-core): the library's boundary is the api.
     ("xbot/media/ytdlp.py", "xbot/sources/ytdlp_api.py"),
@@ -183,7 +186,7 @@ UNIT_TESTS_STAY = """
     test_answers test_destination test_outbox test_payloads test_sources test_topics
     test_topics_fallback test_video_choice test_queue_lost test_sources_chain
     test_sources_parsers test_worker_outage test_inline test_inline_fetch test_inline_results
-    test_i18n test_versions test_bsky test_jsonget test_pixiv test_site_links
+    test_i18n test_versions test_bsky test_jsonget test_pixiv test_site_links test_imports
 """.split()  # noqa: SIM905 - a word list reads better than 40 quoted names
 
 # Each new folder's __init__.py: what the folder holds.
@@ -211,10 +214,10 @@ README_FOLDERS = """## Where the code lives
 
 | folder | what it holds |
 | --- | --- |
-| `xbot/` | `app.py`, the composition root (the one place that wires everything); what every layer shares: `config.py`, `errors.py` (the exception tree), `logs.py`, `services.py` |
+| `xbot/` | `app.py`, the composition root (the one place that wires everything); what every layer shares: `config.py`, `errors.py` (the exception tree), `links.py` (a link's kind and key), `logs.py`, `services.py` |
 | `xbot/storage/` | the one SQLite file: `db.py` (connections, the only place apsw's errors are caught), `migrations.py`, `queue.py`, `state.py`, `link_cache.py`, `backup.py` |
-| `xbot/sources/` | where a post comes from: `links.py` (a link's key), the clients (`x_api.py`, `ytdlp_api.py`), each answer turned into the `Post` of `models.py` |
-| `xbot/media/` | getting the bytes safely: `download.py`, `netguard.py` (SSRF), `tempfiles.py`, `mp4info.py`, `thumbnail.py` |
+| `xbot/sources/` | where a post comes from: the clients (`x_api.py`, `ytdlp_api.py`) and the sources that turn their answers into a `Post` |
+| `xbot/media/` | the `Post` and its media (`models.py`), and getting the bytes safely: `download.py`, `netguard.py` (SSRF), `tempfiles.py`, `mp4info.py`, `thumbnail.py` |
 | `xbot/sending/` | what goes to Telegram: `sender.py`, `albums.py`, `caption.py`, `pacing.py`, `progress.py` |
 | `xbot/tasks/` | `worker.py` (lease, heartbeat, the one ladder of outcomes) and the task kinds: `delivery.py`, `other_sites.py`, `forwarding.py`, `notices.py` |
 | `xbot/handlers/` | Telegram updates in, durable tasks out: `polling.py`, `messages.py`, `commands.py`, `callbacks.py` |
@@ -515,6 +518,38 @@ def tidy(files: list[Path]) -> None:
         print(f"lines now too long, to wrap by hand:\n{long}")
 
 
+_IMPORT_PROBE = """
+import importlib, sys
+for name in sys.argv[1:]:
+    for loaded in [m for m in sys.modules if m == "xbot" or m.startswith("xbot.")]:
+        del sys.modules[loaded]
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        print(f"  {name}: {type(exc).__name__}: {exc}")
+"""
+
+
+def check_imports() -> bool:
+    """Each module imported alone, in a fresh ``xbot`` (as tests/test_imports.py does): a
+    module moved into a package whose ``__init__`` imports its submodules can close a
+    cycle that only shows when something else is imported first."""
+    python = Path(".venv/bin/python")
+    exe = str(python) if python.exists() else sys.executable
+    names = []
+    for path in sorted(Path("xbot").rglob("*.py")):
+        parts = path.with_suffix("").parts
+        if "__pycache__" not in parts and parts[-1] != "__main__":
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    found = subprocess.run(  # noqa: S603 - our interpreter, our module names
+        [exe, "-c", _IMPORT_PROBE, *names], capture_output=True, text=True, check=False
+    )
+    if found.returncode or found.stdout.strip():
+        print(f"modules that do not import on their own:\n{found.stdout}{found.stderr}")
+        return False
+    return True
+
+
 def not_in_table() -> list[str]:
     known: set[str] = set()
     folders: list[str] = []
@@ -562,9 +597,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nnot in the table (left where they are; add them to MOVES and run again):")
         for name in unknown:
             print(f"  {name}")
+    imports_ok = args.dry_run or check_imports()
     if not args.dry_run and (moved or changed):
         print("\nnext: ruff check xbot tests bench, mypy, pytest; then commit")
-    return 1 if conflicts else 0
+    return 1 if conflicts or not imports_ok else 0
 
 
 if __name__ == "__main__":
