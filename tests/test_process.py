@@ -19,7 +19,7 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import eventually
+from conftest import eventually as wait_until  # the async wait
 
 from xbot.testing._mediabytes import tiny_jpeg
 from xbot.testing.botapi import BotApiServer
@@ -115,11 +115,11 @@ async def test_sigkill_between_two_albums_resends_neither(stage: Stage) -> None:
     stage.fx.add_post("555", text="twelve", photos=urls)
     proc = stage.spawn()
     try:
-        await eventually(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
         stage.api.user_message(CHAT, "https://x.com/a/status/555")
         # The first album is confirmed and recorded; the pacer (about one
         # message a second per chat) holds the second one back: kill now.
-        await eventually(
+        await wait_until(
             lambda: any(p.get("sent") for p in stage.payloads()), 15, "first album recorded"
         )
         proc.kill()
@@ -133,7 +133,7 @@ async def test_sigkill_between_two_albums_resends_neither(stage: Stage) -> None:
     proc = stage.spawn()
     try:
         try:
-            await eventually(lambda: len(stage.album_calls()) >= 2, 30, "second album")
+            await wait_until(lambda: len(stage.album_calls()) >= 2, 30, "second album")
         except TimeoutError as exc:
             calls = [(c.method, c.status, c.chat_id) for c in stage.api.calls]
             raise AssertionError(f"{exc}\ncalls: {calls}\nlog:\n{stage.log()}") from exc
@@ -155,10 +155,10 @@ async def test_sigterm_exits_within_ten_seconds_and_loses_nothing(stage: Stage) 
         )
     proc = stage.spawn()
     try:
-        await eventually(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
         for i in range(30):
             stage.api.user_message(CHAT + i % 5, f"https://x.com/a/status/{600 + i}")
-        await eventually(
+        await wait_until(
             lambda: any(c.method == "sendPhoto" for c in stage.api.calls), 15, "work under way"
         )
         took = stop(proc, signal.SIGTERM)
@@ -179,7 +179,7 @@ async def test_sigterm_exits_within_ten_seconds_and_loses_nothing(stage: Stage) 
                 if c.status == 200
             }
 
-        await eventually(lambda: len(delivered()) == 30, 60, "every link delivered")
+        await wait_until(lambda: len(delivered()) == 30, 60, "every link delivered")
     finally:
         stop(proc)
     photos = [c for c in stage.api.calls_for("sendPhoto") if c.status == 200]
@@ -190,7 +190,7 @@ async def test_sigterm_exits_within_ten_seconds_and_loses_nothing(stage: Stage) 
 async def test_a_second_bot_on_the_same_data_dir_is_refused(stage: Stage) -> None:
     proc = stage.spawn()
     try:
-        await eventually(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
         second = subprocess.run(
             [sys.executable, "-m", "xbot.cli", "run"],
             env=stage.env(),
@@ -234,7 +234,7 @@ async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage:
     proc = stage.spawn()
     lock = None
     try:
-        await eventually(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
         # Another process holds the write lock: the handler waits in its enqueue.
         lock = apsw.Connection(str(stage.data / "xbot.sqlite3"))
         # Patient like any process: the idle bot's own lease polls hold the lock
@@ -243,7 +243,7 @@ async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage:
         lock.execute("BEGIN EXCLUSIVE")
         polls = len(stage.api.calls_for("getUpdates"))
         stage.api.user_message(CHAT, "https://x.com/a/status/777")
-        await eventually(
+        await wait_until(
             lambda: len(stage.api.calls_for("getUpdates")) > polls, 15, "the update fetched"
         )
         await asyncio.sleep(0.5)  # the handler is now blocked on the locked database
@@ -260,7 +260,7 @@ async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage:
 
     proc = stage.spawn()
     try:
-        await eventually(lambda: stage.api.calls_for("sendPhoto", CHAT), 20, "the link delivered")
+        await wait_until(lambda: stage.api.calls_for("sendPhoto", CHAT), 20, "the link delivered")
         await asyncio.sleep(1.0)
     finally:
         stop(proc)
@@ -278,10 +278,10 @@ async def test_a_start_waits_out_a_locked_database_instead_of_exiting(stage: Sta
         # Past the 5 s busy timeout the start says it waits (and waits), rather than exit.
         # Waited for, not slept: a bot slow to start (a loaded machine) reached its first
         # write only seconds after the spawn, and a fixed 7 s then ended the lock too early.
-        await eventually(lambda: "start waits for the database" in stage.log(), 30, "the wait")
+        await wait_until(lambda: "start waits for the database" in stage.log(), 30, "the wait")
         assert proc.poll() is None, stage.log()
         lock.execute("ROLLBACK")
-        await eventually(lambda: stage.api.calls_for("deleteWebhook"), 30, "polling")
+        await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 30, "polling")
         assert "start waits for the database" in stage.log()
     finally:
         if lock.in_transaction:

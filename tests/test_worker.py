@@ -12,7 +12,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from conftest import ManualClock
+from conftest import ManualClock as Clock
 
 from xbot.db import DbPool
 from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater, StoreError
@@ -26,9 +26,9 @@ Handler = Callable[[TaskContext], Coroutine[Any, Any, None]]
 async def run_one(
     pool: DbPool, handler: Handler, *, payload: str = '{"url": "https://x.com/a/status/1"}',
     max_attempts: int = 3, attempts_before: int = 0, queue: TaskQueue | None = None,
-) -> tuple[Task, list[tuple[Task, str]], ManualClock]:  # fmt: skip
+) -> tuple[Task, list[tuple[Task, str]], Clock]:  # fmt: skip
     """Enqueue one task, run it once through the ladder, return the row after."""
-    clock = ManualClock()
+    clock = Clock()
     queue = queue or TaskQueue(pool)
     notices: list[tuple[Task, str]] = []
 
@@ -116,7 +116,7 @@ async def test_permanent_dead_letters_and_notifies_unless_told_not_to(pool: DbPo
 
 async def test_unknown_kind_and_junk_payload_never_crash_the_worker(pool: DbPool) -> None:
     queue = TaskQueue(pool)
-    clock = ManualClock()
+    clock = Clock()
     notices: list[tuple[Task, str]] = []
 
     async def notify(task: Task, reason: str) -> None:
@@ -158,7 +158,7 @@ async def test_lease_lost_writes_nothing(pool: DbPool) -> None:
 
 async def test_stop_hands_a_running_task_back_without_an_attempt(pool: DbPool) -> None:
     queue = TaskQueue(pool)
-    clock = ManualClock()
+    clock = Clock()
     started = asyncio.Event()
 
     async def slow(ctx: TaskContext) -> None:
@@ -267,7 +267,7 @@ async def test_a_staged_record_is_written_before_a_retry(pool: DbPool) -> None:
 
 async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
     queue = CountingQueue(pool)
-    clock = ManualClock()
+    clock = Clock()
     leases_seen: list[int] = []
     ran: list[int] = []
 
@@ -292,7 +292,7 @@ async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
 
 
 async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPool) -> None:
-    clock = ManualClock()
+    clock = Clock()
     workers: Workers
 
     class StopMidCall(TaskQueue):
@@ -329,7 +329,7 @@ async def _no_notice(task: Task, reason: str) -> None:
 
 async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbPool) -> None:
     queue = TaskQueue(pool)
-    clock = ManualClock()
+    clock = Clock()
     started = asyncio.Event()
     cancelled: list[int] = []
     ran: list[int] = []
@@ -381,7 +381,7 @@ async def test_a_settling_write_that_fails_is_not_logged_as_done(
             raise StoreError("the disk holding the database is full")
 
     queue = DiskFull(pool)
-    clock = ManualClock()
+    clock = Clock()
 
     async def flaky(ctx: TaskContext) -> None:
         raise RetryLater("the host timed out")
