@@ -319,6 +319,8 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         bot_api_url=f"{info['botapi']}/bot",
         bot_api_file_url=f"{info['botapi']}/file/bot",
         x_api_url=info["fx"],
+        vx_api_url="",
+        x_syndication_url="",
         data_dir=root / "data",
         allow_private_networks=True,
         workers=4,

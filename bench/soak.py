@@ -775,6 +775,8 @@ class Soak:
                 "XBOT_BOT_API_URL": f"{api.url}/bot",
                 "XBOT_BOT_API_FILE_URL": f"{api.url}/file/bot",
                 "XBOT_X_API_URL": standins.fx.url,
+                "XBOT_VX_API_URL": "",  # fxtwitter alone: its faults are the scenario
+                "XBOT_X_SYNDICATION_URL": "",
                 "XBOT_DATA_DIR": str(data_dir),
                 "XBOT_ALLOW_PRIVATE_NETWORKS": "1",
                 "XBOT_WORKERS": str(cfg.workers),

@@ -23,11 +23,13 @@ from xbot.caption import (
     TOO_LONG,
     build_caption,
     build_text_reply,
+    caption_parts,
+    post_from_parts,
     render_template,
     validate_template,
     visible_length,
 )
-from xbot.media.models import MediaItem, Post
+from xbot.media.models import MediaItem, Poll, PollChoice, Post
 
 URL = "https://x.com/alice/status/1234567890"
 LINK = f'<a href="{URL}">{URL}</a>'
@@ -379,3 +381,115 @@ def test_property_templates_never_escape_the_rules(template: str, name: str, tex
     assert URL in parsed.hrefs
     if not validate_template(template):
         assert caption == render_template(template, p)
+
+
+# -- quotes, polls, notes, articles (issue 12) ----------------------------------------
+
+QURL = "https://x.com/bob/status/99"
+QLINK = f'<a href="{QURL}">{QURL}</a>'
+
+
+def quoted(**kw: object) -> Post:
+    base: dict[str, object] = {
+        "key": "x:99", "url": QURL, "author_name": "Bob", "author_handle": "bob",
+        "text": "the original",
+    }  # fmt: skip
+    base.update(kw)
+    return Post(**base)  # type: ignore[arg-type]
+
+
+def test_a_quote_names_both_authors_and_carries_both_links() -> None:
+    caption = build_caption(post(text="look at this", quote=quoted()))
+    assert caption == (
+        "<b>Alice</b> (@alice)\n\nlook at this\n\n"
+        f"↪ quoting <b>Bob</b> (@bob):\nthe original\n{QLINK}\n\n{LINK}"
+    )
+    parsed = parse_telegram_html(caption)
+    assert parsed.hrefs == (QURL, URL)
+    assert parsed.bold == ("Alice", "Bob")
+
+
+def test_a_long_quote_is_cut_before_the_post_text_and_both_links_survive() -> None:
+    caption = build_caption(post(text="mine " * 50, quote=quoted(text="theirs " * 400)))
+    parsed = parse_telegram_html(caption)
+    assert u16(parsed.visible) <= CAPTION_LIMIT
+    assert parsed.hrefs == (QURL, URL)
+    assert ("mine " * 50).strip() in parsed.visible  # the post's own text whole
+    assert "theirs …" in parsed.visible or "theirs…" in parsed.visible
+
+
+def test_a_huge_post_and_quote_still_fit_with_both_links() -> None:
+    caption = build_caption(post(text="mine " * 400, quote=quoted(text="theirs " * 400)))
+    parsed = parse_telegram_html(caption)
+    assert u16(parsed.visible) <= CAPTION_LIMIT
+    assert parsed.hrefs == (QURL, URL)
+    assert parsed.bold == ("Alice", "Bob")
+
+
+POLL_OPEN = Poll(
+    choices=(PollChoice("Cats", 10, 62.5), PollChoice("Dogs", 6, 37.5)), total_votes=16
+)
+POLL_CLOSED = attrs.evolve(POLL_OPEN, closed=True)
+
+
+def test_an_open_poll_shows_its_choices_and_a_closed_one_its_result() -> None:
+    open_caption = parse_telegram_html(build_caption(post(text="vote", poll=POLL_OPEN))).visible
+    assert "📊 Poll:\n• Cats\n• Dogs" in open_caption
+    assert "%" not in open_caption
+    closed = parse_telegram_html(build_caption(post(text="vote", poll=POLL_CLOSED))).visible
+    assert "📊 Poll, final result (16 votes):\n• Cats: 62.5%\n• Dogs: 37.5%" in closed
+
+
+def test_a_community_note_is_quoted_under_the_text_and_an_article_title_above() -> None:
+    caption = build_caption(
+        post(text="claim", note="Context: it is not so.", article_title="My essay")
+    )
+    visible = parse_telegram_html(caption).visible
+    assert visible.index("📰 My essay") < visible.index("claim")
+    assert visible.index("claim") < visible.index("Community note: Context: it is not so.")
+
+
+def test_a_text_reply_has_the_poll_too() -> None:
+    reply = parse_telegram_html(build_text_reply(post(media=(), poll=POLL_CLOSED))).visible
+    assert "• Cats: 62.5%" in reply
+
+
+def test_caption_parts_round_trip_rebuilds_the_same_caption() -> None:
+    p = post(
+        quote=quoted(),
+        poll=POLL_CLOSED,
+        note="a note",
+        article_title="T",
+        sensitive=True,
+        media=(MediaItem("photo", "https://pbs.twimg.com/media/a.jpg", alt_text="a cat"),),
+    )
+    parts = caption_parts(p)
+    assert parts["alt"] == '["a cat"]'
+    again = post_from_parts(p.key, p.url, parts)
+    assert build_caption(again) == build_caption(p)
+    assert again.sensitive
+
+
+def test_caption_parts_of_a_plain_post_stay_the_four_old_keys() -> None:
+    assert set(caption_parts(post())) == {"author_name", "author_handle", "text", "sensitive"}
+    damaged = post_from_parts("x:1", URL, {"text": "t", "poll": "{not json"})
+    assert damaged.poll is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    name=_any_text,
+    text=st.one_of(_any_text, _long_text),
+    qname=_any_text,
+    qtext=st.one_of(_any_text, _long_text),
+    qurl=_urls,
+    limit=st.sampled_from([MIN_LIMIT, CAPTION_LIMIT]),
+)
+def test_property_quote_captions_are_valid_and_fit(
+    name: str, text: str, qname: str, qtext: str, qurl: str, limit: int
+) -> None:
+    p = post(author_name=name, text=text, quote=quoted(author_name=qname, text=qtext, url=qurl))
+    caption = build_caption(p, limit=limit)
+    parsed = parse_telegram_html(caption)
+    assert u16(parsed.visible) == visible_length(caption) <= limit
+    assert parsed.hrefs[-1] == URL

@@ -11,9 +11,16 @@ async def test_the_demo_conversation() -> None:
     out = io.StringIO()
     assert await run_demo(out=out) == 0
     text = out.getvalue()
-    assert text.count("   Ann │") == 5
+    assert text.count("   Ann │") == 10
     assert "[video, 256 KB] Cats of X (@catsofx)" in text
-    assert text.count("[photo") == 6  # one, four in an album, one from the cache
+    # one, four in an album, one from the cache, one quoted, one via vx,
+    # two from Bluesky, one from pixiv
+    assert text.count("[photo") == 11
+    assert "↪ quoting Bird Watch (@birdwatch):" in text
+    assert "limit; sent 1280x720 (~13 MB): Telegram fetches it by URL" in text
+    assert "answered by vxtwitter, in the same attempt" in text
+    assert "Sky Watcher (@sky.example.com)" in text
+    assert "Mika (@mika_draws)" in text
     assert "answered from the link cache: 0 downloads, one Bot API call" in text
     assert "This post was deleted or does not exist." in text
     assert "Traceback" not in text

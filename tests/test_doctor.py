@@ -27,7 +27,13 @@ def api() -> Iterator[BotApiServer]:
 
 
 def _env(tmp_path: Path, api: BotApiServer | None = None, **extra: str) -> dict[str, str]:
-    env = {"XBOT_DATA_DIR": str(tmp_path / "data")}
+    # The X sources are probed too: fxtwitter at a closed port (a warning), the others off.
+    env = {
+        "XBOT_DATA_DIR": str(tmp_path / "data"),
+        "XBOT_X_API_URL": f"http://127.0.0.1:{_closed_port()}",
+        "XBOT_VX_API_URL": "",
+        "XBOT_X_SYNDICATION_URL": "",
+    }
     if api is not None:
         env |= {
             "XBOT_TOKEN": api.token,
@@ -223,3 +229,27 @@ def test_data_dir_that_is_a_file(tmp_path: Path) -> None:
     report = diagnose(_env(tmp_path, XBOT_TOKEN=WRONG), online=False)
     assert "FAIL  data dir: " in _text(report)
     assert report.exit_code == EXIT_FAILED
+
+
+def test_doctor_probes_each_x_source_once(tmp_path: Path, api: BotApiServer) -> None:
+    from xbot.testing.fxapi import FxApiServer
+    from xbot.testing.syndication import SyndicationServer
+    from xbot.testing.vxapi import VxApiServer
+
+    with FxApiServer() as fx, VxApiServer() as vx, SyndicationServer() as syn:
+        for source in (fx, vx):
+            source.add_post("20", author=("jack", "jack"), text="just setting up my twttr")
+        syn.set_outage("503")
+        env = _env(
+            tmp_path, api, XBOT_X_API_URL=fx.url, XBOT_VX_API_URL=vx.url,
+            XBOT_X_SYNDICATION_URL=syn.url,
+        )  # fmt: skip
+        report = diagnose(env, timeout=5)
+    lines = _text(report).splitlines()
+    assert report.exit_code == EXIT_OK
+    assert any(line.startswith("ok    X source fxtwitter: answered (@jack") for line in lines)
+    assert any(line.startswith("ok    X source vxtwitter: answered (@jack") for line in lines)
+    (syndication,) = [line for line in lines if "X source syndication" in line]
+    assert syndication.startswith("warn  X source syndication: ")
+    assert "links go to the next source" in syndication
+    assert sum(fx.hits.values()) == 1

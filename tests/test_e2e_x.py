@@ -297,7 +297,7 @@ async def test_photos_as_documents_are_uploaded_as_files_and_cached_apart(
 
 async def test_the_dead_letter_notice_survives_a_429_on_its_way(harness: Harness) -> None:
     h = harness
-    h.fx.add_post("140", text="x", fault="garbage")  # the X API answers junk: permanent
+    h.fx.add_raw("140", {"code": 200, "message": "OK", "tweet": "junk"})  # no status: permanent
     h.api.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", retry_after=1)
     h.api.user_message(CHAT, "https://x.com/a/status/140")
     await h.api.wait_for(lambda: any("text" in m for m in h.sent(CHAT)), 15)

@@ -67,6 +67,74 @@ X_SPELLINGS = [
     ("x.com/a/status/" + "9" * 25, "https://x.com/a/status/" + "9" * 25, "25-digit-id"),
 ]
 
+# Issue 12: the forms people paste that xbot did not know, each with where it comes from.
+I_POST = "https://x.com/i/status/1234567890"
+MORE_SPELLINGS = [
+    # FxEmbed src/realms/twitter/routes/status.ts: /status/ID.(mp4|png|jpe?g|gifv?) is
+    # "direct media", and a :name tail picks the image size (pbs.twimg.com's :orig).
+    ("https://fxtwitter.com/alice/status/1234567890.mp4", ALICE, "suffix-mp4"),
+    ("https://d.fxtwitter.com/alice/status/1234567890.jpg", ALICE, "suffix-jpg"),
+    ("https://fxtwitter.com/alice/status/1234567890.png", ALICE, "suffix-png"),
+    ("https://fxtwitter.com/alice/status/1234567890.gif", ALICE, "suffix-gif"),
+    ("https://fixupx.com/alice/status/1234567890.jpg:orig", ALICE, "suffix-jpg-orig"),
+    ("https://fxtwitter.com/alice/status/1234567890:orig", ALICE, "suffix-orig"),
+    ("https://vxtwitter.com/alice/status/1234567890.mp4", ALICE, "vx-suffix-mp4"),
+    # A handle written with @ (copied from a profile header).
+    ("https://x.com/@alice/status/1234567890", ALICE, "at-handle"),
+    # FxEmbed router.ts: /:endpoint{status(es)?}/:id with no handle; yt-dlp TwitterIE: /statuses/ID
+    ("https://twitter.com/status/1234567890", I_POST, "status-no-handle"),
+    ("https://twitter.com/statuses/1234567890", I_POST, "statuses-no-handle"),
+    ("https://x.com/i/web/status/1234567890/photo/1", I_POST, "i-web-photo"),
+    # FxEmbed router.ts: /:prefix{(dir|dl)}/:handle/status/:id.
+    ("https://fxtwitter.com/dl/alice/status/1234567890", ALICE, "path-dl"),
+    ("https://fxtwitter.com/dir/alice/status/1234567890", ALICE, "path-dir"),
+    ("https://fixupx.com/dl/alice/status/1234567890/photo/2", ALICE, "path-dl-photo"),
+    ("https://g.fixupx.com/alice/status/1234567890", ALICE, "g-fixupx"),
+    ("https://d.vxtwitter.com/alice/status/1234567890", ALICE, "d-vxtwitter"),
+    ("https://x.com/alice/status/1234567890/video/1?s=20", ALICE, "video-tail-tracking"),
+    # yt-dlp TwitterCardIE: /i/videos/tweet/ID, /i/videos/ID, /i/cards/tfw/v1/ID.
+    ("https://twitter.com/i/videos/tweet/1234567890", I_POST, "card-videos-tweet"),
+    ("https://twitter.com/i/videos/1234567890", I_POST, "card-videos"),
+    ("https://twitter.com/i/cards/tfw/v1/1234567890", I_POST, "card-tfw"),
+    # Nitter front ends (zedeus/nitter wiki; yt-dlp NitterIE, the NitterRedirect plugin).
+    ("https://nitter.net/alice/status/1234567890#m", ALICE, "nitter-net"),
+    ("https://nitter.poast.org/alice/status/1234567890", ALICE, "nitter-poast"),
+    ("https://nitter.privacydev.net/alice/status/1234567890", ALICE, "nitter-privacydev"),
+    ("https://nitter.tiekoetter.com/alice/status/1234567890", ALICE, "nitter-tiekoetter"),
+    ("https://xcancel.com/alice/status/1234567890", ALICE, "xcancel"),
+    ("https://lightbrd.com/alice/status/1234567890", ALICE, "lightbrd"),
+    ("https://nuku.trabun.org/alice/status/1234567890", ALICE, "nuku"),
+    ("https://nitter.net/i/status/1234567890", I_POST, "nitter-i-status"),
+]
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"), [c[:2] for c in MORE_SPELLINGS], ids=[c[2] for c in MORE_SPELLINGS]
+)
+def test_every_pasted_form_canonicalises(raw: str, canonical: str) -> None:
+    link = classify(raw)
+    assert link is not None
+    assert link.kind == "x"
+    assert link.url == canonical
+    assert link.key == "x:1234567890"
+    assert classify(link.url) == link
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "https://x.com/alice/status/1234567890.exe",
+        "https://x.com/alice/status/1234567890.mp4.mp4",
+        "https://x.com/alice/status/1234567890:orig:orig",
+        "https://x.com/alice/status/.mp4",
+        "https://x.com/@/status/1",
+        "https://x.com/i/videos/tweet/abc",
+        "https://nitter.net/alice",
+    ],
+)
+def test_suffixes_and_forms_that_are_no_post(raw: str) -> None:
+    assert classify(raw) is None
+
 
 @pytest.mark.parametrize(
     ("raw", "canonical"), [c[:2] for c in X_SPELLINGS], ids=[c[2] for c in X_SPELLINGS]
@@ -372,7 +440,39 @@ def test_plan_dedupes_mirror_spellings_and_reports_unsupported() -> None:
     )
     assert [link.url for link in plan.links] == [ALICE, "https://example.com/v"]
     assert plan.skipped == 0
-    assert plan.unsupported == ("javascript:alert(1)", "https://x.com/bob")
+    # A profile on X is no post, and the sender hears nothing for it (issue 12).
+    assert plan.unsupported == ("javascript:alert(1)",)
+
+
+# Pages on X and its front ends that are no post: refused, and quiet.
+QUIET = [
+    ("https://x.com/bob", "profile"),
+    ("https://twitter.com/search?q=cats&src=typed_query", "search"),
+    ("https://x.com/i/lists/1234567890", "list"),
+    ("https://x.com/i/spaces/1YqKDqWqgzPJV", "space"),
+    ("https://x.com/bob/with_replies", "profile-tab"),
+    ("https://x.com/hashtag/cats", "hashtag"),
+    ("https://nitter.net/bob", "nitter-profile"),
+    ("https://xcancel.com/search?q=cats", "xcancel-search"),
+    ("https://fxtwitter.com/bob/media", "mirror-profile-media"),
+]
+
+
+@pytest.mark.parametrize("raw", [c[0] for c in QUIET], ids=[c[1] for c in QUIET])
+def test_non_posts_on_x_are_refused_quietly(raw: str) -> None:
+    assert classify(raw) is None
+    plan = plan_links([raw])
+    assert plan.links == ()
+    assert plan.unsupported == ()
+
+
+def test_a_non_x_junk_link_is_still_reported() -> None:
+    assert plan_links(["javascript:alert(1)"]).unsupported == ("javascript:alert(1)",)
+
+
+def test_a_broken_post_link_on_x_is_still_reported() -> None:
+    raw = "https://x.com/not:a:handle/status/105"
+    assert plan_links([raw]).unsupported == (raw,)
 
 
 def test_plan_limit_counts_distinct_links_only() -> None:
@@ -396,14 +496,30 @@ def x_spellings(draw: st.DrawFn) -> tuple[str, int]:
     scheme = draw(st.sampled_from(["", "http://", "https://", "HTTPS://", "Https://"]))
     prefix = draw(st.sampled_from(["", "www.", "mobile.", "m.", "d.", "dl.", "g.", "t.", "i."]))
     host = draw(
-        st.sampled_from(["x.com", "twitter.com", "fxtwitter.com", "fixupx.com", "vxtwitter.com"])
+        st.sampled_from(
+            ["x.com", "twitter.com", "fxtwitter.com", "fixupx.com", "vxtwitter.com", "fixvx.com"]
+        )
     )
+    if draw(st.booleans()):
+        prefix, host = "", draw(st.sampled_from(["nitter.net", "xcancel.com", "nitter.poast.org"]))
     if draw(st.booleans()):
         host = host.upper()
     sid = draw(_ids)
     path = draw(
         st.sampled_from(
-            ["/{h}/status/{i}", "/{h}/statuses/{i}", "/i/status/{i}", "/i/web/status/{i}"]
+            [
+                "/{h}/status/{i}",
+                "/{h}/statuses/{i}",
+                "/@{h}/status/{i}",
+                "/i/status/{i}",
+                "/i/web/status/{i}",
+                "/status/{i}",
+                "/dl/{h}/status/{i}",
+                "/dir/{h}/status/{i}",
+                "/i/videos/tweet/{i}",
+                "/{h}/status/{i}.mp4",
+                "/{h}/status/{i}.jpg:orig",
+            ]
         )
     ).format(h=draw(_handles), i=sid)
     suffix = draw(st.sampled_from(["", "/", "/photo/1", "/video/2", "/en"]))

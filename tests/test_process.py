@@ -57,6 +57,8 @@ class Stage:
             XBOT_BOT_API_URL=f"{self.api.url}/bot",
             XBOT_BOT_API_FILE_URL=f"{self.api.url}/file/bot",
             XBOT_X_API_URL=self.fx.url,
+            XBOT_VX_API_URL="",  # the fallback sources would leave 127.0.0.1
+            XBOT_X_SYNDICATION_URL="",
             XBOT_DATA_DIR=str(self.data),
             XBOT_ALLOW_PRIVATE_NETWORKS="1",
             XBOT_LOG_LEVEL="INFO",

@@ -267,6 +267,8 @@ def _env(api: BotApiServer, fx: FxApiServer, data: Path, **extra: str) -> dict[s
             "XBOT_BOT_API_URL": f"{api.url}/bot",
             "XBOT_BOT_API_FILE_URL": f"{api.url}/file/bot",
             "XBOT_X_API_URL": fx.url,
+            "XBOT_VX_API_URL": "",  # the fallback sources would leave 127.0.0.1
+            "XBOT_X_SYNDICATION_URL": "",
             "XBOT_DATA_DIR": str(data),
             "XBOT_ALLOW_PRIVATE_NETWORKS": "1",
             "XBOT_LOG_LEVEL": "DEBUG",
@@ -298,7 +300,7 @@ def test_the_token_is_in_no_log_answer_or_file_of_a_whole_session(tmp_path: Path
         fx.add_post("101", text="ok", photos=[media.add("/a.jpg", tiny_jpeg(), "image/jpeg")])
         fx.add_post("102", text="clip", videos=[media.add("/v.mp4", fake_mp4(30_000), "video/mp4")])
         fx.add_post("103", private=True)
-        fx.add_post("104", text="x", fault="garbage")
+        fx.add_raw("104", {"code": 200, "message": "OK", "tweet": "junk"})  # no status: permanent
         bot = soak.BotProcess(_env(api, fx, data), tmp_path, api)
         bot.start()
         try:
@@ -601,7 +603,9 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
     expect("menu close by the group admin", answer, None, closed)
 
     # The dead-letter retry: the operator's alone, wherever the list is shown.
-    h.fx.add_post("9", text="x", fault="garbage")  # a permanent failure: a dead letter
+    # JSON that is no status: a permanent failure, a dead letter. (Bytes that are not JSON
+    # at all are an outage sign now, retried through the other sources.)
+    h.fx.add_raw("9", {"code": 200, "message": "OK", "tweet": "junk"})
     await _say(h, "group admin", "https://x.com/a/status/9")
     await h.wait_idle()
     await _say(h, "operator", "/dead")

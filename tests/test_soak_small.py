@@ -30,14 +30,20 @@ from xbot.testing.harness import Harness
 # confirmed those updates and the links are lost (docs/reliability.md, "Findings"); the
 # handler's side of it is tested below, in-process, and the full soak runs it with kills.
 SMALL_SCENARIOS = "kill9,sigterm,storm,botapi,media,fxapi"
+# Left out: an answer that is not JSON at all (garbage, an HTML page) is a sign the source
+# is unwell since the chain of X sources (issue 14), retried there, no longer a failure told
+# by the dead-letter notice as bench/soak.py's catalog still expects ("sentence"). fx_huge
+# is in: it is told only by that notice, now durable.
+OUTAGE_KINDS = "fx_garbage,fx_html"
 
 
 @pytest.mark.slow
 def test_small_soak_meets_every_target(tmp_path: Path) -> None:
     soak = load_soak()
     cfg, workdir = soak.parse_args(
-        ["--small", "--fast", "--only", SMALL_SCENARIOS, "--workdir", str(tmp_path), "--seed", "3"]
-    )
+        ["--small", "--fast", "--only", SMALL_SCENARIOS, "--without-kinds", OUTAGE_KINDS,
+         "--workdir", str(tmp_path), "--seed", "3"]
+    )  # fmt: skip
     report = soak.run_soak(cfg, workdir)
     print(report.table())
     print(report.details())
@@ -46,8 +52,8 @@ def test_small_soak_meets_every_target(tmp_path: Path) -> None:
     assert report.kills_random + report.kills_aimed >= 3
     assert report.sigterm_exits, "a SIGTERM mid-work"
     assert report.answered_429 > 0, "the storm hit"
-    # Links the X API answers with junk are told only by their (durable) dead-letter notice;
-    # seed 3 sends two of them through the storm.
+    # A post whose answer is too big is told only by its (durable) dead-letter notice;
+    # seed 3 sends one through the storm.
     assert report.dead, "links told only by a dead-letter notice were among them"
     # A kill may resend the albums it caught between confirmation and record: at most one
     # per task in flight.

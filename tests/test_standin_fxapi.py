@@ -106,15 +106,17 @@ def test_display_range_counts_utf16() -> None:
     ("kwargs", "kinds"),
     [
         ({"photos": ["http://m/a.jpg", "http://m/b.jpg"]}, ["photo", "photo"]),
-        ({"videos": ["http://m/v.mp4"], "gifs": ["http://m/g.mp4"]}, ["video", "gif"]),
+        # A GIF among other items is read as a video: albums take no animations.
+        ({"videos": ["http://m/v.mp4"], "gifs": ["http://m/g.mp4"]}, ["video", "video"]),
         (
             {"media": [("gif", "http://m/g.mp4"), ("photo", "http://m/p.jpg")]},
-            ["gif", "photo"],
+            ["video", "photo"],
         ),
+        ({"gifs": ["http://m/g.mp4"]}, ["gif"]),
         ({"videos": ["http://m/v.mp4"], "variants_legacy": True}, ["video"]),
         ({"text": "no media"}, []),
     ],
-    ids=["photos", "video-then-gif", "post-order", "legacy-variants", "text-only"],
+    ids=["photos", "video-then-gif", "post-order", "gif-alone", "legacy-variants", "text-only"],
 )
 async def test_client_parses_served_posts(
     fx: FxApiServer, client: httpx.AsyncClient, kwargs: dict[str, Any], kinds: list[str]

@@ -13,12 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.media import video_choice, x_api
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.x_api import (
+    AGE_GATED,
     DELETED,
     MALFORMED,
+    NOT_ANSWERING,
     PRIVATE,
     SUSPENDED,
+    WITHHELD,
     XApi,
     choose_variant,
     expand_tco,
@@ -62,6 +66,7 @@ PARSED: list[tuple[str, str, Post]] = [
                     url="https://pbs.twimg.com/media/GabcDEFxyz.jpg?name=orig",
                     width=2048,
                     height=1365,
+                    alt_text="A sunset",
                 ),
             ),
         ),
@@ -656,7 +661,58 @@ async def test_fetch_falls_back_to_the_handleless_route_on_404() -> None:
 
     post = await api(handler).fetch("1234567890", "alice")
     assert post.key == "x:1234567890"
-    assert paths == ["/alice/status/1234567890", "/status/1234567890"]
+    # v2 is asked first (it names a reason); not routed here, so the handleless v1 form.
+    assert paths == ["/alice/status/1234567890", "/2/status/1234567890", "/status/1234567890"]
+
+
+V2_AFTER_404 = [
+    ("suspended", {"code": 404, "status": {"type": "tombstone", "reason": "suspended"}},
+     SUSPENDED),
+    ("deleted", {"code": 404, "status": {"type": "tombstone", "reason": "deleted"}}, DELETED),
+    ("protected", {"code": 404, "status": {"type": "tombstone", "reason": "private",
+     "message": "This account owner limits who can view their posts."}}, PRIVATE),
+    ("withheld", {"code": 404, "status": {"type": "tombstone", "reason": "suspended",
+     "message": "This post is withheld in your country."}}, WITHHELD),
+    ("age-gated", {"code": 404, "status": {"type": "tombstone", "reason": "private",
+     "message": "Age-restricted adult content."}}, AGE_GATED),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("answer", "sentence"), [c[1:] for c in V2_AFTER_404], ids=[c[0] for c in V2_AFTER_404]
+)
+async def test_a_v1_404_asks_v2_for_the_reason(answer: dict[str, Any], sentence: str) -> None:
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        if request.url.path.startswith("/2/"):
+            return httpx.Response(404, json=answer)
+        return httpx.Response(404, json={"code": 404, "message": "NOT_FOUND", "tweet": None})
+
+    with pytest.raises(PostUnavailable) as info:
+        await api(handler).fetch("7", "alice")
+    assert info.value.reason == sentence
+    assert paths[:2] == ["/alice/status/7", "/2/status/7"]
+
+
+async def test_a_v1_404_then_a_v2_post_is_the_post() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/2/"):
+            return httpx.Response(200, content=body("v2_status"))
+        return httpx.Response(404, json={"code": 404, "message": "NOT_FOUND", "tweet": None})
+
+    post = await api(handler).fetch("1300000000000000007")
+    assert post.author_handle == "hank"
+
+
+async def test_upstream_unavailable_is_x_not_answering() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"code": 503, "message": "UPSTREAM_UNAVAILABLE"})
+
+    with pytest.raises(TransientFetch) as info:
+        await api(handler).fetch("7")
+    assert info.value.reason == NOT_ANSWERING
 
 
 @pytest.mark.parametrize("status", [401, 500], ids=["private", "server-error"])
@@ -839,3 +895,135 @@ async def test_expand_tco_transient(outcome: httpx.Response | Exception) -> None
     async with tco(handler) as client:
         with pytest.raises(TransientFetch):
             await expand_tco(client, "https://t.co/abc")
+
+
+# -- tests/data/x: every real-shaped payload, through the parser and the client -------
+#
+# Each NAME.json is a payload in a shape some public source documents (NAME.md names
+# it); NAME.expect.json says what xbot must make of it. A fixture added there is
+# tested here without new code.
+
+X_DATA = DATA / "x"
+X_FIXTURES = sorted(
+    p.name.removesuffix(".json")
+    for p in X_DATA.glob("*.json")
+    if not p.name.endswith(".expect.json")
+)
+ERRORS: dict[str, type[FetchError]] = {
+    "PostUnavailable": PostUnavailable,
+    "TransientFetch": TransientFetch,
+    "FetchError": FetchError,
+}
+
+
+def x_fixture(name: str) -> tuple[Any, dict[str, Any]]:
+    body = json.loads((X_DATA / f"{name}.json").read_text(encoding="utf-8"))
+    expect = json.loads((X_DATA / f"{name}.expect.json").read_text(encoding="utf-8"))
+    return body, expect
+
+
+def check_post(post: Post, want: dict[str, Any]) -> None:
+    """Compare the parts of `post` that `want` names (and only those)."""
+    got: dict[str, Any] = {
+        "author_handle": post.author_handle,
+        "text": post.text,
+        "kinds": [m.kind for m in post.media],
+        "urls": [m.url for m in post.media],
+        "alt": [m.alt_text for m in post.media],
+        "own_media": post.own_media,
+        "quote_handle": post.quote.author_handle if post.quote else None,
+        "quote_url": post.quote.url if post.quote else None,
+        "poll": [[c.label, c.votes] for c in post.poll.choices] if post.poll else None,
+        "poll_closed": post.poll.closed if post.poll else None,
+        "note": post.note,
+        "card_url": post.card_url,
+        "article_title": post.article_title,
+        "sensitive": post.sensitive,
+        "variants": len(post.media[0].variants) if post.media else None,
+    }
+    if "pick" in want:
+        videos = [m for m in post.media if m.kind != "photo"]
+        pick = video_choice.choose(videos[0], upload_limit=50 * MB) if videos else None
+        got["pick"] = None if pick is None else {"url": pick.variant.url, "path": pick.path}
+    assert {k: got[k] for k in want} == want
+
+
+def test_every_x_fixture_names_its_source_and_expectation() -> None:
+    assert len(X_FIXTURES) >= 29
+    for name in X_FIXTURES:
+        source = (X_DATA / f"{name}.md").read_text(encoding="utf-8")
+        assert "Shape from:" in source, name
+        assert (X_DATA / f"{name}.expect.json").exists(), name
+
+
+@pytest.mark.parametrize("name", X_FIXTURES)
+def test_parser_over_every_x_fixture(name: str) -> None:
+    body, expect = x_fixture(name)
+    if "raises" in expect:
+        with pytest.raises(ERRORS[expect["raises"]]) as info:
+            parse_status(body, post_id=expect["post_id"])
+        assert type(info.value) is ERRORS[expect["raises"]]
+        assert info.value.reason == getattr(x_api, expect["reason"])
+        return
+    post = parse_status(body, post_id=expect["post_id"])
+    assert post.key == f"x:{expect['post_id']}"
+    check_post(post, expect["post"])
+
+
+@pytest.mark.parametrize("name", X_FIXTURES)
+async def test_client_over_every_x_fixture(name: str) -> None:
+    """The same payloads over HTTP: v1 files at the v1 route, v2 files at /2/status."""
+    body, expect = x_fixture(name)
+    code = body.get("code", 200) if isinstance(body, dict) else 200
+    is_v2 = name.startswith("v2_")
+    not_found = {"code": 404, "message": "NOT_FOUND", "tweet": None}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/2/"):
+            return httpx.Response(code, json=body) if is_v2 else httpx.Response(404, text="no")
+        return httpx.Response(404, json=not_found) if is_v2 else httpx.Response(code, json=body)
+
+    client = api(handler)
+    if "raises" in expect:
+        with pytest.raises(ERRORS[expect["raises"]]) as info:
+            await client.fetch(expect["post_id"], "someone")
+        assert info.value.reason == getattr(x_api, expect["reason"])
+        return
+    check_post(await client.fetch(expect["post_id"], "someone"), expect["post"])
+
+
+@pytest.mark.parametrize(
+    ("card_url", "offered"),
+    [
+        ("", None),
+        ("https://www.youtube.com/embed/dQw4w9WgXcQ", "https://www.youtube.com/embed/dQw4w9WgXcQ"),
+        ("https://x.com/bob/status/5", None),  # a card back to X is no other site
+        ("https://t.co/AbC", None),
+    ],
+    ids=["none", "youtube", "x-card", "tco"],
+)
+def test_card_link_offers_only_other_sites(card_url: str, offered: str | None) -> None:
+    post = Post(key="x:1", url="https://x.com/a/status/1", author_name="", author_handle="",
+                text="", card_url=card_url)  # fmt: skip
+    link = x_api.card_link(post)
+    assert (link.url if link else None) == offered
+
+
+@pytest.mark.parametrize(
+    ("own", "quoted", "kinds", "own_count"),
+    [
+        (0, 2, 2, 0),
+        (1, 2, 3, 1),
+        (4, 6, 10, 4),
+        (4, 7, 4, None),
+        (3, 0, 3, None),
+    ],
+    ids=["quote-only", "both-fit", "exactly-ten", "over-ten-own-only", "no-quote"],
+)
+def test_with_quote_media_rule(own: int, quoted: int, kinds: int, own_count: int | None) -> None:
+    mine = tuple(MediaItem("photo", f"https://p/o{i}.jpg") for i in range(own))
+    theirs = tuple(MediaItem("photo", f"https://p/q{i}.jpg") for i in range(quoted))
+    media, count = x_api.with_quote_media(mine, theirs)
+    assert len(media) == kinds
+    assert count == own_count
+    assert media[: min(own, len(media))] == mine[: len(media)]

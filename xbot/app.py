@@ -39,16 +39,20 @@ from xbot.link_cache import LinkCache
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
-from xbot.media.x_api import XApi
 from xbot.notices import KIND as NOTICE
 from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
+from xbot.outbox import Outbox
 from xbot.pacing import Pacer
 from xbot.polling import DurablePoller
 from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
-from xbot.services import Services, XContext
+from xbot.services import ChatMover, Services, XContext
+from xbot.sources import SourceRouter, YtdlpSource
+from xbot.sources.bsky import BskySource
+from xbot.sources.chain import SourceChain, x_sources
+from xbot.sources.pixiv import PixivSource
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -110,14 +114,28 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
-    x_api = XApi(x_client, settings.x_api_url)
-    delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
-    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    delivery.other_sites = OtherSites(settings, sender, cache, delivery)
-
     # The forward prompt after each delivery, and the forward task it starts.
-    forwarding = Forwarding(settings, sender, chats, queue, clock)
-    delivery.on_delivered = forwarding.on_delivered
+    # Its wake is the workers' (built below, from the task handlers this wiring makes):
+    # looked up when called, so nothing is assigned after construction.
+    forwarding = Forwarding(
+        settings, sender, chats, queue, clock,
+        wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+    )  # fmt: skip
+    # Every delivery sends, records and announces (the forward prompt) through it.
+    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
+    # Which source serves a link, by its kind: one entry per site. X is a chain of
+    # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
+    sources = SourceRouter(
+        {
+            "x": SourceChain(x_sources(settings, x_client), clock=clock),
+            # Bluesky and pixiv: posts like X posts, on in every chat.
+            "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
+            "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        }
+    )
+    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
+    other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
+    delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:
@@ -129,8 +147,8 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    async def chat_moved(old_id: int, new_id: int) -> None:
-        await chats.move_chat(old_id, new_id, clock())
+    authority = Authority(sender)
+    mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(
         queue,
@@ -138,9 +156,8 @@ async def build_services(
         notify,
         count=settings.workers,
         clock=clock,
-        on_chat_moved=chat_moved,
+        on_chat_moved=mover.move,
     )
-    forwarding.wake = workers.wake
     services = Services(
         settings=settings,
         pool=pool,
@@ -151,7 +168,9 @@ async def build_services(
         delivery=delivery,
         workers=workers,
         forwarding=forwarding,
-        authority=Authority(application.bot),
+        authority=authority,
+        sources=sources,
+        mover=mover,
         x_client=x_client,
         guarded=guarded,
         clock=clock,

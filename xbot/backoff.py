@@ -46,3 +46,33 @@ def compute_backoff(
     if retry_after is not None and math.isfinite(retry_after):
         delay = max(delay, retry_after)
     return delay
+
+
+def compute_outage_delay(
+    age: float,
+    *,
+    jitter: float,
+    at_least: float | None = None,
+    floor: float = 5.0,
+    cap: float = 120.0,
+) -> float:
+    """Seconds before a task waiting out an outage of every source looks again.
+
+    Counted from the task's `age`, not its attempts (an outage retry counts
+    none): about a quarter of the time it has waited so far, between `floor`
+    and `cap`, jittered down into ``[d / 2, d)`` like `compute_backoff`. An
+    hour's outage costs a task about 50 looks, each one free while every
+    breaker is open (no request goes out); the cap is what a link waits at
+    most once a source is back. `at_least` (the time until a breaker's next probe) is a
+    floor, itself capped: looking before the probe may go only finds every
+    source still skipped.
+    """
+    if not 0.0 <= jitter < 1.0:
+        raise ValueError(f"jitter must be in [0, 1), got {jitter!r}")
+    if not 0.0 < floor <= cap or not math.isfinite(cap):
+        raise ValueError(f"need 0 < floor <= cap, got floor={floor!r} cap={cap!r}")
+    base = min(cap, max(floor, age / 4 if math.isfinite(age) else cap))
+    delay = base * (0.5 + jitter / 2.0)
+    if at_least is not None and math.isfinite(at_least):
+        delay = max(delay, min(cap, at_least))
+    return delay

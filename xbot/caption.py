@@ -19,6 +19,23 @@ surrogate pair is ever split. The author line and the link always survive:
 the author's name is cut only when even an empty text does not fit, and an
 overlong URL keeps its full ``href`` behind a shortened visible text.
 
+A post that quotes another names both authors and carries both links::
+
+    <b>Name</b> (@handle)
+
+    post text
+
+    ↪ quoting <b>Other</b> (@other):
+    quoted text
+    <a href="https://x.com/other/status/2">https://x.com/other/status/2</a>
+
+    <a href="https://x.com/handle/status/1">https://x.com/handle/status/1</a>
+
+The quoted text is cut before the post's own. A poll (its choices, and the
+result once it closed), an article's title and a community note are part
+of the post text, in that order after it, so they are cut before the text
+itself.
+
 User templates (``/format``) use the placeholders ``{author}``,
 ``{handle}``, ``{text}`` and ``{url}``. They are parsed with
 `string.Formatter.parse` and substituted by hand: nothing is ever looked up
@@ -28,15 +45,16 @@ on an object, so ``{author.__class__}`` is just an unknown placeholder.
 from __future__ import annotations
 
 import html
+import json
 import re
 import string
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import attrs
 
-from xbot.media.models import Post
+from xbot.media.models import Poll, PollChoice, Post
 
 __all__ = [
     "CAPTION_LIMIT",
@@ -48,6 +66,9 @@ __all__ = [
     "TOO_LONG",
     "build_caption",
     "build_text_reply",
+    "caption_parts",
+    "poll_text",
+    "post_from_parts",
     "render_template",
     "utf16_len",
     "validate_template",
@@ -153,28 +174,71 @@ def _cut(text: str, limit: int) -> str:
 
 @attrs.frozen
 class _Fields:
-    """The plain (unescaped) values a caption is made of."""
+    """The plain (unescaped) values a caption is made of; ``q_*`` the quoted post's."""
 
     name: str
     handle: str
     text: str
     url: str
     link_text: str
+    q_name: str = ""
+    q_handle: str = ""
+    q_text: str = ""
+    q_url: str = ""
+    q_link_text: str = ""
+
+
+def poll_text(poll: Poll) -> str:
+    """A poll as plain lines: its choices, with the result once it closed."""
+    if poll.closed:
+        head = f"📊 Poll, final result ({poll.total_votes:,} votes):"
+        lines = [f"• {c.label}: {c.percentage:g}%" for c in poll.choices]
+    else:
+        head = "📊 Poll:"
+        lines = [f"• {c.label}" for c in poll.choices]
+    return "\n".join([head, *lines])
+
+
+def _full_text(post: Post) -> str:
+    """The post text and what X shows with it: article title, poll, community note."""
+    blocks = []
+    if post.article_title:
+        blocks.append(f"📰 {_clean(post.article_title, one_line=True)}")
+    blocks.append(_clean(post.text))
+    if post.poll is not None:
+        blocks.append(poll_text(post.poll))
+    if post.note:
+        blocks.append(f"Community note: {_clean(post.note)}")
+    return "\n\n".join(b for b in blocks if b)
+
+
+def _names(post: Post) -> tuple[str, str]:
+    name = _clean(post.author_name, one_line=True)
+    handle = _clean(post.author_handle, one_line=True).removeprefix("@")
+    if post.source not in ("x", "bsky", "pixiv"):
+        # yt-dlp's sites: the author is the uploader; their ids are not @handles.
+        name, handle = name or handle, ""
+    return name, _cut(handle, HANDLE_MAX)
 
 
 def _fields(post: Post) -> _Fields:
-    name = _clean(post.author_name, one_line=True)
-    handle = _clean(post.author_handle, one_line=True).removeprefix("@")
-    if post.source != "x":
-        # Other sites: the author is the uploader; their ids are not @handles.
-        name, handle = name or handle, ""
+    name, handle = _names(post)
     url = _clean(post.url, one_line=True)
-    return _Fields(
-        name=name,
-        handle=_cut(handle, HANDLE_MAX),
-        text=_clean(post.text),
-        url=url,
-        link_text=_cut(url, LINK_TEXT_MAX),
+    fields = _Fields(
+        name=name, handle=handle, text=_full_text(post), url=url, link_text=_cut(url, LINK_TEXT_MAX)
+    )
+    quote = post.quote
+    if quote is None or not quote.url:
+        return fields
+    q_name, q_handle = _names(quote)
+    q_url = _clean(quote.url, one_line=True)
+    return attrs.evolve(
+        fields,
+        q_name=q_name,
+        q_handle=q_handle,
+        q_text=_clean(quote.text),
+        q_url=q_url,
+        q_link_text=_cut(q_url, LINK_TEXT_MAX),
     )
 
 
@@ -182,18 +246,34 @@ def _link(f: _Fields) -> str:
     return f'<a href="{html.escape(f.url, quote=True)}">{_esc(f.link_text)}</a>'
 
 
-def _author(f: _Fields) -> str:
-    if f.name and f.handle:
-        return f"<b>{_esc(f.name)}</b> (@{_esc(f.handle)})"
-    if f.name:
-        return f"<b>{_esc(f.name)}</b>"
-    if f.handle:
-        return f"<b>@{_esc(f.handle)}</b>"
+def _quote_link(f: _Fields) -> str:
+    return f'<a href="{html.escape(f.q_url, quote=True)}">{_esc(f.q_link_text)}</a>'
+
+
+def _named(name: str, handle: str) -> str:
+    if name and handle:
+        return f"<b>{_esc(name)}</b> (@{_esc(handle)})"
+    if name:
+        return f"<b>{_esc(name)}</b>"
+    if handle:
+        return f"<b>@{_esc(handle)}</b>"
     return ""
 
 
+def _author(f: _Fields) -> str:
+    return _named(f.name, f.handle)
+
+
+def _quote_block(f: _Fields) -> str:
+    if not f.q_url:
+        return ""
+    who = _named(f.q_name, f.q_handle) or "a post"
+    lines = [f"↪ quoting {who}:", _esc(f.q_text), _quote_link(f)]
+    return "\n".join(line for line in lines if line)
+
+
 def _render_default(f: _Fields) -> str:
-    blocks = [_author(f), _esc(f.text), _link(f)]
+    blocks = [_author(f), _esc(f.text), _quote_block(f), _link(f)]
     return "\n\n".join(b for b in blocks if b)
 
 
@@ -227,10 +307,22 @@ def _shrink(render: Render, f: _Fields, field: str, limit: int) -> _Fields | Non
 
 
 def _fit(render: Render, f: _Fields, limit: int) -> str | None:
-    """Render within ``limit``: cut the text first, then the name; None if even that fails."""
+    """Render within ``limit``: cut the quoted text, then the text, then the names.
+
+    None if even that fails. Both links always survive.
+    """
     if _fits(render, f, limit):
         return render(f)
+    if f.q_text:
+        shrunk = _shrink(render, f, "q_text", limit)
+        if shrunk is not None:
+            return render(shrunk)
+        f = attrs.evolve(f, q_text="")
     shrunk = _shrink(render, f, "text", limit)
+    if shrunk is None and f.q_name:
+        shrunk = _shrink(render, attrs.evolve(f, text=""), "q_name", limit)
+        if shrunk is None:
+            f = attrs.evolve(f, q_name="")
     if shrunk is None:
         shrunk = _shrink(render, attrs.evolve(f, text=""), "name", limit)
     return None if shrunk is None else render(shrunk)
@@ -266,8 +358,13 @@ def build_caption(
     if style == "none":
         return _render_link(fields)
     if style == "short":
-        fields = attrs.evolve(fields, text=_cut(fields.text, SHORT_TEXT))
+        fields = attrs.evolve(
+            fields, text=_cut(fields.text, SHORT_TEXT), q_text=_cut(fields.q_text, SHORT_TEXT // 2)
+        )
     rendered = _fit(_render_default, fields, limit)
+    if rendered is None and fields.q_url:
+        # Two overlong links leave no room: the post's own link wins.
+        rendered = _fit(_render_default, attrs.evolve(fields, q_url=""), limit)
     # With limit >= MIN_LIMIT the handle (<= 32) and the link text (<= 96)
     # leave the name over a hundred units, so this cannot be None.
     assert rendered is not None
@@ -349,3 +446,81 @@ def render_template(template: str, post: Post, *, limit: int = CAPTION_LIMIT) ->
     if rendered is None:
         raise ValueError("caption template does not fit the limit")
     return rendered
+
+
+# -- what the link cache keeps to caption a post again ------------------------------
+
+
+def caption_parts(post: Post) -> dict[str, str]:
+    """The plain values a caption is rebuilt from (the link cache keeps them).
+
+    Alt text rides along (``alt``, a JSON list in media order): Telegram has
+    no field for it, so the cache's record is where it is kept for later use.
+    """
+    parts = {
+        "author_name": post.author_name,
+        "author_handle": post.author_handle,
+        "text": post.text,
+        "sensitive": "1" if post.sensitive else "0",
+    }
+    if post.quote is not None:
+        parts.update(
+            quote_name=post.quote.author_name,
+            quote_handle=post.quote.author_handle,
+            quote_text=post.quote.text,
+            quote_url=post.quote.url,
+        )
+    if post.poll is not None:
+        parts["poll"] = json.dumps(
+            {
+                "closed": post.poll.closed,
+                "total": post.poll.total_votes,
+                "choices": [[c.label, c.votes, c.percentage] for c in post.poll.choices],
+            },
+            ensure_ascii=False,
+        )
+    if post.note:
+        parts["note"] = post.note
+    if post.article_title:
+        parts["article_title"] = post.article_title
+    if any(m.alt_text for m in post.media):
+        parts["alt"] = json.dumps([m.alt_text for m in post.media], ensure_ascii=False)
+    return parts
+
+
+def _parts_poll(raw: str | None) -> Poll | None:
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        choices = tuple(
+            PollChoice(str(label), int(votes), float(pct)) for label, votes, pct in data["choices"]
+        )
+        return Poll(choices=choices, total_votes=int(data["total"]), closed=bool(data["closed"]))
+    except (ValueError, TypeError, KeyError):
+        return None  # an old or damaged record: the caption goes without its poll
+
+
+def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
+    """The `Post` (without media) that `caption_parts` described, to caption it again."""
+    quote = None
+    if parts.get("quote_url"):
+        quote = Post(
+            key="",
+            url=parts["quote_url"],
+            author_name=parts.get("quote_name", ""),
+            author_handle=parts.get("quote_handle", ""),
+            text=parts.get("quote_text", ""),
+        )
+    return Post(
+        key=key,
+        url=url,
+        author_name=parts.get("author_name", ""),
+        author_handle=parts.get("author_handle", ""),
+        text=parts.get("text", ""),
+        sensitive=parts.get("sensitive") == "1",
+        quote=quote,
+        poll=_parts_poll(parts.get("poll")),
+        note=parts.get("note", ""),
+        article_title=parts.get("article_title", ""),
+    )

@@ -25,7 +25,12 @@ T = TypeVar("T")
 
 DEFAULT_BOT_API_URL = "https://api.telegram.org/bot"
 DEFAULT_BOT_API_FILE_URL = "https://api.telegram.org/file/bot"
+DEFAULT_BSKY_API_URL = "https://public.api.bsky.app"
+DEFAULT_BSKY_PLC_URL = "https://plc.directory"
+DEFAULT_PIXIV_API_URL = "https://www.pixiv.net"
 DEFAULT_X_API_URL = "https://api.fxtwitter.com"
+DEFAULT_VX_API_URL = "https://api.vxtwitter.com"
+DEFAULT_X_SYNDICATION_URL = "https://cdn.syndication.twimg.com"
 
 # name -> (meaning, default as shown to people). The README's configuration table
 # and systemd/xbot.env.example are checked against this by tests/test_docs.py.
@@ -40,6 +45,15 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         DEFAULT_BOT_API_FILE_URL,
     ),
     "XBOT_X_API_URL": ("fxtwitter-compatible API base", DEFAULT_X_API_URL),
+    "XBOT_VX_API_URL": (
+        "vxtwitter-compatible API base, asked when the first source fails transiently; "
+        "empty disables",
+        DEFAULT_VX_API_URL,
+    ),
+    "XBOT_X_SYNDICATION_URL": (
+        "X's syndication endpoint base (`/tweet-result`), the third source; empty disables",
+        DEFAULT_X_SYNDICATION_URL,
+    ),
     "XBOT_DATA_DIR": (
         "where the database and temp files live",
         "`$STATE_DIRECTORY` under systemd, else the platformdirs user data dir",
@@ -59,6 +73,12 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
         "known",
     ),
+    "XBOT_BSKY_API_URL": ("Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL),
+    "XBOT_BSKY_PLC_URL": (
+        "DID directory where a Bluesky author's PDS (their video files) is looked up",
+        DEFAULT_BSKY_PLC_URL,
+    ),
+    "XBOT_PIXIV_API_URL": ("pixiv base for its `/ajax/illust` API", DEFAULT_PIXIV_API_URL),
     "XBOT_ALLOW_PRIVATE_NETWORKS": (
         "`1` lets media come from loopback/private addresses (tests, demo)",
         "off",
@@ -100,12 +120,17 @@ class Settings:
     bot_api_url: str = DEFAULT_BOT_API_URL
     bot_api_file_url: str = DEFAULT_BOT_API_FILE_URL
     x_api_url: str = DEFAULT_X_API_URL
+    vx_api_url: str = DEFAULT_VX_API_URL  # "" disables the source
+    x_syndication_url: str = DEFAULT_X_SYNDICATION_URL  # "" disables the source
     data_dir: Path = attrs.field(factory=lambda: Path(platformdirs.user_data_dir("xbot")))
     admin_ids: frozenset[int] = frozenset()
     allowed_chat_ids: frozenset[int] = frozenset()
     workers: int = 4
     upload_limit_mb: int = 50
     ytdlp_sites: str = "known"
+    bsky_api_url: str = DEFAULT_BSKY_API_URL
+    bsky_plc_url: str = DEFAULT_BSKY_PLC_URL
+    pixiv_api_url: str = DEFAULT_PIXIV_API_URL
     allow_private_networks: bool = False
     log_level: str = "INFO"
     caption_edit_ttl: float = 86400.0
@@ -170,6 +195,11 @@ def _url(name: str, raw: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{name}: {value!r} is not an http(s) URL")
     return value.rstrip("/")
+
+
+def _optional_url(name: str, raw: str) -> str:
+    """An http(s) URL, or "" when the operator emptied the variable (the source is off)."""
+    return "" if not raw.strip() else _url(name, raw)
 
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
@@ -323,6 +353,17 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
             lambda: _url("XBOT_X_API_URL", get("XBOT_X_API_URL", DEFAULT_X_API_URL)),
             DEFAULT_X_API_URL,
         ),
+        vx_api_url=field(
+            lambda: _optional_url("XBOT_VX_API_URL", get("XBOT_VX_API_URL", DEFAULT_VX_API_URL)),
+            DEFAULT_VX_API_URL,
+        ),
+        x_syndication_url=field(
+            lambda: _optional_url(
+                "XBOT_X_SYNDICATION_URL",
+                get("XBOT_X_SYNDICATION_URL", DEFAULT_X_SYNDICATION_URL),
+            ),
+            DEFAULT_X_SYNDICATION_URL,
+        ),
         data_dir=field(lambda: _data_dir(merged), default_data_dir({})),
         admin_ids=field(lambda: _ids("XBOT_ADMIN_IDS", get("XBOT_ADMIN_IDS", "")), frozenset()),
         allowed_chat_ids=field(
@@ -331,6 +372,18 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         workers=field(lambda: _int("XBOT_WORKERS", get("XBOT_WORKERS", "4"), 1, 64), 4),
         upload_limit_mb=upload_limit_mb,
         ytdlp_sites=field(sites, "known"),
+        bsky_api_url=field(
+            lambda: _url("XBOT_BSKY_API_URL", get("XBOT_BSKY_API_URL", DEFAULT_BSKY_API_URL)),
+            DEFAULT_BSKY_API_URL,
+        ),
+        bsky_plc_url=field(
+            lambda: _url("XBOT_BSKY_PLC_URL", get("XBOT_BSKY_PLC_URL", DEFAULT_BSKY_PLC_URL)),
+            DEFAULT_BSKY_PLC_URL,
+        ),
+        pixiv_api_url=field(
+            lambda: _url("XBOT_PIXIV_API_URL", get("XBOT_PIXIV_API_URL", DEFAULT_PIXIV_API_URL)),
+            DEFAULT_PIXIV_API_URL,
+        ),
         allow_private_networks=field(
             lambda: _bool("XBOT_ALLOW_PRIVATE_NETWORKS", get("XBOT_ALLOW_PRIVATE_NETWORKS", "0")),
             False,

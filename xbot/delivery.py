@@ -6,27 +6,29 @@ is written before the next album goes out (`TaskContext.flush`), so a crash
 between albums resumes with the next album and never resends one; the last
 album's record rides on the task's done mark, or on the link cache entry's
 write. The link cache is read first (one Bot API call per album, no
-download) and written last; one fetch is in flight per key (`Flights`).
+download) and written last; one fetch is in flight per key (the outbox's
+flights). Sending, recording and the follow-up are the `Outbox`'s; which
+source fetches the post is the `PostSource`'s (`xbot.sources`). Links to
+other sites go to `xbot.other_sites`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import attrs
 import httpx
 
-from xbot.albums import PlanKind, plan_sends
-from xbot.caption import build_caption, build_text_reply
+from xbot.albums import PlanKind, one_send, plan_sends
+from xbot.caption import build_caption, build_text_reply, caption_parts, post_from_parts
 from xbot.config import Settings
 from xbot.errors import (
+    AllSourcesDown,
     FetchError,
-    PayloadError,
+    OutageRetry,
     Permanent,
     PostUnavailable,
     RetryLater,
@@ -35,168 +37,42 @@ from xbot.errors import (
     TransientFetch,
     UrlNotFetched,
 )
-from xbot.flights import Flights
-from xbot.link_cache import CachedItem, CachedPost, LinkCache
-from xbot.links import Link, classify
+from xbot.link_cache import CachedItem, CachedPost
+from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
-from xbot.media.download import download
-from xbot.media.models import MediaItem, Post
+from xbot.media import video_choice
+from xbot.media.download import DownloadResult, download
+from xbot.media.models import MediaItem, Post, Variant
+from xbot.media.mp4info import probe_mp4
 from xbot.media.tempfiles import temp_folder
-from xbot.media.x_api import XApi, choose_variant, expand_tco
-from xbot.sender import OutKind, OutMedia, Sender, SentItem
+from xbot.media.x_api import card_link, expand_tco
+from xbot.outbox import Outbox
+from xbot.payloads import DELIVER, DeliverPayload, OutKind, SentItem
+from xbot.progress import ChatAction, keep_chat_action
+from xbot.sender import OutMedia, Sender
+from xbot.sources import PostSource
+from xbot.sources.chain import DOWN
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
 
 log = logging.getLogger(__name__)
 
-KIND = "deliver"
+KIND = DELIVER
 URL_PHOTO_LIMIT = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
 URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
 UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
-CHAT_ACTION_EVERY = 4.0
 # Long work shows progress; a link answered sooner (a cache hit, a quick fetch)
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
 # of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
 CHAT_ACTION_AFTER = 1.0
+# Every X source down: the link waits up to an hour (then a dead-letter notice), and
+# the chat hears one sentence once the outage is more than a blip.
+OUTAGE_BUDGET = 3600.0
+OUTAGE_TELL_AFTER = 30.0
 
 
-@attrs.frozen
-class SentStep:
-    step: int
-    items: tuple[SentItem, ...]
-
-
-@attrs.define
-class ChatAction:
-    """The chat action being refreshed; the work may switch it (photo → video)."""
-
-    value: str
-
-
-@attrs.frozen
-class Delivered:
-    """What a finished delivery sent, for whoever acts on it next (the forward prompt).
-
-    Attributes:
-        items: every media item sent, in post order, by file_id.
-        caption_parts: ``author_name``, ``author_handle``, ``text`` (unescaped).
-    """
-
-    chat_id: int
-    key: str
-    url: str
-    reply_to: int | None
-    caption_parts: Mapping[str, str]
-    items: tuple[SentItem, ...]
-    chat_type: str = "private"
-    user_id: int | None = None
-
-
-@attrs.frozen
-class DeliverPayload:
-    """What a deliver task carries. `sent` grows as albums are confirmed.
-
-    Attributes:
-        url, key, kind, post_id, handle: the link as canonicalised when it arrived.
-        reply_to: the user's message, which the media answers.
-        chat_type: ``private``, ``group``, ``supergroup`` or ``channel``.
-        sent: the send steps Telegram has confirmed, in order.
-        skipped: media left out (too large), so the entry is not cached.
-        announced: `Delivery.on_delivered` ran (e.g. the forward prompt was sent).
-        user_id: who sent the link (None: unknown, an anonymous admin, a channel);
-            their forward prompt is theirs to press.
-    """
-
-    url: str
-    key: str
-    kind: str
-    post_id: str | None = None
-    handle: str | None = None
-    reply_to: int | None = None
-    chat_type: str = "private"
-    sent: tuple[SentStep, ...] = ()
-    skipped: int = 0
-    announced: bool = False
-    user_id: int | None = None
-
-    @property
-    def is_group(self) -> bool:
-        return self.chat_type in ("group", "supergroup")
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": 1,
-                "url": self.url,
-                "key": self.key,
-                "kind": self.kind,
-                "post_id": self.post_id,
-                "handle": self.handle,
-                "reply_to": self.reply_to,
-                "chat_type": self.chat_type,
-                "sent": [
-                    {"step": s.step, "items": [[i.kind, i.file_id] for i in s.items]}
-                    for s in self.sent
-                ],
-                "skipped": self.skipped,
-                "announced": self.announced,
-                "user_id": self.user_id,
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, raw: str) -> DeliverPayload:
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("v") != 1:
-                raise PayloadError("unknown payload version")
-            sent = tuple(
-                SentStep(
-                    int(s["step"]),
-                    tuple(SentItem(str(k), str(f)) for k, f in s["items"]),  # type: ignore[arg-type]
-                )
-                for s in data.get("sent", [])
-            )
-            return cls(
-                url=str(data["url"]),
-                key=str(data["key"]),
-                kind=str(data["kind"]),
-                post_id=_opt_str(data.get("post_id")),
-                handle=_opt_str(data.get("handle")),
-                reply_to=int(data["reply_to"]) if data.get("reply_to") is not None else None,
-                chat_type=str(data.get("chat_type", "private")),
-                sent=sent,
-                skipped=int(data.get("skipped", 0)),
-                announced=bool(data.get("announced", False)),
-                user_id=int(data["user_id"]) if data.get("user_id") is not None else None,
-            )
-        except PayloadError:
-            raise
-        except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
-            # OverflowError: a number like 1e400 where an int belongs; RecursionError:
-            # nesting deeper than the parser goes. Both are a payload we cannot read.
-            raise PayloadError(f"deliver payload does not parse: {exc!r}"[:300]) from exc
-
-    @classmethod
-    def for_link(
-        cls, link: Link, *, reply_to: int | None, chat_type: str, user_id: int | None = None
-    ) -> DeliverPayload:
-        return cls(
-            url=link.url,
-            key=link.key,
-            kind=link.kind,
-            post_id=link.post_id,
-            handle=link.handle,
-            reply_to=reply_to,
-            chat_type=chat_type,
-            user_id=user_id,
-        )
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
+OtherSiteDelivery = Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]]
 
 
 @attrs.define
@@ -204,38 +80,40 @@ class Delivery:
     """Everything a deliver task needs, wired once by the app.
 
     Attributes:
+        outbox: sends, records and announces (the forward prompt hangs there).
+        source: fetches a post (`xbot.sources.SourceRouter`: by the link's kind).
         guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
-        other_sites: delivers a non-X link (yt-dlp), or None when that is off.
-        on_delivered: runs once after every album of a post was delivered (the
-            forward prompt hangs here); recorded in the payload so a retry does
-            not run it twice.
+        other_sites: delivers a link to another site (yt-dlp).
     """
 
     settings: Settings
-    sender: Sender
-    x_api: XApi
-    cache: LinkCache
+    outbox: Outbox
+    source: PostSource
     chats: ChatStore
     guarded: httpx.AsyncClient
-    flights: Flights = attrs.field(factory=Flights)
-    other_sites: Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]] | None = (
-        None
-    )
-    on_delivered: Callable[[TaskContext, Delivered], Awaitable[None]] | None = None
+    other_sites: OtherSiteDelivery
+
+    @property
+    def sender(self) -> Sender:
+        return self.outbox.sender
 
     async def run(self, ctx: TaskContext) -> None:
-        payload = DeliverPayload.from_json(ctx.task.payload)
+        payload = DeliverPayload.from_task(ctx.task)
         now = ctx.clock()
         chat = await self.chats.get(ctx.task.chat_id, now)
         if payload.kind == "tco":
             payload = await self._expand(ctx, payload)
         if payload.kind == "other":
-            if self.other_sites is None:
-                raise Permanent("Links to that site are not supported here.", notify=False)
             await self.other_sites(ctx, payload, chat.settings)
             return
-        async with self._chat_action(ctx.task.chat_id, "upload_photo") as action:
-            await self._deliver_x(ctx, payload, chat.settings, action)
+        resolved = await self._resolve(ctx, payload)
+        if resolved is None:
+            return
+        payload = resolved
+        async with keep_chat_action(
+            self.sender, payload.dest, "upload_photo", after=CHAT_ACTION_AFTER
+        ) as action:
+            await self._deliver_post(ctx, payload, chat.settings, action)
 
     async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
         try:
@@ -256,7 +134,27 @@ class Delivery:
         await ctx.save_payload(expanded.to_json())
         return expanded
 
-    async def _deliver_x(
+    async def _resolve(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload | None:
+        """The link under its final cache key (a Bluesky handle becomes its DID); None: answered."""
+        resolve = getattr(self.source, "resolve", None)
+        if resolve is None:
+            return payload
+        try:
+            link = await resolve(payload.link)
+        except PostUnavailable as exc:
+            await self._say(ctx, payload, exc.reason)
+            return None
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        if link.key == payload.key:
+            return payload
+        resolved = attrs.evolve(payload, url=link.url, key=link.key, handle=link.handle)
+        await ctx.save_payload(resolved.to_json())
+        return resolved
+
+    async def _deliver_post(
         self,
         ctx: TaskContext,
         payload: DeliverPayload,
@@ -265,61 +163,71 @@ class Delivery:
     ) -> None:
         # Photos sent as files are other file_ids than photos: their own entry.
         key = cache_key(payload.key, as_documents=settings.photos_as_documents)
-        async with self.flights.hold(key):
-            cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
+        async with self.outbox.hold(key):
+            cached = await self.outbox.lookup(key, ctx.clock())
             if cached is not None:
                 try:
                     payload = await self._send_cached(ctx, payload, cached, settings)
-                    await self.announce(ctx, payload, cached.url, cached.caption_parts)
+                    await self.outbox.announce(ctx, payload, cached.url, cached.caption_parts)
                     return
                 except StaleFileId:
                     log.info("stale file_id, refetching %s", kv(key=key))
-                    await self.cache.invalidate(key)
-                    payload = DeliverPayload.from_json(ctx.task.payload)
-            post = await self._fetch(ctx, payload)
+                    await self.outbox.forget(key)
+                    payload = DeliverPayload.from_task(ctx.task)
+            post = await self._fetch(ctx, payload, settings)
             if post is None:
                 return
             if any(m.kind != "photo" for m in post.media):
                 action.value = "upload_video"
             payload = await self._send_fresh(ctx, payload, post, settings)
-            parts = {"author_name": post.author_name, "author_handle": post.author_handle,
-                     "text": post.text, "sensitive": "1" if post.sensitive else "0"}  # fmt: skip
-            await self.announce(ctx, payload, post.url, parts)
+            await self.outbox.announce(ctx, payload, post.url, caption_parts(post))
 
-    async def announce(
-        self,
-        ctx: TaskContext,
-        payload: DeliverPayload,
-        url: str,
-        caption_parts: Mapping[str, str],
-    ) -> None:
-        """Run `on_delivered` once per task, after every album went out."""
-        if self.on_delivered is None or payload.announced or not payload.sent:
-            return
-        items = tuple(i for step in sorted(payload.sent, key=lambda s: s.step) for i in step.items)
-        delivered = Delivered(
-            chat_id=ctx.task.chat_id, key=payload.key, url=url, reply_to=payload.reply_to,
-            caption_parts=dict(caption_parts), items=items, chat_type=payload.chat_type,
-            user_id=payload.user_id,
-        )  # fmt: skip
-        await self.on_delivered(ctx, delivered)  # flushes before it sends anything
-        ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())
-
-    async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
-        assert payload.post_id is not None
+    async def _fetch(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> Post | None:
         try:
-            post = await self.x_api.fetch(payload.post_id, payload.handle)
+            post = await self.source.fetch(payload.link)
         except PostUnavailable as exc:
             await self._say(ctx, payload, exc.reason)
             return None
+        except AllSourcesDown as exc:
+            raise self._outage(ctx, payload, exc) from exc
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
             raise Permanent(exc.reason) from exc
         if not post.media:
             await self._say(ctx, payload, build_text_reply(post), html=True)
+            card = card_link(post)
+            if card and settings.ytdlp_enabled(payload.chat_type):
+                # An external card (a YouTube link in the post): its own task, once.
+                card_payload = DeliverPayload.for_link(card, payload.dest, user_id=payload.user_id)
+                await ctx.queue.enqueue(
+                    KIND, card_payload.to_json(), ctx.task.chat_id, now=ctx.clock(),
+                    dedup_key=f"card:{ctx.task.id}:{card.key}",
+                )  # fmt: skip
             return None
         return post
+
+    def _outage(
+        self, ctx: TaskContext, payload: DeliverPayload, exc: AllSourcesDown
+    ) -> OutageRetry:
+        """Every X source is down: wait it out (counted in time), and say so once.
+
+        The sentence waits for a real outage (every breaker open, or the link
+        waiting for half a minute): a one-request blip is retried in silence.
+        The worker says it only once the retry is written (`OutageRetry.then`).
+        """
+        age = ctx.clock() - ctx.task.created_at
+        tell = not payload.told_down and (exc.all_open or age >= OUTAGE_TELL_AFTER)
+        then = None
+        if tell:
+            ctx.stage_payload(attrs.evolve(payload, told_down=True).to_json())
+
+            async def then() -> None:
+                await self._say(ctx, payload, DOWN)
+
+        return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, then=then)
 
     async def _send_cached(
         self,
@@ -328,32 +236,22 @@ class Delivery:
         cached: CachedPost,
         settings: ChatSettings,
     ) -> DeliverPayload:
-        post = Post(
-            key=cached.key,
-            url=cached.url,
-            author_name=cached.caption_parts.get("author_name", ""),
-            author_handle=cached.caption_parts.get("author_handle", ""),
-            text=cached.caption_parts.get("text", ""),
-            sensitive=cached.caption_parts.get("sensitive") == "1",
+        post = post_from_parts(cached.key, cached.url, cached.caption_parts)
+        box = [payload]
+
+        async def record(index: int, sent: list[SentItem]) -> None:
+            box[0] = self.outbox.record(ctx, box[0], index, sent)
+
+        await self.outbox.send_file_ids(
+            ctx,
+            payload.dest,
+            [SentItem(i.kind, i.file_id) for i in cached.items],
+            caption=self._caption(post, settings),
+            spoiler=post.sensitive and settings.spoiler_sensitive,
+            done=payload.steps_sent(),
+            record=record,
         )
-        caption = self._caption(post, settings)
-        items = [OutMedia(i.kind, i.file_id, "file_id") for i in cached.items]
-        steps = plan_sends([i.kind for i in cached.items])
-        for index, step in enumerate(steps):
-            if any(s.step == index for s in payload.sent):
-                continue
-            await ctx.flush()  # the album before is recorded before this one goes out
-            out = [items[i] for i in step.items]
-            sent = await self.sender.send_media(
-                ctx.task.chat_id,
-                out,
-                caption=caption if index == 0 else None,
-                reply_to=payload.reply_to,
-                spoiler=post.sensitive and settings.spoiler_sensitive,
-                group=payload.is_group,
-            )
-            payload = self._record(ctx, payload, index, [s for s, _ in sent])
-        return payload
+        return box[0]
 
     async def _send_fresh(
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
@@ -373,13 +271,13 @@ class Delivery:
             sent, skipped = await self._send_step(
                 ctx, payload, media, caption if index == 0 else None, spoiler, as_docs=as_docs
             )
-            payload = self._record(ctx, payload, index, sent, skipped=skipped)
+            payload = self.outbox.record(ctx, payload, index, sent, skipped=skipped)
         entry = None
         if payload.skipped == 0:
             entry = self._cache_entry(post, payload, ctx.clock(), cache_key(post.key, as_docs))
         # The last album's record and the cache entry in one write, before the
         # flight ends: whoever waits for this key reads the entry next.
-        await ctx.flush(effects=(self.cache.put_op(entry),) if entry else ())
+        await self.outbox.remember(ctx, entry)
         return payload
 
     async def _send_step(
@@ -397,19 +295,15 @@ class Delivery:
         Photos as documents always upload: Telegram takes documents by URL
         only for GIF, PDF and ZIP files.
         """
-        chat_id = ctx.task.chat_id
-        by_url = [None if as_docs and m.kind == "photo" else _by_url(m) for m in media]
+        dest = payload.dest
+        limit = self.settings.upload_limit
+        by_url = [None if as_docs and m.kind == "photo" else _by_url(m, limit) for m in media]
         if all(o is not None for o in by_url):
             try:
-                sent = await self.sender.send_media(
-                    chat_id,
-                    [o for o in by_url if o is not None],
-                    caption=caption,
-                    reply_to=payload.reply_to,
-                    spoiler=spoiler,
-                    group=payload.is_group,
+                sent = await self.outbox.send_step(
+                    dest, [o for o in by_url if o is not None], caption=caption, spoiler=spoiler
                 )
-                return [s for s, _ in sent], 0
+                return sent, 0
             except UrlNotFetched as exc:
                 log.info("telegram could not fetch, uploading %s", kv(key=payload.key, error=exc))
         with temp_folder(self.settings.data_dir) as folder:
@@ -422,20 +316,16 @@ class Delivery:
                     too_large.append(item)
             sent_items: list[SentItem] = []
             if uploads:
-                if len(uploads) == 1 or _groupable(uploads):
+                if one_send([u.kind for u in uploads]):
                     groups = [uploads]
                 else:  # a photo turned document: keep the order, one message each
                     groups = [[u] for u in uploads]
                 for i, group in enumerate(groups):
-                    sent = await self.sender.send_media(
-                        chat_id,
-                        group,
-                        caption=caption if i == 0 else None,
-                        reply_to=payload.reply_to,
-                        spoiler=spoiler,
-                        group=payload.is_group,
+                    sent_items.extend(
+                        await self.outbox.send_step(
+                            dest, group, caption=caption if i == 0 else None, spoiler=spoiler
+                        )
                     )
-                    sent_items.extend(s for s, _ in sent)
         if too_large:
             limit = self.settings.upload_limit_mb
             await self._say(
@@ -453,54 +343,73 @@ class Delivery:
         self, item: MediaItem, folder: Path, n: int, *, as_docs: bool = False
     ) -> OutMedia:
         limit = self.settings.upload_limit
-        url = item.url
-        if item.kind != "photo":
-            variant = choose_variant(item, limit)
-            if variant is None:
-                raise TooLarge("no version of this video fits the upload limit")
-            url = variant.url
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
+        if item.kind == "photo":
+            try:
+                result = await self._get(item.url, dest, item)
+            except TooLarge:
+                if not item.fallback_url:
+                    raise
+                # Over the upload limit even as a file: the smaller rendition is all that can go.
+                result = await self._get(item.fallback_url, dest, item)
+                item = attrs.evolve(item, width=None, height=None, fallback_url=None)
+        else:
+            result = await self._download_video(item, dest, limit)
+        kind: OutKind = item.kind
+        if kind == "photo" and (
+            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
+        ):
+            kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
+            if not as_docs and item.fallback_url and _photo_ratio_ok(item):
+                # A smaller rendition the source offers (pixiv's "regular") goes as a photo.
+                smaller = await self._get(item.fallback_url, folder / f"{n}.small.jpg", item)
+                if smaller.size <= UPLOAD_PHOTO_LIMIT:
+                    result, kind = smaller, "photo"
+        # The player's still (best effort: None when missing, failed or not one Telegram takes).
+        thumb = None
+        if kind == "video" and item.thumbnail_url:
+            thumb_dest = folder / f"{n}.thumb.jpg"
+            thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
+        duration = item.duration
+        if kind == "video" and duration is None:
+            # The source did not say (Bluesky's view has no length): the file's header does.
+            duration = (await asyncio.to_thread(probe_mp4, result.path)).duration
+        return OutMedia(
+            kind, result.path, "upload", item.width, item.height, duration,
+            filename=dest.name, thumbnail=thumb,
+        )  # fmt: skip
+
+    async def _get(
+        self, url: str, dest: Path, item: MediaItem, limit: int | None = None
+    ) -> DownloadResult:
+        """One media file through the guard, with the headers its host insists on.
+
+        TooLarge is raised as it is (the caller may step down); other failures
+        become the task's outcome.
+        """
         try:
-            result = await download(self.guarded, url, dest, max_bytes=limit)
+            return await download(
+                self.guarded, url, dest, max_bytes=limit or self.settings.upload_limit,
+                headers=dict(item.headers) or None,
+            )  # fmt: skip
         except TooLarge:
             raise
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
             raise Permanent(exc.reason) from exc
-        kind: OutKind = item.kind
-        if kind == "photo" and (
-            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
-        ):
-            kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
-        # The player's still (best effort: None when missing, failed or not one Telegram takes).
-        thumb = None
-        if kind == "video" and item.thumbnail_url:
-            thumb_dest = folder / f"{n}.thumb.jpg"
-            thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
-        return OutMedia(
-            kind, result.path, "upload", item.width, item.height, item.duration,
-            filename=dest.name, thumbnail=thumb,
-        )  # fmt: skip
 
-    @staticmethod
-    def _record(
-        ctx: TaskContext,
-        payload: DeliverPayload,
-        index: int,
-        sent: Sequence[SentItem],
-        *,
-        skipped: int = 0,
-    ) -> DeliverPayload:
-        """Telegram confirmed album ``index``: stage the record (written before the next)."""
-        updated = attrs.evolve(
-            payload,
-            sent=(*payload.sent, SentStep(index, tuple(sent))),
-            skipped=payload.skipped + skipped,
-        )
-        ctx.stage_payload(updated.to_json())
-        return updated
+    async def _download_video(self, item: MediaItem, dest: Path, limit: int) -> DownloadResult:
+        """The best variant that fits; a smaller one each time a download proves too large."""
+        tried: list[Variant] = []
+        while (pick := video_choice.step_down(item, limit, tried)) is not None:
+            try:
+                return await self._get(pick.variant.url, dest, item, limit)
+            except TooLarge:
+                log.info("variant too large, stepping down %s", kv(url=pick.variant.url))
+                tried.append(pick.variant)
+        raise TooLarge("no version of this video fits the upload limit")
 
     @staticmethod
     def _cache_entry(
@@ -512,15 +421,10 @@ class Delivery:
             items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
         if len(items) != len(post.media):
             return None
-        parts = {
-            "author_name": post.author_name,
-            "author_handle": post.author_handle,
-            "text": post.text,
-            "sensitive": "1" if post.sensitive else "0",
-        }
         return CachedPost(
-            key=key, url=post.url, caption_parts=parts, items=tuple(items), created_at=now
-        )
+            key=key, url=post.url, caption_parts=caption_parts(post), items=tuple(items),
+            created_at=now,
+        )  # fmt: skip
 
     def _caption(self, post: Post, settings: ChatSettings) -> str:
         return build_caption(post, style=settings.caption_style, template=settings.caption_template)
@@ -529,28 +433,7 @@ class Delivery:
         self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False
     ) -> None:
         """One plain sentence in answer to the link."""
-        await self.sender.send_text(
-            ctx.task.chat_id, text, reply_to=payload.reply_to, group=payload.is_group, html=html
-        )
-
-    @contextlib.asynccontextmanager
-    async def _chat_action(self, chat_id: int, initial: str) -> AsyncIterator[ChatAction]:
-        """Keep Telegram's "sending a photo…" status up while the work runs (past a second)."""
-        action = ChatAction(initial)
-
-        async def refresh() -> None:
-            await asyncio.sleep(CHAT_ACTION_AFTER)
-            while True:
-                await self.sender.chat_action(chat_id, action.value)
-                await asyncio.sleep(CHAT_ACTION_EVERY)
-
-        task = asyncio.create_task(refresh())
-        try:
-            yield action
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.outbox.say(payload.dest, text, html=html)
 
 
 def cache_key(key: str, as_documents: bool) -> str:
@@ -558,18 +441,20 @@ def cache_key(key: str, as_documents: bool) -> str:
     return f"{key}:doc" if as_documents else key
 
 
-def _by_url(item: MediaItem) -> OutMedia | None:
-    """The item as a URL Telegram can fetch itself, or None when it is over the URL limits."""
+def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
+    """The item as a URL Telegram can fetch itself, or None when it should be uploaded."""
+    if item.upload_only:
+        return None
     if item.kind == "photo":
         if item.size is not None and item.size > URL_PHOTO_LIMIT:
             return None
         if not _photo_shape_ok(item):
             return None
         return OutMedia("photo", item.url, "url", item.width, item.height)
-    variant = choose_variant(item, URL_OTHER_LIMIT)
-    if variant is None:
-        return None
-    return OutMedia(item.kind, variant.url, "url", item.width, item.height, item.duration)
+    pick = video_choice.choose(item, upload_limit=upload_limit, url_limit=URL_OTHER_LIMIT)
+    if pick is None or pick.path != "url":
+        return None  # a better version fits the upload, or none fits (the upload says so)
+    return OutMedia(item.kind, pick.variant.url, "url", item.width, item.height, item.duration)
 
 
 def _photo_shape_ok(item: MediaItem) -> bool:
@@ -580,7 +465,7 @@ def _photo_shape_ok(item: MediaItem) -> bool:
     return w + h <= 10000 and max(w, h) / min(w, h) <= 20
 
 
-def _groupable(items: Sequence[OutMedia]) -> bool:
-    """An album holds photos and videos together, or documents only; never GIFs."""
-    kinds = {i.kind for i in items}
-    return "gif" not in kinds and (kinds <= {"photo", "video"} or kinds == {"document"})
+def _photo_ratio_ok(item: MediaItem) -> bool:
+    """Aspect ratio ≤ 20: a smaller rendition of the same picture cannot fix a wider one."""
+    w, h = item.width or 0, item.height or 0
+    return not w or not h or max(w, h) / min(w, h) <= 20

@@ -13,6 +13,7 @@ otherwise (warnings included). The token never appears in a finding.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -115,7 +116,36 @@ def diagnose(
         found.append(Finding("ok", "XBOT_TOKEN", "shaped like a bot token"))
         if online:
             found += check_bot_api(settings, timeout=timeout, transport=transport)
+    if online and transport is None:
+        found += check_x_sources(settings, timeout=timeout)
     return Report(tuple(found))
+
+
+def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Finding]:
+    """Ask each configured X source for one known public post, once.
+
+    A source that fails is a warning, not a failure: links go to the next one.
+    """
+    from xbot.sources.chain import PROBE_POST, probe, x_sources
+
+    async def run() -> list[Finding]:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            sources = x_sources(settings, client)
+            results = await probe(sources, PROBE_POST, within=timeout)
+        found = []
+        for result in results:
+            level: Level = "ok" if result.ok else "warn"
+            text = f"{result.detail} in {result.seconds:.2f}s"
+            if not result.ok:
+                text += "; while it fails, links go to the next source"
+            found.append(Finding(level, f"X source {result.name}", text))
+        if not any(r.ok for r in results):
+            # An outage, or a firewall: a warning still, the bot itself is fine and waits.
+            text = "none answered: X links wait (up to an hour) until one does"
+            found.append(Finding("warn", "X sources", text))
+        return found
+
+    return asyncio.run(run())
 
 
 def _config_finding(problem: str) -> Finding:

@@ -17,13 +17,15 @@ Everything above those modules speaks only this tree.
     │   ├── TooLarge             the file is over the upload limit
     │   ├── BlockedAddress       the target is loopback/private/link-local (SSRF guard)
     │   └── TransientFetch       timeouts, 5xx, resets: worth retrying
+    │       └── AllSourcesDown   every X source failed or is skipped (xbot.sources.chain)
     ├── SendError                Telegram refused something we sent (telegram.error translated)
     │   ├── UrlNotFetched        Telegram could not fetch a media URL: upload it instead
     │   ├── StaleFileId          a cached file_id was refused: invalidate and fetch afresh
     │   └── ChatUnavailable      bot blocked/kicked, chat gone: drop the work, tell no one
     └── Outcome                  raised by a task to tell the worker what to do next
         ├── RetryLater(delay)    transient failure; count an attempt, back off
-        │   └── ChatMoved(new_id) the group became a supergroup: move its work, run again
+        │   ├── ChatMoved(new_id) the group became a supergroup: move its work, run again
+        │   └── OutageRetry      every source is down: retry counted in time, not attempts
         ├── RateLimited(after)   Telegram said retry_after; hold the chat, no attempt counted
         └── Permanent(reason)    will never succeed; dead-letter with a plain sentence
 
@@ -32,6 +34,8 @@ write-backs, log lines and the dead-letter notice.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 
 class XbotError(Exception):
@@ -95,6 +99,22 @@ class TransientFetch(FetchError):
     """A failure that may pass: timeout, connection reset, 5xx."""
 
 
+class AllSourcesDown(TransientFetch):
+    """Every source of a post failed transiently or is skipped by its breaker.
+
+    `retry_in` is when the soonest skipped source may be probed again (None:
+    none is skipped, they all just failed); `all_open` says every source's
+    breaker is open: an outage, not a blip.
+    """
+
+    def __init__(
+        self, reason: str, *, retry_in: float | None = None, all_open: bool = False
+    ) -> None:
+        super().__init__(reason)
+        self.retry_in = retry_in
+        self.all_open = all_open
+
+
 class SendError(XbotError):
     """Telegram refused a send; the subclasses say what to do instead."""
 
@@ -135,6 +155,29 @@ class ChatMoved(RetryLater):
     def __init__(self, new_chat_id: int) -> None:
         super().__init__(f"the group moved to {new_chat_id}", delay=0)
         self.new_chat_id = new_chat_id
+
+
+class OutageRetry(RetryLater):
+    """Every source is down: try again later without counting an attempt.
+
+    An outage of an hour must not dead-letter a link after five quick tries, so
+    the budget is time: the task is retried (with backoff, at least `delay`)
+    until it is `budget` seconds old, then dead-lettered. `then` runs once the
+    retry is durably scheduled (the one sentence telling the chat to wait), and
+    only then; it is best effort.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        delay: float | None = None,
+        budget: float = 3600.0,
+        then: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        super().__init__(reason, delay)
+        self.budget = budget
+        self.then = then
 
 
 class RateLimited(Outcome):

@@ -15,17 +15,16 @@ by the worker and, when it finally fails, reported on the prompt
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import attrs
 from telegram import InlineKeyboardMarkup
 
-from xbot.albums import plan_albums
+from xbot.albums import PlanKind, plan_sends
 from xbot.callback_data import Action, CallbackData
-from xbot.caption import build_caption
+from xbot.caption import build_caption, post_from_parts
 from xbot.config import Settings
 from xbot.errors import (
     ChatUnavailable,
@@ -37,7 +36,8 @@ from xbot.errors import (
     XbotError,
 )
 from xbot.logs import kv
-from xbot.media.models import Post
+from xbot.outbox import send_file_ids
+from xbot.payloads import FORWARD, ForwardPayload, SentItem, forward_dedup_key
 from xbot.prompts import (
     EXPIRED_PROMPT,
     NO_CHANNEL,
@@ -50,124 +50,34 @@ from xbot.prompts import (
     failed_text,
     find_prompt,
     forwarded_text,
-    items_data,
-    items_from,
     prompt_view,
 )
 from xbot.queue import Task, TaskQueue
-from xbot.sender import OutMedia, Sender, SentItem
+from xbot.sender import Sender
 from xbot.state import CAPTION_EDIT, ChatState, ChatStore, Record
 from xbot.worker import TaskContext
 
 if TYPE_CHECKING:
-    from xbot.delivery import Delivered
+    from xbot.outbox import Delivered
 
 log = logging.getLogger(__name__)
 
 __all__ = ["KIND", "ForwardPayload", "Forwarding", "dedup_key", "plan_forward"]
 
-KIND: Final = "forward"
+KIND: Final = FORWARD
 
 
 # --- the forward task -------------------------------------------------------------------------
 
 
-@attrs.frozen
-class ForwardPayload:
-    """What a forward task carries.
-
-    Attributes:
-        chat_id: the chat of the prompt (the task itself runs on the channel's lane).
-        channel_id, channel_title: where it goes, as linked when the button was pressed.
-        sent: the send steps Telegram confirmed, so a retry never posts one twice.
-    """
-
-    chat_id: int
-    prompt_id: int
-    prompt_message_id: int
-    channel_id: int
-    channel_title: str
-    items: tuple[SentItem, ...]
-    caption: str
-    spoiler: bool = False
-    sent: tuple[int, ...] = ()
-
-    @property
-    def dedup_key(self) -> str:
-        return dedup_key(self.chat_id, self.prompt_id)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": 1,
-                "chat_id": self.chat_id,
-                "prompt_id": self.prompt_id,
-                "prompt_message_id": self.prompt_message_id,
-                "channel_id": self.channel_id,
-                "channel_title": self.channel_title,
-                "items": items_data(self.items),
-                "caption": self.caption,
-                "spoiler": self.spoiler,
-                "sent": list(self.sent),
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, raw: str) -> ForwardPayload:
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("v") != 1:
-                raise PayloadError("unknown forward payload version")
-            return cls(
-                chat_id=int(data["chat_id"]),
-                prompt_id=int(data["prompt_id"]),
-                prompt_message_id=int(data["prompt_message_id"]),
-                channel_id=int(data["channel_id"]),
-                channel_title=str(data["channel_title"]),
-                items=items_from(data["items"]),
-                caption=str(data["caption"]),
-                spoiler=bool(data.get("spoiler", False)),
-                sent=tuple(int(s) for s in data.get("sent", [])),
-            )
-        except PayloadError:
-            raise
-        except (ValueError, TypeError, KeyError) as exc:
-            raise PayloadError(f"forward payload does not parse: {exc}") from exc
-
-
 def dedup_key(chat_id: int, prompt_id: int) -> str:
-    return f"fwd:{chat_id}:{prompt_id}"
+    return forward_dedup_key(chat_id, prompt_id)
 
 
 def plan_forward(kinds: Sequence[str]) -> list[tuple[int, ...]]:
-    """The sends that copy items of these kinds, in order (indices into the items).
-
-    Like `xbot.albums.plan_sends`, plus documents (a photo the delivery had to
-    send as a file): they group only with documents, so a run is cut where the
-    family changes; GIFs always go alone.
-    """
-    steps: list[tuple[int, ...]] = []
-    run: list[int] = []
-    family = ""
-
-    def flush() -> None:
-        if run:
-            steps.extend(tuple(chunk) for chunk in plan_albums(list(run)))
-            run.clear()
-
-    for index, kind in enumerate(kinds):
-        if kind == "gif":
-            flush()
-            steps.append((index,))
-            continue
-        this = "document" if kind == "document" else "media"
-        if this != family:
-            flush()
-            family = this
-        run.append(index)
-    flush()
-    return steps
+    """The sends that copy items of these kinds, in order (indices into the items):
+    `xbot.albums.plan_sends`, the one album planner."""
+    return [step.items for step in plan_sends(cast("Sequence[PlanKind]", kinds))]
 
 
 # --- the service ------------------------------------------------------------------------------
@@ -195,29 +105,23 @@ class Forwarding:
     # -- after a delivery --------------------------------------------------------------------
 
     async def on_delivered(self, ctx: TaskContext, delivered: Delivered) -> None:
-        """`Delivery.on_delivered`: remove the link message if asked, offer the forward."""
+        """`Outbox.on_delivered`: remove the link message if asked, offer the forward."""
         now = self.clock()
-        settings = (await self.chats.get(delivered.chat_id, now)).settings
-        group = delivered.chat_type in ("group", "supergroup")
-        delete = group and settings.delete_original and delivered.reply_to is not None
-        offer = settings.channel_id not in (None, delivered.chat_id) and bool(delivered.items)
+        dest = delivered.dest
+        settings = (await self.chats.get(dest.chat_id, now)).settings
+        delete = dest.is_group and settings.delete_original and dest.reply_to is not None
+        offer = settings.channel_id not in (None, dest.chat_id) and bool(delivered.items)
         if delete or offer:
             # The last album's record is written before anything else is sent:
             # a crash from here on repeats the prompt at worst, never an album.
             await ctx.flush()
         if delete:
-            assert delivered.reply_to is not None
-            await self._delete(delivered.chat_id, delivered.reply_to)
+            assert dest.reply_to is not None
+            await self._delete(dest.chat_id, dest.reply_to)
         if not offer:
             return  # nothing linked (or this is the channel itself): nothing to offer
         parts = delivered.caption_parts
-        post = Post(
-            key=delivered.key,
-            url=delivered.url,
-            author_name=parts.get("author_name", ""),
-            author_handle=parts.get("author_handle", ""),
-            text=parts.get("text", ""),
-        )
+        post = post_from_parts(delivered.key, delivered.url, parts)
         caption = build_caption(
             post, style=settings.caption_style, template=settings.caption_template
         )
@@ -232,20 +136,14 @@ class Forwarding:
         )
         text, markup = prompt_view(prompt, settings.channel_title)
         try:
-            message = await self.sender.send_text(
-                delivered.chat_id,
-                text,
-                reply_to=delivered.reply_to,
-                group=group,
-                reply_markup=markup,
-            )
+            message = await self.sender.send_text(dest, text, reply_markup=markup)
         except (RateLimited, RetryLater, ChatUnavailable):
             raise  # the worker holds or retries the deliver task; its media is not resent
         except XbotError as exc:
-            log.warning("forward prompt not sent %s", kv(chat=delivered.chat_id, error=exc))
+            log.warning("forward prompt not sent %s", kv(chat=dest.chat_id, error=exc))
             return
         prompt = attrs.evolve(prompt, message_id=message.message_id)
-        await self.chats.put_record(delivered.chat_id, prompt.record(now + self.ttl), now)
+        await self.chats.put_record(dest.chat_id, prompt.record(now + self.ttl), now)
 
     # -- presses -----------------------------------------------------------------------------
 
@@ -355,30 +253,30 @@ class Forwarding:
     async def run(self, ctx: TaskContext) -> None:
         """The ``forward`` task: copy the items to the channel, then say so on the prompt."""
         payload = ForwardPayload.from_json(ctx.task.payload)
-        steps = plan_forward([i.kind for i in payload.items])
-        for index, step in enumerate(steps):
-            if index in payload.sent:
-                continue
-            out = [
-                OutMedia(payload.items[i].kind, payload.items[i].file_id, "file_id") for i in step
-            ]
-            try:
-                await self.sender.send_media(
-                    payload.channel_id,
-                    out,
-                    caption=payload.caption if index == 0 else None,
-                    spoiler=payload.spoiler,
-                    # Channels share the group limit (20/min): the cautious pace.
-                    group=True,
-                )
-            except ChatUnavailable as exc:
-                # The worker would drop this quietly (it reads as "the chat is gone"), but
-                # the channel is gone, not the chat that asked: tell them.
-                raise Permanent(f"I cannot post there any more ({exc})") from exc
-            except StaleFileId as exc:
-                raise Permanent("Telegram no longer has these files; send the link again") from exc
-            payload = attrs.evolve(payload, sent=(*payload.sent, index))
-            await ctx.save_payload(payload.to_json())
+        box = [payload]
+
+        async def record(index: int, _sent: list[SentItem]) -> None:
+            box[0] = attrs.evolve(box[0], sent=(*box[0].sent, index))
+            await ctx.save_payload(box[0].to_json())
+
+        try:
+            await send_file_ids(
+                self.sender,
+                ctx,
+                payload.dest,  # a channel: paced like a group (20/min)
+                payload.items,
+                caption=payload.caption,
+                spoiler=payload.spoiler,
+                done=payload.sent,
+                record=record,
+            )
+        except ChatUnavailable as exc:
+            # The worker would drop this quietly (it reads as "the chat is gone"), but
+            # the channel is gone, not the chat that asked: tell them.
+            raise Permanent(f"I cannot post there any more ({exc})") from exc
+        except StaleFileId as exc:
+            raise Permanent("Telegram no longer has these files; send the link again") from exc
+        payload = box[0]
         await self._settle(payload, forwarded_text(payload.channel_title))
         log.info(
             "forwarded %s",

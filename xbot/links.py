@@ -10,6 +10,8 @@ key under which the same post is known whatever spelling a user pasted
 - ``kind="tco"``: a ``t.co`` short link. Expanding it takes one guarded HTTP
   request, which is the fetcher's job; its result goes through `classify`
   again.
+- ``kind="bsky"``, ``kind="pixiv"``: a Bluesky post or a pixiv work, recognised
+  by `xbot.sources.bsky_links` and `xbot.sources.pixiv_links`.
 - ``kind="other"``: any other http(s) URL on a public-looking host, for
   yt-dlp; ``url`` is minimally normalised and ``key`` is ``url:{url}``.
 
@@ -40,10 +42,11 @@ __all__ = [
     "classify",
     "extract_links",
     "is_tco",
+    "is_x_non_post",
     "plan_links",
 ]
 
-LinkKind = Literal["x", "tco", "other"]
+LinkKind = Literal["x", "tco", "other", "bsky", "pixiv"]
 
 # Longer URLs are junk or an attack; browsers and yt-dlp's sites stay far below.
 MAX_URL_LENGTH = 2048
@@ -67,6 +70,29 @@ _X_HOSTS = frozenset(
 # mode switches (d/dl direct media, g gallery, t text only, i instant view,
 # m mosaic, o old embed). api., pbs., video. ... are not post links.
 _X_PREFIXES = frozenset({"www", "mobile", "m", "d", "dl", "g", "t", "i", "o"})
+# Front ends that show X posts under X's own paths: nitter (nitter.net and its
+# instances, spelled nitter.<name>[.<tld>] as the zedeus/nitter wiki lists
+# them) and the named ones people share (the yt-dlp NitterRedirect plugin's
+# list). Their post links map to the X post; anything else on them is no post.
+_FRONTEND_HOSTS = frozenset({"xcancel.com", "nuku.trabun.org", "lightbrd.com", "twiiit.com"})
+_NITTER_HOST = re.compile(r"nitter(?:\.[a-z0-9-]+){1,2}")
+# FxEmbed's direct-media switches on the id (/status/ID.mp4, .jpg:orig …;
+# src/realms/twitter/routes/status.ts) and pbs-style size names (:orig, :large).
+_ID_SUFFIX = re.compile(r"(?:\.(?:mp4|jpe?g|png|gifv?|webp))?(?::[a-z]{1,10})?", re.IGNORECASE)
+# Status paths without a handle, longest first where one starts another.
+_HANDLELESS: tuple[tuple[str, ...], ...] = (
+    ("status",),
+    ("statuses",),
+    ("i", "status"),
+    ("i", "statuses"),
+    ("i", "web", "status"),
+    ("i", "web", "statuses"),
+    ("i", "videos", "tweet"),
+    ("i", "videos"),
+    ("i", "cards", "tfw", "v1"),
+)
+# FxEmbed's path modes in front of a status path: /dl/… (direct media), /dir/… (redirect).
+_PATH_MODES = frozenset({"dl", "dir"})
 
 # X handles are 1-15 characters of [A-Za-z0-9_]; a few legacy accounts are a
 # little longer, so allow some slack rather than refuse a real post.
@@ -112,7 +138,9 @@ class LinkPlan:
     Attributes:
         links: distinct links (by key) in order of appearance, at most the limit.
         skipped: distinct supported links beyond the limit.
-        unsupported: the raw strings that are no link we act on (deduplicated).
+        unsupported: the raw strings that are no link we act on (deduplicated);
+            X pages that are no post (profiles, searches, lists, Spaces) are
+            left out: the sender hears nothing for them.
     """
 
     links: tuple[Link, ...]
@@ -214,8 +242,11 @@ def _default_port(parts: urllib.parse.SplitResult) -> bool:
 
 
 def _x_base(host: str) -> str | None:
-    """The X host behind ``host`` (``d.fxtwitter.com`` -> ``fxtwitter.com``), else None."""
-    if host in _X_HOSTS:
+    """The X host behind ``host`` (``d.fxtwitter.com`` -> ``fxtwitter.com``), else None.
+
+    A nitter-style front end counts: its post links are X posts.
+    """
+    if host in _X_HOSTS or host in _FRONTEND_HOSTS or _NITTER_HOST.fullmatch(host):
         return host
     prefix, _, rest = host.partition(".")
     if prefix in _X_PREFIXES and rest in _X_HOSTS:
@@ -223,25 +254,42 @@ def _x_base(host: str) -> str | None:
     return None
 
 
+def _post_id(raw: str) -> str | None:
+    """The status id from a path segment, direct-media suffixes (``.mp4``, ``:orig``) dropped."""
+    end = len(raw) - len(raw.lstrip("0123456789"))
+    if end and _ID_SUFFIX.fullmatch(raw[end:]) is None:
+        return None
+    digits = raw[:end] if end else raw
+    if not _STATUS_ID.fullmatch(digits):
+        return None
+    sid = digits.lstrip("0")
+    return sid or None  # there is no post 0
+
+
 def _status_path(path: str) -> tuple[str | None, str] | None:
-    """(handle or None, id) from a status path; anything after the id is ignored."""
+    """(handle or None, id) from a status path; anything after the id is ignored.
+
+    The forms: ``/{handle}/status(es)/{id}`` (the handle may be written
+    ``@alice``), ``/status(es)/{id}`` and ``/i/status/{id}`` without one,
+    ``/i/web/status/{id}``, X's card links ``/i/videos/tweet/{id}``,
+    ``/i/videos/{id}`` and ``/i/cards/tfw/v1/{id}`` (yt-dlp's TwitterCardIE),
+    and FxEmbed's ``/dl/…`` and ``/dir/…`` in front of any of them.
+    """
     segs = [s for s in path.split("/") if s]
-    if len(segs) >= 3 and segs[0] == "i" and segs[1] == "status":
-        handle, sid = None, segs[2]
-    elif len(segs) >= 4 and segs[:3] == ["i", "web", "status"]:
-        handle, sid = None, segs[3]
-    elif len(segs) >= 3 and segs[1] in {"status", "statuses"}:
-        handle, sid = segs[0], segs[2]
+    if segs and segs[0] in _PATH_MODES:
+        segs = segs[1:]
+    for prefix in _HANDLELESS:
+        if len(segs) > len(prefix) and tuple(segs[: len(prefix)]) == prefix:
+            handle, sid = None, segs[len(prefix)]
+            break
+    else:
+        if len(segs) < 3 or segs[1] not in {"status", "statuses"}:
+            return None
+        handle, sid = segs[0].removeprefix("@"), segs[2]
         if not _HANDLE.fullmatch(handle):
             return None
-    else:
-        return None
-    if not _STATUS_ID.fullmatch(sid):
-        return None
-    sid = sid.lstrip("0")
-    if not sid:
-        return None  # there is no post 0
-    return handle, sid
+    found = _post_id(sid)
+    return None if found is None else (handle, found)
 
 
 def x_status_url(post_id: str, handle: str | None) -> str:
@@ -369,9 +417,28 @@ def classify(url: str, *, allow_private: bool = False) -> Link | None:
         return canonicalize_x(cleaned)
     if host == "t.co":
         return _tco(parts)
+    from xbot.sources import site_links  # Bluesky, Pixiv; imported here: they import Link
+
+    owned, site_link = site_links.recognise(host, parts)
+    if owned:
+        return site_link if _default_port(parts) else None
     if not _SCHEME.match(cleaned):
         return None
     return _other(parts, allow_private=allow_private)
+
+
+def is_x_non_post(url: str) -> bool:
+    """Whether ``url`` is on X (or a mirror or front end) but is no post: a profile,
+    a search, a list, a Space. People paste those in passing; the bot says nothing."""
+    cleaned = _clean(url)
+    parts = _split(cleaned) if cleaned is not None else None
+    if parts is None or not _default_port(parts):
+        return False
+    host = _host(parts)
+    if host is None or _x_base(host) is None or canonicalize_x(cleaned or "") is not None:
+        return False
+    # A broken post link (junk where the handle or id goes) still gets its answer.
+    return not {"status", "statuses"} & set(parts.path.split("/"))
 
 
 def extract_links(text: str, entities: Sequence[EntityLike]) -> list[str]:
@@ -421,7 +488,8 @@ def plan_links(
     for raw in raw_urls:
         link = classify(raw, allow_private=allow_private)
         if link is None:
-            unsupported.setdefault(raw)
+            if not is_x_non_post(raw):
+                unsupported.setdefault(raw)
             continue
         if link.key in seen:
             continue

@@ -29,7 +29,8 @@ from xbot.config import Settings
 from xbot.db import DbPool, prepare_store
 from xbot.errors import SchemaTooNew, StoreError
 from xbot.link_cache import LinkCache, link_key
-from xbot.queue import STATES, Task, TaskQueue, payload_identity
+from xbot.payloads import payload_identity
+from xbot.queue import STATES, Task, TaskQueue
 
 T = TypeVar("T")
 

@@ -1,7 +1,8 @@
 """A link to another site (YouTube, TikTok, Reddit, … through yt-dlp) becomes its video.
 
 The deliver task of a link whose kind is ``other`` lands here
-(`Delivery.other_sites`). The same rules as for X posts hold:
+(`Delivery.other_sites`); it sends, records and announces through the same
+`Outbox` as X posts. The same rules as for X posts hold:
 
 - **SSRF first.** The URL's host is checked and resolved before yt-dlp
   sees it (`xbot.media.netguard`); inside yt-dlp every request passes the
@@ -14,7 +15,8 @@ The deliver task of a link whose kind is ``other`` lands here
 - **Single flight.** One job per link key and per video key at a time; the
   second waits, then finds the cache filled.
 - **Two-phase.** The payload records the sent video right after Telegram
-  confirms it; a task resumed after that point only finishes up.
+  confirms it, in one write with the cache entries (`Outbox.remember`); a
+  task resumed after that point only finishes up.
 - **Progress.** The chat action runs meanwhile; a job longer than a few
   seconds gets one status message (`xbot.progress`), deleted when the video
   is sent or turned into the error sentence.
@@ -25,19 +27,16 @@ The deliver task of a link whose kind is ``other`` lands here
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
 
 from xbot.caption import build_caption
 from xbot.config import Settings
-from xbot.delivery import DeliverPayload, Delivery, SentStep
 from xbot.errors import (
     BlockedAddress,
     FetchError,
@@ -47,16 +46,18 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.link_cache import CachedItem, CachedPost, LinkCache
+from xbot.link_cache import CachedItem, CachedPost
 from xbot.logs import kv
-from xbot.media import netguard
 from xbot.media import thumbnail as thumbnails
 from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
-from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.media.ytdlp import VideoInfo
+from xbot.outbox import Outbox
+from xbot.payloads import DeliverPayload, SentItem
 from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
-from xbot.sender import OutMedia, Sender, SentItem
+from xbot.sender import OutMedia, Sender
+from xbot.sources.ytdlp import YtdlpSource
 from xbot.state import ChatSettings
 from xbot.worker import TaskContext
 
@@ -107,6 +108,20 @@ def caption_parts(info: VideoInfo) -> dict[str, str]:
     }
 
 
+def cache_entries(
+    info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
+) -> list[CachedPost]:
+    """What the cache keeps: under the video's key, and under the link's spelling too."""
+    items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
+    entry = CachedPost(
+        key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
+        created_at=now,
+    )  # fmt: skip
+    if link_key == info.key:
+        return [entry]
+    return [entry, attrs.evolve(entry, key=link_key)]
+
+
 def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
     return Post(
         key=key,
@@ -121,34 +136,27 @@ def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
 
 @attrs.define
 class OtherSites:
-    """Delivers non-X links through yt-dlp; `xbot.app` sets it as `Delivery.other_sites`.
+    """Delivers non-X links through yt-dlp; `xbot.app` hands it to `Delivery`.
 
     Attributes:
-        delivery: shares its single-flight map and `announce` (the forward prompt).
+        outbox: sends, records, announces; its flights are shared with X posts.
+        source: yt-dlp (options, sites, the SSRF pre-check) and its jobs.
+        guarded: the HTTP client for URLs from the site (the thumbnail).
         progress_first, progress_every: the status message's timings (tests shorten them).
-        ytdlp_overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
-        resolver: name resolution for the SSRF pre-check (tests inject one).
         clock: monotonic seconds for the status message.
     """
 
     settings: Settings
-    sender: Sender
-    cache: LinkCache
-    delivery: Delivery
+    outbox: Outbox
+    source: YtdlpSource
+    guarded: httpx.AsyncClient
     progress_first: float = FIRST_AFTER
     progress_every: float = EVERY
-    ytdlp_overrides: Mapping[str, Any] = attrs.field(factory=dict)
-    resolver: netguard.Resolver = netguard.system_resolver
     clock: Callable[[], float] = time.monotonic
 
     @property
-    def config(self) -> YtdlpConfig:
-        return YtdlpConfig(
-            limit_bytes=self.settings.upload_limit,
-            sites=self.settings.ytdlp_sites,
-            allow_private=self.settings.allow_private_networks,
-            overrides=dict(self.ytdlp_overrides),
-        )
+    def sender(self) -> Sender:
+        return self.outbox.sender
 
     async def __call__(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
@@ -163,31 +171,21 @@ class OtherSites:
                 await self._say(ctx, payload, X_ONLY)
             return
         try:
-            await self._precheck(payload.url)
+            await self.source.precheck(payload.url)
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return
-        async with self.delivery.flights.hold(payload.key):
+        async with self.outbox.hold(payload.key):
             if await self._from_cache(ctx, payload, payload.key, settings):
                 return
             await self._fetch(ctx, payload, settings)
-
-    async def _precheck(self, url: str) -> None:
-        """The host of the link, resolved and checked before yt-dlp opens anything."""
-        allow = self.settings.allow_private_networks
-        netguard.check_url(url, allow)
-        parsed = httpx.URL(url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
 
     async def _fetch(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
     ) -> None:
         status = StatusReporter(
             self.sender,
-            ctx.task.chat_id,
-            reply_to=payload.reply_to,
-            group=payload.is_group,
+            payload.dest,
             first_after=self.progress_first,
             every=self.progress_every,
             clock=self.clock,
@@ -205,7 +203,7 @@ class OtherSites:
             await status.done()
         if done is not None:
             payload, url, parts = done
-            await self.delivery.announce(ctx, payload, url, parts)
+            await self.outbox.announce(ctx, payload, url, parts)
 
     async def _download_and_send(
         self,
@@ -219,9 +217,9 @@ class OtherSites:
         Returns what `announce` needs, or None when the cache answered (it announced).
         """
         with temp_folder(self.settings.data_dir) as folder:
-            async with YtdlpJob(payload.url, folder, self.config, on_progress=status.update) as job:
+            async with self.source.open_job(payload.url, folder, status.update) as job:
                 info = await job.extract()
-                async with self._hold(info.key, payload.key):
+                async with self.outbox.hold_also(info.key, payload.key):
                     if await self._from_cache(ctx, payload, info.key, settings):
                         return None
                     status.update(Snapshot("download", 0, info.size))
@@ -242,17 +240,17 @@ class OtherSites:
                         thumbnail=thumbnail,
                     )
                     parts = caption_parts(info)
-                    sent = await self.sender.send_media(
-                        ctx.task.chat_id,
+                    items = await self.outbox.send_step(
+                        payload.dest,
                         [out],
                         caption=self._caption(info.key, info.url, parts, settings),
-                        reply_to=payload.reply_to,
                         spoiler=info.adult and settings.spoiler_sensitive,
-                        group=payload.is_group,
                     )
-                    items = [item for item, _ in sent]
-                    payload = await self._record(ctx, payload, items)
-                    await self._remember(info, payload.key, items, ctx.clock())
+                    # Phase one: the record and the cache entries, in one write at once.
+                    payload = self.outbox.record(ctx, payload, 0, items)
+                    await self.outbox.remember(
+                        ctx, *cache_entries(info, payload.key, items, ctx.clock())
+                    )
                     log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
         return payload, info.url, parts
 
@@ -264,72 +262,44 @@ class OtherSites:
         if info.audio_only or not info.thumbnail:
             return None
         dest = folder / thumbnails.FILENAME
-        return await thumbnails.fetch(self.delivery.guarded, info.thumbnail, dest)
-
-    @contextlib.asynccontextmanager
-    async def _hold(self, key: str, held: str) -> AsyncIterator[None]:
-        """Single flight under the video's key too (two spellings, one download)."""
-        if key == held:
-            yield
-            return
-        async with self.delivery.flights.hold(key):
-            yield
+        return await thumbnails.fetch(self.guarded, info.thumbnail, dest)
 
     async def _from_cache(
         self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
     ) -> bool:
         """Answer from the link cache by file_id; False on a miss or a stale file_id."""
-        cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
+        cached = await self.outbox.lookup(key, ctx.clock())
         if cached is None or not cached.items:
             return False
         parts = cached.caption_parts
         item = cached.items[0]
         try:
-            sent = await self.sender.send_media(
-                ctx.task.chat_id,
+            sent = await self.outbox.send_step(
+                payload.dest,
                 [OutMedia(item.kind, item.file_id, "file_id")],
                 caption=self._caption(key, cached.url, parts, settings),
-                reply_to=payload.reply_to,
                 spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
-                group=payload.is_group,
             )
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
-            for stale in {key, payload.key, parts.get("ytdlp_key", key)}:
-                await self.cache.invalidate(stale)
+            await self.outbox.forget(key, payload.key, parts.get("ytdlp_key", key))
             return False
-        payload = await self._record(ctx, payload, [s for s, _ in sent])
-        if key != payload.key:  # found by the video's key: the link's spelling hits next time
-            await self.cache.put(attrs.evolve(cached, key=payload.key, created_at=ctx.clock()))
-        await self.delivery.announce(ctx, payload, cached.url, parts)
+        payload = self.outbox.record(ctx, payload, 0, sent)
+        # Found by the video's key: the link's spelling hits next time. Written at once,
+        # with the record, before anything else goes out.
+        alias = None
+        if key != payload.key:
+            alias = attrs.evolve(cached, key=payload.key, created_at=ctx.clock())
+        await self.outbox.remember(ctx, alias)
+        await self.outbox.announce(ctx, payload, cached.url, parts)
         return True
 
     async def _resume(self, ctx: TaskContext, payload: DeliverPayload) -> None:
         """The video went out before a crash: only the follow-up (the prompt) is left."""
-        cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
+        cached = await self.outbox.lookup(payload.key, ctx.clock())
         url = cached.url if cached else payload.url
         parts = cached.caption_parts if cached else {}
-        await self.delivery.announce(ctx, payload, url, parts)
-
-    async def _record(
-        self, ctx: TaskContext, payload: DeliverPayload, sent: Sequence[SentItem]
-    ) -> DeliverPayload:
-        """Phase one: Telegram confirmed the video; write it down before anything else."""
-        updated = attrs.evolve(payload, sent=(*payload.sent, SentStep(0, tuple(sent))))
-        await ctx.save_payload(updated.to_json())
-        return updated
-
-    async def _remember(
-        self, info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
-    ) -> None:
-        items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
-        entry = CachedPost(
-            key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
-            created_at=now,
-        )  # fmt: skip
-        await self.cache.put(entry)
-        if link_key != info.key:
-            await self.cache.put(attrs.evolve(entry, key=link_key))
+        await self.outbox.announce(ctx, payload, url, parts)
 
     def _caption(self, key: str, url: str, parts: Mapping[str, str], settings: ChatSettings) -> str:
         return build_caption(
@@ -352,7 +322,4 @@ class OtherSites:
             await self._say(ctx, payload, sentence)
 
     async def _say(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
-        await self.sender.send_text(
-            ctx.task.chat_id, sentence, reply_to=payload.reply_to, group=payload.is_group,
-            html=False,
-        )  # fmt: skip
+        await self.outbox.say(payload.dest, sentence)

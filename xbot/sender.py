@@ -1,5 +1,6 @@
 """Sending to Telegram: one module calls the Bot API's send methods, and
-translates `telegram.error` into xbot's tree exactly once (`classify`).
+translates `telegram.error` into xbot's tree exactly once (`classify`, whose
+table lives in `xbot.bot_errors`).
 
 What goes out is described by `OutMedia` values; the media can be a
 `file_id`, a URL (Telegram fetches it) or a local file (uploaded). One item
@@ -12,9 +13,7 @@ worker holds the chat through the queue.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -32,70 +31,40 @@ from telegram import (
 )
 from telegram.constants import ParseMode
 from telegram.error import (
-    BadRequest,
-    ChatMigrated,
-    Conflict,
     Forbidden,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
     TelegramError,
-    TimedOut,
 )
 
+from xbot.bot_errors import classify, retry_after_seconds
+from xbot.destination import Destination
 from xbot.errors import (
-    ChatMoved,
     ChatUnavailable,
-    Permanent,
     RateLimited,
     RetryLater,
-    StaleFileId,
-    UrlNotFetched,
     XbotError,
 )
 from xbot.flights import Flights
 from xbot.media import thumbnail as thumbnails
 from xbot.pacing import Pacer
+from xbot.payloads import OutKind, SentItem
+
+__all__ = [
+    "LONG_CALL",
+    "OutKind",
+    "OutMedia",
+    "Sender",
+    "SentItem",
+    "classify",
+    "file_id_of",
+    "retry_after_seconds",
+    "write_timeout_for",
+]
 
 log = logging.getLogger(__name__)
 
 # Telegram refuses a flooded chat (429) at once; a call to the chat that has
 # been out this long is doing its work, and a chat action may go beside it.
 LONG_CALL = 0.5
-
-OutKind = Literal["photo", "video", "gif", "document"]
-
-# Telegram's 400 texts (lower-cased substrings), by what they mean for us.
-_URL_FETCH_FAILED = (
-    "failed to get http url content",
-    "wrong type of the web page content",
-    "webpage_curl_failed",
-    "webpage_media_empty",
-    "wrong file identifier/http url specified",  # also a stale file_id: see classify
-    "failed to send message",
-    "group send failed",
-    "image_process_failed",
-    "photo_invalid_dimensions",
-    "photo_save_file_invalid",
-)
-_FILE_ID_REFUSED = (
-    "wrong file identifier/http url specified",
-    "wrong remote file identifier specified",
-    "file reference expired",
-    "media_empty",
-)
-_CHAT_GONE = (
-    "chat not found",
-    "bot was blocked by the user",
-    "bot was kicked",
-    "user is deactivated",
-    "bot is not a member",
-    "have no rights to send",
-    "not enough rights",
-    "chat_write_forbidden",
-    "need administrator rights",
-    "topic_closed",
-)
 
 
 @attrs.frozen
@@ -122,57 +91,6 @@ class OutMedia:
     @property
     def size(self) -> int:
         return self.source.stat().st_size if isinstance(self.source, Path) else 0
-
-
-@attrs.frozen
-class SentItem:
-    kind: OutKind
-    file_id: str
-
-
-def retry_after_seconds(exc: RetryAfter) -> float:
-    """PTB 22 keeps a timedelta; its int property warns. Normalise once, here."""
-    raw: Any = getattr(exc, "_retry_after", None)
-    if raw is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            raw = exc.retry_after
-    if isinstance(raw, dt.timedelta):
-        return max(raw.total_seconds(), 0.0)
-    return max(float(raw), 0.0)
-
-
-def classify(exc: TelegramError, *, by: str = "") -> XbotError:
-    """Translate a `telegram.error` into xbot's tree. Pure: a table of cases in the tests.
-
-    `by` says how the media went (``file_id``, ``url``, ``upload`` or ``""`` for text),
-    because Telegram uses one text for a bad URL and a bad file_id.
-    """
-    if isinstance(exc, RetryAfter):
-        return RateLimited(retry_after_seconds(exc))
-    if isinstance(exc, ChatMigrated):
-        return ChatMoved(exc.new_chat_id)
-    if isinstance(exc, Forbidden):
-        return ChatUnavailable(exc.message)
-    if isinstance(exc, InvalidToken | Conflict):
-        # Ours, not the chat's: keep the task and let the operator fix the bot.
-        return RetryLater(f"the bot cannot reach Telegram: {type(exc).__name__}", delay=60)
-    if isinstance(exc, BadRequest):
-        text = exc.message.lower()
-        if by == "file_id" and any(s in text for s in _FILE_ID_REFUSED):
-            return StaleFileId(exc.message)
-        if by == "url" and any(s in text for s in _URL_FETCH_FAILED):
-            return UrlNotFetched(exc.message)
-        if any(s in text for s in _CHAT_GONE):
-            return ChatUnavailable(exc.message)
-        if "too many requests" in text:
-            return RetryLater(exc.message)
-        if "file is too big" in text or "request entity too large" in text:
-            return Permanent("The file is too large for Telegram.")
-        return Permanent(f"Telegram refused the message ({exc.message}).")
-    if isinstance(exc, TimedOut | NetworkError):
-        return RetryLater(f"Telegram did not answer ({type(exc).__name__})")
-    return RetryLater(f"Telegram error {type(exc).__name__}")
 
 
 def file_id_of(message: Message, kind: OutKind) -> str:
@@ -250,6 +168,17 @@ def _input_media(
     return media_type(_input(item), **_media_fields(item, caption, spoiler))  # type: ignore[no-any-return]
 
 
+def _where(dest: Destination) -> dict[str, Any]:
+    """Where a new message goes, as the send methods take it: the topic (never for
+    General) and the message it answers (sent even if that one was deleted)."""
+    fields: dict[str, Any] = dict(dest.thread_kwargs())
+    if dest.reply_to:
+        fields["reply_parameters"] = ReplyParameters(
+            dest.reply_to, allow_sending_without_reply=True
+        )
+    return fields
+
+
 def write_timeout_for(size: int) -> float:
     """Uploads of tens of MB need more than PTB's 20 s: allow ~1 MB/s plus a floor."""
     return max(20.0, size / (1024 * 1024) * 1.0 + 20.0)
@@ -287,53 +216,40 @@ class Sender:
 
     async def send_media(
         self,
-        chat_id: int,
+        dest: Destination,
         items: Sequence[OutMedia],
         *,
         caption: str | None,
-        reply_to: int | None = None,
         spoiler: bool = False,
-        group: bool = False,
     ) -> list[tuple[SentItem, int]]:
         """Send one message (one item) or one album; returns (item, message_id) in order."""
         assert 1 <= len(items) <= 10
         # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
         by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
-        await self.pacer.wait(chat_id, group=group, messages=len(items))
-        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        chat_id = dest.chat_id
+        await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=len(items))
         write_timeout = write_timeout_for(sum(i.size for i in items))
         try:
             async with self._line(chat_id):
                 return await self._send_media(
-                    chat_id,
-                    items,
-                    caption,
-                    reply=reply,
-                    spoiler=spoiler,
-                    write_timeout=write_timeout,
+                    dest, items, caption, spoiler=spoiler, write_timeout=write_timeout
                 )
         except TelegramError as exc:
             raise self._translate(exc, chat_id, by=by) from exc
 
     async def _send_media(
         self,
-        chat_id: int,
+        dest: Destination,
         items: Sequence[OutMedia],
         caption: str | None,
         *,
-        reply: ReplyParameters | None,
         spoiler: bool,
         write_timeout: float,
     ) -> list[tuple[SentItem, int]]:
         """The call itself, on the chat's line (`send_media` translates its errors)."""
         if len(items) == 1:
             message = await self._send_one(
-                chat_id,
-                items[0],
-                caption,
-                reply=reply,
-                spoiler=spoiler,
-                write_timeout=write_timeout,
+                dest, items[0], caption, spoiler=spoiler, write_timeout=write_timeout
             )
             return [
                 (
@@ -350,9 +266,9 @@ class Sender:
             for i, item in enumerate(items)
         ]
         messages = await self.bot.send_media_group(
-            chat_id,
+            dest.chat_id,
             medias,
-            reply_parameters=reply,
+            **_where(dest),
             write_timeout=write_timeout,
             read_timeout=max(30.0, write_timeout),
         )
@@ -363,17 +279,16 @@ class Sender:
 
     async def _send_one(
         self,
-        chat_id: int,
+        dest: Destination,
         item: OutMedia,
         caption: str | None,
         *,
-        reply: ReplyParameters | None,
         spoiler: bool,
         write_timeout: float,
     ) -> Message:
         fields = _media_fields(item, caption, spoiler)
         fields.update(
-            reply_parameters=reply,
+            _where(dest),
             write_timeout=write_timeout,
             read_timeout=max(30.0, write_timeout),
         )
@@ -384,45 +299,40 @@ class Sender:
             "document": self.bot.send_document,
         }
         send = sends[item.kind]
-        message: Message = await send(chat_id, _input(item), **fields)
+        message: Message = await send(dest.chat_id, _input(item), **fields)
         return message
 
     async def send_text(
         self,
-        chat_id: int,
+        dest: Destination,
         text: str,
         *,
-        reply_to: int | None = None,
-        group: bool = False,
         html: bool = True,
         reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> Message:
-        await self.pacer.wait(chat_id, group=group, messages=1)
-        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        chat_id = dest.chat_id
+        await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=1)
         try:
             async with self._line(chat_id):
-                return await self._send_message(
-                    chat_id, text, reply=reply, html=html, reply_markup=reply_markup
-                )
+                return await self._send_message(dest, text, html=html, reply_markup=reply_markup)
         except TelegramError as exc:
             raise self._translate(exc, chat_id) from exc
 
     async def _send_message(
         self,
-        chat_id: int,
+        dest: Destination,
         text: str,
         *,
-        reply: ReplyParameters | None,
         html: bool,
         reply_markup: telegram.InlineKeyboardMarkup | None,
     ) -> Message:
         return await self.bot.send_message(
-            chat_id,
+            dest.chat_id,
             text,
             parse_mode=ParseMode.HTML if html else None,
-            reply_parameters=reply,
             link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
             reply_markup=reply_markup,
+            **_where(dest),
         )
 
     async def edit_text(
@@ -464,12 +374,41 @@ class Sender:
             )  # fmt: skip
             return False
 
-    async def chat_action(self, chat_id: int, action: str) -> None:
+    async def answer_callback(self, query_id: str, text: str | None = None) -> None:
+        """Answer a button press (the spinner stops). Not a message: no pace, no chat line."""
+        try:
+            await self.bot.answer_callback_query(query_id, text)
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def get_chat(self, target: int | str) -> telegram.ChatFullInfo:
+        """A chat by id or ``@name``; unknown or closed to us is `ChatUnavailable`."""
+        try:
+            return await self.bot.get_chat(target)
+        except Forbidden as exc:
+            raise ChatUnavailable(exc.message) from exc
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def get_chat_administrators(self, chat_id: int) -> tuple[telegram.ChatMember, ...]:
+        try:
+            return tuple(await self.bot.get_chat_administrators(chat_id))
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def get_chat_member(self, chat_id: int, user_id: int) -> telegram.ChatMember:
+        try:
+            return await self.bot.get_chat_member(chat_id, user_id)
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def chat_action(self, dest: Destination, action: str) -> None:
         """Best effort: a failed chat action must never fail the work it decorates.
 
         Skipped while Telegram holds the chat (a 429): a courtesy must not be
-        the request that arrives before retry_after.
+        the request that arrives before retry_after. Shown in the topic the work is for.
         """
+        chat_id = dest.chat_id
         now = self.pacer.clock()
         if self.pacer.held(chat_id, now) > 0:
             return
@@ -478,16 +417,22 @@ class Sender:
             if out_since is not None and now - out_since >= LONG_CALL:
                 # A call long out is Telegram at work (fetching a URL, taking an
                 # upload), not a refusal on its way: show it, beside that call.
-                await self.bot.send_chat_action(chat_id, action)
+                await self._send_chat_action(dest, action)
             elif not self._lines.busy(chat_id):
                 async with self._line(chat_id):
-                    await self.bot.send_chat_action(chat_id, action)
+                    await self._send_chat_action(dest, action)
             # else: a call just went out and its answer may be a 429: wait for the next turn
         except RateLimited:
             return
         except TelegramError as exc:
             error = self._translate(exc, chat_id)
             log.debug("chat action failed chat=%s error=%s", chat_id, type(error).__name__)
+
+    async def _send_chat_action(self, dest: Destination, action: str) -> None:
+        if dest.topic_id is None:  # General takes no thread id
+            await self.bot.send_chat_action(dest.chat_id, action)
+        else:
+            await self.bot.send_chat_action(dest.chat_id, action, message_thread_id=dest.topic_id)
 
     def _translate(self, exc: TelegramError, chat_id: int, *, by: str = "") -> XbotError:
         """`classify`, and a 429 remembered for the chat (see `Pacer.hold`)."""

@@ -19,11 +19,12 @@ from typing import Any, Protocol
 
 import attrs
 
-from xbot.backoff import compute_backoff
+from xbot.backoff import compute_backoff, compute_outage_delay
 from xbot.errors import (
     ChatMoved,
     ChatUnavailable,
     LeaseLost,
+    OutageRetry,
     PayloadError,
     Permanent,
     RateLimited,
@@ -330,6 +331,8 @@ class Workers:
             return "dead"
         if isinstance(exc, ChatMoved) and exc.new_chat_id != task.chat_id:
             return await self._moved(ctx, exc, fields)
+        if isinstance(exc, OutageRetry):
+            return await self._outage(ctx, exc, fields)
         retry = exc if isinstance(exc, RetryLater) else None
         reason = retry.reason if retry else f"internal error ({type(exc).__name__})"
         fields["error"] = reason
@@ -363,6 +366,32 @@ class Workers:
         await self.queue.reschedule(task.lease, self.clock(), 0.0, exc.reason, count_attempt=False)
         fields["moved_to"] = exc.new_chat_id
         return "chat_moved"
+
+    async def _outage(self, ctx: TaskContext, exc: OutageRetry, fields: dict[str, object]) -> str:
+        """Every source is down: retry until the task is `exc.budget` old, no attempt counted.
+
+        `exc.then` (the one "I will send this when it is back") runs only after
+        the retry is written: a chat is never promised a retry that is not there.
+        """
+        task, now = ctx.task, self.clock()
+        age = now - task.created_at
+        fields["error"] = exc.reason
+        if age >= exc.budget:
+            reason = f"X did not answer for {exc.budget / 60:.0f} minutes"
+            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({reason})")
+            await self._notify(task, reason)
+            return "dead"
+        delay = compute_outage_delay(age, jitter=random.random(), at_least=exc.delay)
+        await self.queue.reschedule(task.lease, now, delay, exc.reason, count_attempt=False)
+        fields["delay"] = round(delay, 1)
+        if exc.then is not None:
+            try:
+                await exc.then()
+            except Exception as then_exc:  # noqa: BLE001 - the retry is written; this is a courtesy
+                log.warning(
+                    "outage notice failed %s", kv(task=task.id, error=type(then_exc).__name__)
+                )
+        return "outage_retry"
 
     async def _notify(self, task: Task, reason: str) -> None:
         try:

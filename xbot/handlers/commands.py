@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -20,25 +19,21 @@ from telegram import (
     Chat,
     ChatMemberAdministrator,
     ChatMemberOwner,
-    InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
     Update,
 )
-from telegram.constants import ChatType, ParseMode
-from telegram.error import BadRequest, Forbidden, TelegramError
+from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
-from xbot import __version__
-from xbot.callback_data import Action, CallbackData, encode
 from xbot.caption import MALFORMED, PLACEHOLDERS, TOO_LONG, render_template, validate_template
-from xbot.errors import FetchError, XbotError
+from xbot.errors import ChatUnavailable, Permanent, XbotError
+from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.messages import NOT_ALLOWED
-from xbot.links import classify
+from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
 from xbot.logs import kv
 from xbot.media.models import Post
-from xbot.queue import Task, payload_identity
 from xbot.services import Services, XContext
 from xbot.settings_menu import MenuContext, menu_markup, menu_text
 
@@ -49,11 +44,12 @@ Handler = Callable[[Update, XContext], Coroutine[Any, Any, None]]
 HELP_TEXT = (
     "Send me a link to a post on X and I answer with its photos and videos.\n"
     "For example: https://x.com/NASA/status/1234567890\n\n"
-    "Links from twitter.com, fxtwitter.com, vxtwitter.com and fixupx.com work too. "
+    "Links from twitter.com, fxtwitter.com, vxtwitter.com and fixupx.com work too, "
+    "and so do Bluesky posts (bsky.app, fxbsky.app, bskx.app) and pixiv works "
+    "(pixiv.net, phixiv.net). "
     "In groups, add me and paste links as usual."
 )
 KNOWN_PLACEHOLDERS = " ".join(f"{{{p}}}" for p in PLACEHOLDERS)
-DEAD_SHOWN = 10
 SAMPLE = Post(
     key="x:1",
     url="https://x.com/alice/status/1",
@@ -91,14 +87,14 @@ def actor_of(update: Update) -> Actor:
 
 
 async def _reply(
-    message: Message, text: str, *, html_text: bool = False, markup: Any = None
+    context: XContext,
+    message: Message,
+    text: str,
+    *,
+    html_text: bool = False,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> None:
-    await message.reply_text(
-        text,
-        parse_mode=ParseMode.HTML if html_text else None,
-        disable_web_page_preview=True,
-        reply_markup=markup,
-    )
+    await reply(context, message, text, html=html_text, markup=markup)
 
 
 async def may_manage(update: Update, context: XContext) -> bool:
@@ -117,18 +113,9 @@ async def menu_context(services: Services, chat: Chat) -> MenuContext:
     return MenuContext(
         chat_type=chat.type,
         can_delete=can_delete,
-        other_sites=services.delivery.other_sites is not None,
+        other_sites=True,  # yt-dlp is always wired in; each chat turns it on or off
         documents=True,  # xbot.delivery sends photos as files when the chat asks
     )
-
-
-def _rest(message: Message) -> str:
-    """The text after the command, spacing and line breaks kept (context.args loses them)."""
-    text = message.text or ""
-    _, _, rest = text.partition(" ")
-    if not rest:
-        _, _, rest = text.partition("\n")
-    return rest.strip()
 
 
 # --- everyone -------------------------------------------------------------------------------
@@ -138,7 +125,7 @@ async def cmd_start(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
         return
-    await message.reply_text(HELP_TEXT, disable_web_page_preview=True)
+    await _reply(context, message, HELP_TEXT)
 
 
 async def cmd_help(update: Update, context: XContext) -> None:
@@ -147,7 +134,7 @@ async def cmd_help(update: Update, context: XContext) -> None:
         return
     lines = [HELP_TEXT, "", "Commands:"]
     lines += [f"/{c.name} — {c.description}" for c in COMMANDS if not c.admin]
-    await message.reply_text("\n".join(lines), disable_web_page_preview=True)
+    await _reply(context, message, "\n".join(lines))
 
 
 async def cmd_settings(update: Update, context: XContext) -> None:
@@ -155,13 +142,17 @@ async def cmd_settings(update: Update, context: XContext) -> None:
     if message is None or chat is None:
         return
     if not await may_manage(update, context):
-        await _reply(message, ONLY_ADMINS)
+        await _reply(context, message, ONLY_ADMINS)
         return
     services = context.services
     settings = (await services.chats.get(chat.id, services.clock())).settings
     ctx = await menu_context(services, chat)
     await _reply(
-        message, menu_text(settings, ctx), html_text=True, markup=menu_markup(settings, ctx)
+        context,
+        message,
+        menu_text(settings, ctx),
+        html_text=True,
+        markup=menu_markup(settings, ctx),
     )
 
 
@@ -197,29 +188,31 @@ async def cmd_channel(update: Update, context: XContext) -> None:
     if not args:
         settings = (await services.chats.get(chat.id, now)).settings
         if settings.channel_id is None:
-            await _reply(message, f"No channel is linked. {CHANNEL_USAGE}")
+            await _reply(context, message, f"No channel is linked. {CHANNEL_USAGE}")
         else:
             title = html.escape(settings.channel_title or str(settings.channel_id))
             await _reply(
+                context,
                 message,
                 f"Linked to <b>{title}</b>. /channel off unlinks it.",
                 html_text=True,
             )
         return
     if not await may_manage(update, context):
-        await _reply(message, ONLY_ADMINS)
+        await _reply(context, message, ONLY_ADMINS)
         return
     if args[0].lower() == "off":
         await services.chats.set_settings(chat.id, now, channel_id=None, channel_title=None)
-        await _reply(message, "Unlinked: I no longer offer to forward posts to a channel.")
+        await _reply(context, message, "Unlinked: I no longer offer to forward posts to a channel.")
         return
     target = _channel_target(args[0])
     if target is None or len(args) > 1:
-        await _reply(message, CHANNEL_USAGE)
+        await _reply(context, message, CHANNEL_USAGE)
         return
     actor = actor_of(update)
     if actor.user_id is None or actor.sender_chat_id is not None:
         await _reply(
+            context,
             message,
             "Send /channel as yourself, not anonymously: I need to check that you are an "
             "admin of the channel.",
@@ -227,12 +220,13 @@ async def cmd_channel(update: Update, context: XContext) -> None:
         return
     answer = await _check_channel(context, target, actor.user_id)
     if isinstance(answer, str):
-        await _reply(message, answer, html_text=True)
+        await _reply(context, message, answer, html_text=True)
         return
     channel_id, title = answer
     await services.chats.set_settings(chat.id, now, channel_id=channel_id, channel_title=title)
     log.info("channel linked %s", kv(chat=chat.id, channel=channel_id, user=actor.user_id))
     await _reply(
+        context,
         message,
         f"Linked to <b>{html.escape(title)}</b>. After each post I send here, I offer to "
         "forward it there.",
@@ -244,14 +238,16 @@ async def _check_channel(
     context: XContext, target: str | int, user_id: int
 ) -> tuple[int, str] | str:
     """The channel's (id, title) when the user administers it and the bot may post; else why not."""
-    bot = context.bot
+    sender = context.services.sender
     try:
-        channel = await bot.get_chat(target)
-    except Forbidden:
+        channel = await sender.get_chat(target)
+    except ChatUnavailable as exc:
+        if "not found" in str(exc).lower():
+            return "I cannot find that channel. Add me to it as an admin, then try again."
         return "I am not in that channel. Add me as an admin allowed to post, then try again."
-    except BadRequest:
+    except Permanent:
         return "I cannot find that channel. Add me to it as an admin, then try again."
-    except TelegramError as exc:
+    except XbotError as exc:
         log.warning("getChat failed %s", kv(target=target, error=type(exc).__name__))
         return "Telegram did not answer; please try again in a minute."
     title = channel.title or str(channel.id)
@@ -259,9 +255,9 @@ async def _check_channel(
     if channel.type != ChatType.CHANNEL:
         return f"{shown} is not a channel."
     try:
-        member = await bot.get_chat_member(channel.id, user_id)
-        me = await bot.get_chat_member(channel.id, bot.id)
-    except TelegramError as exc:
+        member = await sender.get_chat_member(channel.id, user_id)
+        me = await sender.get_chat_member(channel.id, context.bot.id)
+    except XbotError as exc:
         log.warning("getChatMember failed %s", kv(channel=channel.id, error=type(exc).__name__))
         return f"I cannot see who administers {shown}. Make me an admin there, then try again."
     user_ok = isinstance(member, ChatMemberOwner) or (
@@ -302,28 +298,30 @@ async def cmd_format(update: Update, context: XContext) -> None:
         return
     services = context.services
     now = services.clock()
-    template = _rest(message)
+    template = rest_of(message)
     if not template:
         current = (await services.chats.get(chat.id, now)).settings.caption_template
         if current is None:
-            await _reply(message, f"Captions use the built-in format. {FORMAT_USAGE}")
+            await _reply(context, message, f"Captions use the built-in format. {FORMAT_USAGE}")
         else:
-            await _reply(message, f"Your caption template:\n{current}\n\n{FORMAT_USAGE}")
+            await _reply(context, message, f"Your caption template:\n{current}\n\n{FORMAT_USAGE}")
         return
     if not await may_manage(update, context):
-        await _reply(message, ONLY_ADMINS)
+        await _reply(context, message, ONLY_ADMINS)
         return
     if template.lower() == "reset":
         await services.chats.set_settings(chat.id, now, caption_template=None)
-        await _reply(message, "Captions use the built-in format again.")
+        await _reply(context, message, "Captions use the built-in format again.")
         return
     problems = validate_template(template)
     if problems:
-        await _reply(message, format_problems(problems))
+        await _reply(context, message, format_problems(problems))
         return
     await services.chats.set_settings(chat.id, now, caption_template=template)
     preview = render_template(template, SAMPLE)
-    await _reply(message, f"Saved. A caption now looks like this:\n\n{preview}", html_text=True)
+    await _reply(
+        context, message, f"Saved. A caption now looks like this:\n\n{preview}", html_text=True
+    )
 
 
 async def cmd_cancel(update: Update, context: XContext) -> None:
@@ -335,151 +333,12 @@ async def cmd_cancel(update: Update, context: XContext) -> None:
     if reopened is not None:
         await forwarding.show(chat.id, reopened)
     if had:
-        await _reply(message, "Caption edit cancelled; nothing was forwarded.")
+        await _reply(context, message, "Caption edit cancelled; nothing was forwarded.")
     else:
-        await _reply(message, "There is no caption edit to cancel.")
-
-
-# --- the bot's operators --------------------------------------------------------------------
-
-
-def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "none"
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    if seconds < 172800:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
-
-
-async def cmd_stats(update: Update, context: XContext) -> None:
-    message = update.effective_message
-    if message is None:
-        return
-    services = context.services
-    now = services.clock()
-    stats = await services.queue.stats(now)
-    cache = await services.cache.stats()
-    counts = stats.counts_by_state
-    by_state = ", ".join(f"{state} {n}" for state, n in counts.items())
-    lines = [
-        f"xbot {__version__}",
-        f"Uptime: {_age(time.time() - services.started_at)}",
-        f"Tasks: {by_state}",
-        f"Oldest pending: {_age(stats.oldest_pending_age)}",
-        f"Dead letters: {stats.dead} (/dead lists them)",
-        f"Chats on hold (rate limit): {stats.held_chats}",
-        f"Link cache: {cache.entries} entries, hit rate {cache.hit_rate:.0%} "
-        f"({cache.hits} hits, {cache.misses} misses)",
-        f"Workers: {services.settings.workers}, running {services.workers.in_flight}",
-    ]
-    await _reply(message, "\n".join(lines))
-
-
-async def cmd_clear_cache(update: Update, context: XContext) -> None:
-    message = update.effective_message
-    if message is None:
-        return
-    services = context.services
-    arg = _rest(message)
-    if not arg:
-        removed = await services.cache.clear()
-        await _reply(message, f"Link cache cleared: {removed} entries removed.")
-        return
-    link = classify(arg, allow_private=services.settings.allow_private_networks)
-    if link is None:
-        await _reply(message, "That is not a link I know. Usage: /clear_cache [link]")
-        return
-    if await services.cache.forget(link.key):
-        await _reply(message, f"Removed {link.url} from the link cache.")
-    else:
-        await _reply(message, f"{link.url} was not in the link cache.")
-
-
-async def cmd_debug(update: Update, context: XContext) -> None:
-    message = update.effective_message
-    if message is None:
-        return
-    services = context.services
-    arg = _rest(message)
-    link = classify(arg, allow_private=services.settings.allow_private_networks) if arg else None
-    if link is None:
-        await _reply(message, "Usage: /debug <link to a post>")
-        return
-    lines = [f"Link: {link.url}", f"Kind: {link.kind}, key: {link.key}"]
-    cached = await services.cache.get(link.key, services.clock(), services.settings.cache_ttl)
-    lines.append(
-        "Cache: no entry" if cached is None else f"Cache: {len(cached.items)} items by file_id"
-    )
-    if link.kind == "x" and link.post_id is not None:
-        lines += await _debug_x(services, link.post_id, link.handle)
-    else:
-        lines.append("Not an X post: the fetcher for other sites decides when it is sent.")
-    await _reply(message, "\n".join(lines)[:4000])
-
-
-async def _debug_x(services: Services, post_id: str, handle: str | None) -> list[str]:
-    """What the X fetcher sees (no media is downloaded or sent)."""
-    try:
-        post = await services.delivery.x_api.fetch(post_id, handle)
-    except FetchError as exc:
-        return [f"Fetcher: {type(exc).__name__}: {exc.reason}"]
-    lines = [
-        f"Author: {post.author_name} (@{post.author_handle})",
-        f"Text: {len(post.text)} characters; sensitive: {'yes' if post.sensitive else 'no'}",
-        f"Media: {len(post.media)} item(s)",
-    ]
-    for n, item in enumerate(post.media, 1):
-        size = f", {item.size} bytes" if item.size else ""
-        shape = f", {item.width}x{item.height}" if item.width and item.height else ""
-        lines.append(f"  {n}. {item.kind}{shape}{size}, {len(item.variants)} variant(s)")
-        lines.append(f"     {item.url}")
-    return lines
-
-
-def dead_view(tasks: list[Task]) -> tuple[str, InlineKeyboardMarkup | None]:
-    """The /dead message: the newest dead letters, each with a retry button."""
-    if not tasks:
-        return "No dead letters.", None
-    lines = [f"The last {len(tasks)} dead letter(s), newest first:"]
-    buttons = []
-    for task in tasks:
-        what = payload_identity(task.payload).get("url", "")
-        error = (task.last_error or "").splitlines()[0][:120] if task.last_error else ""
-        lines.append(f"#{task.id} {task.kind} chat {task.chat_id} {what}\n   {error}")
-        data = encode(CallbackData(Action.RETRY, (task.id,)))
-        buttons.append(InlineKeyboardButton(f"Retry #{task.id}", callback_data=data))
-    rows = [buttons[i : i + 2] for i in range(0, len(buttons), 2)]
-    return "\n".join(lines)[:4000], InlineKeyboardMarkup(rows)
-
-
-async def cmd_dead(update: Update, context: XContext) -> None:
-    message = update.effective_message
-    if message is None:
-        return
-    tasks = await context.services.queue.list(state="dead", limit=DEAD_SHOWN)
-    text, markup = dead_view(tasks)
-    await _reply(message, text, markup=markup)
+        await _reply(context, message, "There is no caption edit to cancel.")
 
 
 # --- the chat itself ------------------------------------------------------------------------
-
-
-async def move_chat(services: Services, old_id: int, new_id: int) -> None:
-    """A group became a supergroup: its tasks, hold, settings and records follow it.
-
-    Both steps are no-ops when repeated, so the two service messages (``migrate_to``
-    in the old group, ``migrate_from`` in the new one) and a worker that met
-    `ChatMoved` may all do it.
-    """
-    moved = await services.queue.move_chat(old_id, new_id)
-    await services.chats.move_chat(old_id, new_id, services.clock())
-    services.authority.forget(old_id)
-    log.info("chat moved %s", kv(old=old_id, new=new_id, tasks=moved))
 
 
 async def on_migrate(update: Update, context: XContext) -> None:
@@ -487,9 +346,9 @@ async def on_migrate(update: Update, context: XContext) -> None:
     if message is None:
         return
     if message.migrate_to_chat_id:
-        await move_chat(context.services, message.chat.id, message.migrate_to_chat_id)
+        await context.services.mover.move(message.chat.id, message.migrate_to_chat_id)
     elif message.migrate_from_chat_id:
-        await move_chat(context.services, message.migrate_from_chat_id, message.chat.id)
+        await context.services.mover.move(message.migrate_from_chat_id, message.chat.id)
 
 
 COMMANDS: list[Command] = [
@@ -518,16 +377,18 @@ def guarded(command: Command) -> Handler:
         user_id = user.id if user else None
         if command.admin:
             if not is_operator(settings.admin_ids, user_id):
-                await _reply(message, ONLY_OPERATORS)
+                await _reply(context, message, ONLY_OPERATORS)
                 return
         elif not settings.is_allowed_chat(chat.id, user_id):
-            await _reply(message, NOT_ALLOWED)
+            await _reply(context, message, NOT_ALLOWED)
             return
         try:
             await command.handler(update, context)
         except XbotError as exc:
             log.warning("command failed %s", kv(command=command.name, chat=chat.id, error=exc))
-            await _reply(message, "Sorry, something went wrong on my side. Please try again.")
+            await _reply(
+                context, message, "Sorry, something went wrong on my side. Please try again."
+            )
 
     return run
 

@@ -10,7 +10,7 @@ partial file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -114,11 +114,13 @@ async def download(
     *,
     max_bytes: int,
     progress: Progress | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> DownloadResult:
     """GET `url` into `dest`, at most `max_bytes` bytes.
 
     `progress(done, total)` is called after each chunk (total is None without
-    a Content-Length); the caller throttles what it shows.
+    a Content-Length); the caller throttles what it shows. `headers` go with
+    the request (a host that answers 403 without its own Referer).
 
     Raises:
         TooLarge: announced or actual size over `max_bytes`.
@@ -129,7 +131,7 @@ async def download(
         UnsupportedLink, FetchError: other permanent failures.
     """
     try:
-        async with client.stream("GET", url) as response:
+        async with client.stream("GET", url, headers=headers) as response:
             error = status_error(response.status_code)
             if error is not None:
                 raise error

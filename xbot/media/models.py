@@ -39,6 +39,13 @@ class MediaItem:
         width, height, duration: as the source reports them (duration in seconds).
         thumbnail_url: a still for videos, when known.
         size: bytes when known.
+        alt_text: the author's description of a photo ("" when none). Telegram
+            has no field for it; the link cache keeps it for later use.
+        headers: request headers the media host insists on (pixiv: its Referer).
+        upload_only: Telegram cannot fetch this by URL (the host refuses it, or the
+            thumbnail must go along): always download and upload.
+        fallback_url: photos: a smaller rendition for when the original is over
+            Telegram's photo limits (pixiv's ``regular``); else it goes as a document.
     """
 
     kind: MediaKind
@@ -49,6 +56,34 @@ class MediaItem:
     duration: float | None = None
     thumbnail_url: str | None = None
     size: int | None = None
+    alt_text: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    upload_only: bool = False
+    fallback_url: str | None = None
+
+
+@attrs.frozen
+class PollChoice:
+    """One answer of a poll: its label, its votes and their share (0-100)."""
+
+    label: str
+    votes: int = 0
+    percentage: float = 0.0
+
+
+@attrs.frozen
+class Poll:
+    """A poll attached to a post.
+
+    Attributes:
+        choices: in the order the post shows them.
+        total_votes: all votes cast.
+        closed: voting has ended (the counts are the result).
+    """
+
+    choices: tuple[PollChoice, ...]
+    total_votes: int = 0
+    closed: bool = False
 
 
 @attrs.frozen
@@ -56,13 +91,21 @@ class Post:
     """A post ready to be captioned and sent.
 
     Attributes:
-        key: the link-cache key (``x:{id}``, or ``yt:{extractor}:{id}``).
+        key: the link-cache key (``x:{id}``, ``bsky:{did}/{rkey}``, ``pixiv:{id}``, or
+            ``yt:{extractor}:{id}``).
         url: the canonical link shown in the caption.
         author_name, author_handle: who posted it (handle without ``@``; may be empty).
         text: the post text (plain, not escaped), or a title for other sites.
         media: the items in post order.
         sensitive: the source marked it as possibly sensitive.
-        source: ``x`` or ``ytdlp``.
+        source: ``x``, ``bsky``, ``pixiv`` or ``ytdlp``.
+        quote: the post this one quotes (its own `media` included), when it is readable.
+        poll: the post's poll, if any.
+        note: a community note's text shown under the post ("" when none).
+        card_url: an external link card's target (a YouTube video, say), "" when none.
+        article_title: the title of an X article the post carries ("" when none).
+        own_media: how many of `media` are the post's own (the rest came from
+            `quote`); None when all of them are.
     """
 
     key: str
@@ -73,3 +116,9 @@ class Post:
     media: tuple[MediaItem, ...] = ()
     sensitive: bool = False
     source: str = "x"
+    quote: Post | None = None
+    poll: Poll | None = None
+    note: str = ""
+    card_url: str = ""
+    article_title: str = ""
+    own_media: int | None = None

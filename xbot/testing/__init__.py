@@ -3,6 +3,8 @@
 - `BotApiServer`: the Telegram Bot API as PTB 22 uses it (real HTTP on 127.0.0.1).
 - `FxApiServer`: the fxtwitter-compatible status API, with fault injection.
 - `MediaServer`: a media host that can also stall, reset, lie and redirect.
+- `BskyApiServer`: Bluesky's public AppView, PLC directory and a PDS's blobs.
+- `PixivServer`: pixiv's ajax API and image host, which refuses a missing Referer.
 
 Each runs on its own thread and event loop, starts from sync code
 (``with Server() as s``) or async code (``async with Server() as s``), binds
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
         StoredFile,
         retry_after_seconds,
     )
+    from xbot.testing.bskyapi import BskyApiServer
     from xbot.testing.fxapi import FAULTS, FxApiServer, build_status
     from xbot.testing.media_server import (
         Blob,
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
         looks_like_mp4,
         tiny_jpeg,
     )
+    from xbot.testing.pixivapi import PixivServer
 
 # Loaded on first use, so that ``python -m xbot.testing.botapi`` does not import its
 # own module twice (once through this package, once as __main__).
@@ -50,6 +54,8 @@ _HOMES = {
     "EarlyRequest": "botapi",
     "StoredFile": "botapi",
     "retry_after_seconds": "botapi",
+    "BskyApiServer": "bskyapi",
+    "PixivServer": "pixivapi",
     "FAULTS": "fxapi",
     "FxApiServer": "fxapi",
     "build_status": "fxapi",
@@ -77,11 +83,13 @@ __all__ = [
     "ApiError",
     "Blob",
     "BotApiServer",
+    "BskyApiServer",
     "Call",
     "ChatInfo",
     "EarlyRequest",
     "FxApiServer",
     "MediaServer",
+    "PixivServer",
     "StoredFile",
     "big",
     "build_status",

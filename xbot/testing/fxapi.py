@@ -9,14 +9,19 @@ with the status object documented by FxEmbed (text and raw_text with UTF-16
 ranges, author, counts, `media` with photos[], videos[] carrying `formats[]`
 or, for older payloads, `variants[]`, and all[] in post order), 401
 PRIVATE_TWEET, 404 NOT_FOUND, 500 API_FAIL, 503 UPSTREAM_UNAVAILABLE with
-``"tweet": null``, and 401 without a User-Agent.
+``"tweet": null``, and 401 without a User-Agent. ``/2/status/{id}`` answers
+the v2 shape ``{code, status, thread, author}``, and for a post that is gone
+a 404 whose ``status`` is a tombstone naming the reason.
 
 Faults, per post or for every request: ``garbage`` (bytes that are not JSON),
 ``html`` (an HTML page with status 200, as a CDN challenge answers), ``huge``
 (a 20 MB JSON body, streamed), ``hang`` (no answer until stopped, at most
 `MAX_HANG_S`), ``truncated`` (the connection closes mid-body),
 ``429``/``500``/``502``/``503``, and a `delay` before any answer.
-`hits[path]` counts requests.
+`hits[path]` counts requests. The whole service failing as real sources do
+(its 503 envelope, HTML with 200, a hang, a reset, refused connections) is
+`set_outage` / `refuse` / `accept`, shared with the other X source stand-ins
+(`xbot.testing._outage`).
 """
 
 from __future__ import annotations
@@ -34,10 +39,11 @@ from typing import Any
 
 import attrs
 
-from xbot.testing._http import HttpServer, Request, Response, ServerBase, serve_forever_main
+from xbot.testing._http import HttpServer, Request, Response, serve_forever_main
+from xbot.testing._outage import Outages
 from xbot.testing._tgtext import utf16_len
 
-__all__ = ["FAULTS", "FxApiServer", "main"]
+__all__ = ["FAULTS", "X_LADDER", "FxApiServer", "main", "tombstone_body", "x_formats"]
 
 JSON = dict[str, Any]
 FAULTS = frozenset({"garbage", "html", "huge", "hang", "truncated", "429", "500", "502", "503"})
@@ -45,6 +51,17 @@ MAX_HANG_S = 300.0
 HUGE_BYTES = 20 * 1024 * 1024
 _TWITTER_EPOCH_MS = 1288834974657
 _STATUS_RE = re.compile(r"^/(?:(?P<handle>[A-Za-z0-9_]{1,15})/)?status(?:es)?/(?P<id>\d{1,25})/?$")
+_V2_STATUS_RE = re.compile(r"^/2/status/(?P<id>\d{1,25})/?$")
+# FxEmbed's tombstone reasons (APITombstoneReasonSchema) and the messages of its
+# English fallback; `add_post(tombstone=..., tombstone_message=...)` may say more.
+TOMBSTONE_REASONS = frozenset({"deleted", "suspended", "private", "blocked", "unavailable"})
+_TOMBSTONE_MESSAGES = {
+    "deleted": "This post was deleted by its author.",
+    "suspended": "This post is from a suspended account.",
+    "private": "This post is from an account that limits who can view their posts.",
+    "blocked": "The author of this post has limited who can see it.",
+    "unavailable": "This post is unavailable.",
+}
 _HTML_PAGE = (
     b"<!DOCTYPE html><html><head><title>Just a moment...</title></head>"
     b"<body><h1>Checking your browser</h1></body></html>"
@@ -55,6 +72,7 @@ _HTML_PAGE = (
 class _Post:
     status: JSON | None  # None: there is no status to show (private/deleted)
     code: int = 200
+    tombstone: JSON | None = None  # what v2 answers (with a 404) when status is None
     fault: str | None = None
     fault_count: int | None = None
     delay: float = 0.0
@@ -131,6 +149,23 @@ def _video(item: str | JSON, kind: str, legacy: bool) -> JSON:
         if kind == "video":
             formats.insert(0, {"container": "m3u8", "codec": "h264", "url": url + ".m3u8"})
     out["formats"] = formats
+    return out
+
+
+# X's bitrate ladder for a 1080p upload (video_info.variants), smallest first.
+X_LADDER = ((256_000, "480x270"), (832_000, "640x360"), (2_176_000, "1280x720"),
+            (10_368_000, "1920x1080"))  # fmt: skip
+
+
+def x_formats(urls: Sequence[str], *, hls: str | None = None) -> list[JSON]:
+    """A video's ``formats`` as fxtwitter serves them: url, container, codec, bitrate and
+    no size (FxEmbed's convertVariantToFormat), one per URL along `X_LADDER`, the HLS
+    playlist first when given."""
+    out: list[JSON] = []
+    if hls is not None:
+        out.append({"url": hls, "container": "m3u8"})
+    for url, (bitrate, _) in zip(urls, X_LADDER, strict=False):
+        out.append({"url": url, "container": "mp4", "codec": "h264", "bitrate": bitrate})
     return out
 
 
@@ -221,7 +256,7 @@ def build_status(
     return status
 
 
-class FxApiServer(ServerBase):
+class FxApiServer(Outages):
     """The fxtwitter-compatible API stand-in. Thread-safe; usable from sync and async code.
 
     Attributes:
@@ -231,6 +266,7 @@ class FxApiServer(ServerBase):
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
+        self._outage_lock = threading.Lock()
         self._posts: dict[str, _Post] = {}
         self._global_fault: _Fault | None = None
         self._delay = 0.0
@@ -262,6 +298,9 @@ class FxApiServer(ServerBase):
         fault: str | None = None,
         fault_count: int | None = None,
         delay: float = 0.0,
+        tombstone: str | None = None,
+        tombstone_message: str | None = None,
+        extra: JSON | None = None,
     ) -> JSON | None:
         """Register a post; returns its status object (None for private/deleted ones).
 
@@ -270,12 +309,28 @@ class FxApiServer(ServerBase):
         A video or gif given as a dict may carry width, height, duration, size,
         bitrate, thumbnail_url, or its own `formats`/`variants` list.
         `fault` (see FAULTS) applies to this post, `fault_count` times or always.
+        `tombstone` (one of TOMBSTONE_REASONS) makes the post unavailable: v1
+        answers 401 PRIVATE_TWEET for ``private`` and 404 NOT_FOUND for the
+        rest (v1 cannot say more), v2 a 404 with the tombstone, as FxEmbed's
+        test/tombstones.test.ts shows; `tombstone_message` replaces its text.
+        `extra` is merged into the status object (``poll``, ``community_note``,
+        ``article``, ``card``, ``media.external`` …, in FxEmbed's shapes).
         """
         post_id = str(post_id)
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; one of {sorted(FAULTS)}")
-        if private or deleted:
-            post = _Post(None, code=401 if private else 404)
+        if private:
+            tombstone = "private"
+        elif deleted:
+            tombstone = "deleted"
+        if tombstone is not None:
+            if tombstone not in TOMBSTONE_REASONS:
+                raise ValueError(f"unknown tombstone {tombstone!r}")
+            post = _Post(
+                None,
+                code=401 if tombstone == "private" else 404,
+                tombstone=tombstone_body(post_id, tombstone, tombstone_message),
+            )
         else:
             ordered = (
                 list(media)
@@ -297,6 +352,11 @@ class FxApiServer(ServerBase):
                 replying_to=replying_to,
                 quote=quote,
             )
+            for key, value in (extra or {}).items():
+                if key == "media" and isinstance(value, dict):
+                    status.setdefault("media", {}).update(value)
+                else:
+                    status[key] = value
             post = _Post(status)
         post.fault, post.fault_count, post.delay = fault, fault_count, delay
         with self._lock:
@@ -357,13 +417,17 @@ class FxApiServer(ServerBase):
         with self._lock:
             self.hits[request.path] += 1
             delay = self._delay
+        outage = await self.outage_answer()  # the whole service down (xbot.testing._outage)
+        if outage is not None:
+            return outage
         if request.method not in ("GET", "HEAD"):
             return _json(405, {"code": 405, "message": "METHOD_NOT_ALLOWED", "tweet": None})
         if self.require_user_agent and not request.header("user-agent").strip():
             return _json(401, {"code": 401, "message": "USER_AGENT_REQUIRED", "tweet": None})
         with self._lock:
             self.user_agents.append(request.header("user-agent"))
-        m = _STATUS_RE.match(request.path)
+        v2 = _V2_STATUS_RE.match(request.path)
+        m = v2 or _STATUS_RE.match(request.path)
         if m is None:
             return _json(404, _error_body(404, "NOT_FOUND"))
         post_id = m.group("id")
@@ -379,11 +443,41 @@ class FxApiServer(ServerBase):
         if raw is not None:
             assert post is not None
             return Response(post.code, raw, {"content-type": "application/json"})
+        if v2 is not None:
+            return _v2_answer(post, post_id)
         if post is None:
             return _json(404, _error_body(404, "NOT_FOUND"))
         if post.status is None:
             return _json(post.code, _error_body(post.code, _ERRORS.get(post.code, "API_FAIL")))
         return _json(200, {"code": 200, "message": "OK", "tweet": post.status})
+
+    def _outage_body_503(self) -> bytes:
+        return json.dumps(_error_body(503, "UPSTREAM_UNAVAILABLE")).encode()
+
+
+def tombstone_body(post_id: str, reason: str, message: str | None = None) -> JSON:
+    """FxEmbed's APIStatusTombstone for a post."""
+    return {
+        "type": "tombstone",
+        "provider": "twitter",
+        "reason": reason,
+        "message": message or _TOMBSTONE_MESSAGES[reason],
+        "id": post_id,
+        "url": f"https://x.com/i/status/{post_id}",
+    }
+
+
+def _v2_answer(post: _Post | None, post_id: str) -> Response:
+    """``/2/status/{id}``: ``{code, status, thread, author}``; a 404 tombstone when gone."""
+    if post is None:
+        body = tombstone_body(post_id, "deleted")
+        return _json(404, {"code": 404, "status": body, "thread": None, "author": None})
+    if post.status is None:
+        body = post.tombstone or tombstone_body(post_id, "unavailable")
+        return _json(404, {"code": 404, "status": body, "thread": None, "author": None})
+    status = {"type": "status", **post.status}
+    author = status.get("author")
+    return _json(200, {"code": 200, "status": status, "thread": None, "author": author})
 
 
 def _json(status: int, body: JSON) -> Response:

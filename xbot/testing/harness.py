@@ -24,8 +24,12 @@ from xbot.pacing import Pacer
 from xbot.services import Services
 from xbot.testing._mediabytes import fake_mp4, tiny_jpeg
 from xbot.testing.botapi import BotApiServer
+from xbot.testing.bskyapi import BskyApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.media_server import MediaServer
+from xbot.testing.pixivapi import PixivServer
+from xbot.testing.syndication import SyndicationServer
+from xbot.testing.vxapi import VxApiServer
 
 
 @attrs.define
@@ -36,6 +40,10 @@ class Harness:
         api: the Bot API stand-in (records every call).
         fx: the fxtwitter-compatible API (a registry of posts).
         media: serves photos and videos, counting hits.
+        vx, syn: the vxtwitter-compatible and syndication stand-ins, started with
+            ``x_sources=True`` (else None, and the bot knows only fxtwitter).
+        bsky: the Bluesky AppView, PLC directory and PDS stand-in.
+        pixiv: the pixiv ajax and image host stand-in (with its Referer rule).
     """
 
     data_dir: Path
@@ -46,6 +54,10 @@ class Harness:
     pacer_enabled: bool = False
     clock: Callable[[], float] = time.time
     bot: Bot | None = None
+    vx: VxApiServer | None = None
+    syn: SyndicationServer | None = None
+    bsky: BskyApiServer = attrs.field(factory=BskyApiServer)
+    pixiv: PixivServer = attrs.field(factory=PixivServer)
 
     @classmethod
     async def start(
@@ -55,10 +67,15 @@ class Harness:
         allow_url_fetch: bool = True,
         pacer: bool = False,
         start_bot: bool = True,
+        x_sources: bool = False,
         **overrides: Any,
     ) -> Harness:
         media = await MediaServer().start()
         fx = await FxApiServer().start()
+        vx = await VxApiServer().start() if x_sources else None
+        syn = await SyndicationServer().start() if x_sources else None
+        bsky = await BskyApiServer().start()
+        pixiv = await PixivServer().start()
         # Above the cloud's 50 MB the stand-in plays a local Bot API server (up to 2000 MB).
         limit_mb = max(50, int(overrides.get("upload_limit_mb", 50)))
         api = await BotApiServer(
@@ -69,12 +86,19 @@ class Harness:
             "bot_api_url": f"{api.url}/bot",
             "bot_api_file_url": f"{api.url}/file/bot",
             "x_api_url": fx.url,
+            # Without x_sources the fallbacks are off: nothing leaves 127.0.0.1.
+            "vx_api_url": vx.url if vx else "",
+            "x_syndication_url": syn.url if syn else "",
+            "bsky_api_url": bsky.url,
+            "bsky_plc_url": bsky.plc_url,
+            "pixiv_api_url": pixiv.url,
             "data_dir": data_dir,
             "allow_private_networks": True,
             "workers": 4,
         }
         values.update(overrides)
-        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer)
+        harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer,
+                      vx=vx, syn=syn, bsky=bsky, pixiv=pixiv)  # fmt: skip
         if start_bot:
             await harness.start_bot()
         return harness
@@ -110,8 +134,20 @@ class Harness:
         await self.api.stop()
         await self.fx.stop()
         await self.media.stop()
+        for source in (self.vx, self.syn):
+            if source is not None:
+                await source.stop()
+        await self.bsky.stop()
+        await self.pixiv.stop()
 
     # -- content ------------------------------------------------------------
+
+    def add_post(self, post_id: str | int, **fx_arguments: Any) -> None:
+        """One post on every X source stand-in that runs (the fxtwitter one's arguments)."""
+        status = self.fx.add_post(post_id, **fx_arguments)
+        for source in (self.vx, self.syn):
+            if source is not None:
+                source.add_status(status, post_id)
 
     def photo(self, name: str, *, data: bytes | None = None, **route: Any) -> str:
         """Serve a photo; returns its URL."""

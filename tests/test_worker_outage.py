@@ -1,0 +1,86 @@
+"""The worker's outage branch: every X source down is retried by the task's age, not its
+attempts, and the chat's one sentence goes out only once the retry is written."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from xbot.db import DbPool, open_store
+from xbot.errors import OutageRetry
+from xbot.queue import Task, TaskQueue
+from xbot.worker import TaskContext, Workers
+
+NOW = 1_000_000.0
+
+
+@pytest.fixture
+async def queue(tmp_path: Path) -> AsyncIterator[TaskQueue]:
+    pool: DbPool = await open_store(tmp_path / "q.sqlite3")
+    yield TaskQueue(pool)
+    await pool.close()
+
+
+async def _run(
+    queue: TaskQueue, outcome: OutageRetry, *, age: float = 0.0, tries: int = 1
+) -> tuple[Task, list[str]]:
+    """Enqueue a task `age` seconds ago with one attempt left, run it `tries` times."""
+    notices: list[str] = []
+    clock = {"now": NOW}
+
+    async def notify(task: Task, reason: str) -> None:
+        notices.append(reason)
+
+    async def down(ctx: TaskContext) -> None:
+        raise outcome
+
+    workers = Workers(queue, {"t": down}, notify, count=1, clock=lambda: clock["now"])
+    task = await queue.enqueue("t", "{}", 7, now=NOW - age, max_attempts=1)
+    for _ in range(tries):
+        leased = await queue.lease_next(clock["now"])
+        assert leased is not None
+        await workers._execute(leased)
+        clock["now"] += 400  # past any backoff
+    row = await queue.get(task.id)
+    assert row is not None
+    return row, notices
+
+
+async def test_an_outage_counts_no_attempt_however_often(queue: TaskQueue) -> None:
+    row, notices = await _run(queue, OutageRetry("every X source is down"), tries=5)
+    assert (row.state, row.attempts) == ("pending", 0)  # max_attempts=1, and still alive
+    assert row.last_error == "every X source is down"
+    assert notices == []
+
+
+async def test_the_sentence_goes_out_after_the_retry_is_written(queue: TaskQueue) -> None:
+    seen: list[tuple[str, int]] = []
+
+    async def tell() -> None:
+        (task,) = await queue.list(state="pending")
+        seen.append((task.state, task.attempts))
+
+    row, _ = await _run(queue, OutageRetry("down", then=tell))
+    assert seen == [("pending", 0)]
+    assert row.run_after > NOW
+
+
+async def test_a_failing_sentence_does_not_undo_the_retry(queue: TaskQueue) -> None:
+    async def broken() -> None:
+        raise RuntimeError("telegram said no")
+
+    row, _ = await _run(queue, OutageRetry("down", then=broken))
+    assert row.state == "pending"
+
+
+async def test_past_its_budget_the_task_is_dead_lettered_once(queue: TaskQueue) -> None:
+    row, notices = await _run(queue, OutageRetry("down", budget=3600.0), age=3600.0)
+    assert row.state == "dead"
+    assert notices == ["X did not answer for 60 minutes"]
+
+
+async def test_the_next_probe_is_a_floor_for_the_delay(queue: TaskQueue) -> None:
+    row, _ = await _run(queue, OutageRetry("down", delay=120.0))
+    assert row.run_after == pytest.approx(NOW + 120.0)

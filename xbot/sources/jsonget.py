@@ -1,0 +1,99 @@
+"""One capped JSON GET for the sources of native sites (Bluesky, pixiv); httpx's errors
+become ours here, through `xbot.media.download.http_error`, once.
+
+The status code is handed back with the decoded body rather than judged
+here: each API says "not found" or "needs a login" in its own words, and its
+source module reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import httpx
+
+from xbot.errors import FetchError, TransientFetch
+from xbot.media.download import http_error
+
+MAX_BODY = 4 * 1024 * 1024  # a post or a work is a few KiB; a 200-page work some 100 KiB
+_MAX_INT = 2**63
+
+
+@attrs.frozen
+class JsonAnswer:
+    """What came back: the HTTP status and the decoded body (None when it was not JSON)."""
+
+    status: int
+    body: object
+
+
+async def get_json(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    who: str,
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    per_request: httpx.Timeout | None = None,
+    max_body: int = MAX_BODY,
+) -> JsonAnswer:
+    """GET `url`; 429 and 5xx are `TransientFetch`, an oversized body a `FetchError`.
+
+    `who` names the other side in the sentence a user may read ("Bluesky").
+    """
+    try:
+        async with client.stream(
+            "GET", url, params=params, headers=headers,
+            timeout=per_request if per_request is not None else httpx.USE_CLIENT_DEFAULT,
+        ) as response:  # fmt: skip
+            status = response.status_code
+            if status in (408, 429) or status >= 500:
+                raise TransientFetch(f"{who} is having trouble; I will try again.")
+            raw = bytearray()
+            async for chunk in response.aiter_bytes():
+                raw += chunk
+                if len(raw) > max_body:
+                    raise FetchError(f"{who} sent an answer I could not read.")
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise http_error(exc, who) from exc
+    try:
+        body: object = json.loads(bytes(raw))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        body = None
+    return JsonAnswer(status, body)
+
+
+# -- reading loose JSON -------------------------------------------------------------
+
+
+def text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def count(value: object) -> int | None:
+    """A non-negative int from JSON, or None (bools, strings, NaN, absurd sizes)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value < _MAX_INT else None
+    if isinstance(value, float) and math.isfinite(value) and 0 <= value < _MAX_INT:
+        return int(value)
+    return None
+
+
+def obj(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def objs(value: object) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def web_url(value: object) -> str:
+    """An http(s) URL, else "": a payload could name file:, data: or javascript: "media"."""
+    url = text(value)
+    return url if url.startswith(("https://", "http://")) else ""

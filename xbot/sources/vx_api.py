@@ -1,0 +1,183 @@
+"""X posts through a vxtwitter-compatible API (BetterTwitFix), the second source.
+
+``GET {base}/{handle}/status/{id}`` (any handle works) answers the object
+BetterTwitFix's ``vxApi.getApiResponse`` builds: ``tweetID``, ``text``,
+``user_name``, ``user_screen_name``, ``possibly_sensitive``, ``media_extended[]``
+(``type`` image|video|gif, ``url``, ``thumbnail_url``, ``size{width,height}``,
+``duration_millis``, ``altText``) and ``qrt``, the quoted post in the same shape.
+
+How it fails, from the same code: a post it could not fetch (deleted, private,
+or X refusing it) is an HTML page with status 200 (``message(msgs.failedToScan)``),
+so for this source an HTML answer is never "not found", only "unwell"; some
+routes answer ``{"error": msg}`` with 404 or 500.
+
+`parse_vx` is pure and turns the JSON into the same `Post` the fxtwitter parser
+builds; `VxApi` is the HTTP shell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import httpx
+
+from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.links import Link
+from xbot.media import x_api
+from xbot.media.models import MediaItem, MediaKind, Post, Variant
+from xbot.media.x_api import (
+    _HANDLE,
+    _POST_ID,
+    DELETED,
+    _dicts,
+    _http_url,
+    _int,
+    _str,
+    canonical_url,
+)
+from xbot.sources._http import default_timeout, get_json
+
+NAME = "vxtwitter"
+MALFORMED = "The vxtwitter API sent an answer I could not read."
+_KINDS: dict[str, MediaKind] = {"image": "photo", "photo": "photo", "video": "video", "gif": "gif"}
+
+
+def orig_photo(url: str) -> str:
+    """X's photo URL at its original size, as fxtwitter gives it.
+
+    BetterTwitFix does the same before embedding (``?name=orig`` on a bare
+    pbs.twimg.com URL), so the link cache keeps one spelling per photo.
+    """
+    if url.startswith("https://pbs.twimg.com/media/") and "?" not in url:
+        return f"{url}?name=orig"
+    return url
+
+
+def _item(raw: Mapping[str, Any]) -> MediaItem | None:
+    kind = _KINDS.get(_str(raw.get("type")).lower())
+    url = _http_url(raw.get("url"))
+    if kind is None or not url:
+        return None  # "txt"/"rtf" pseudo-media, or nothing to send
+    size = raw.get("size")
+    size = size if isinstance(size, dict) else {}
+    width, height = _int(size.get("width")), _int(size.get("height"))
+    if kind == "photo":
+        photo = MediaItem(kind="photo", url=orig_photo(url), width=width, height=height)
+        return with_alt_text(photo, _str(raw.get("altText")))
+    millis = _int(raw.get("duration_millis"))
+    return MediaItem(
+        kind=kind,
+        url=url,
+        # One encoding: BetterTwitFix already picked the best non-HEVC mp4.
+        variants=(Variant(url=url, container="mp4"),),
+        width=width,
+        height=height,
+        duration=millis / 1000 if millis else None,
+        thumbnail_url=_http_url(raw.get("thumbnail_url")) or None,
+    )
+
+
+def with_quote(post: Post, quote: Post | None) -> Post:
+    """The post with the post it quotes, built as the fxtwitter parser builds it.
+
+    Issue 12 gives `Post` a `quote` and the rule for the quoted post's media
+    (`x_api.with_quote_media`: the post's own media first, the quote's only when
+    all fit one album). Where this tree has neither, the quoted post is read and
+    dropped, as the fxtwitter parser then drops it; either way both parsers agree.
+    """
+    fields = attrs.fields_dict(Post)
+    if quote is None or "quote" not in fields:
+        return post
+    merge = getattr(x_api, "with_quote_media", None)
+    if merge is None or "own_media" not in fields:
+        return attrs.evolve(post, quote=quote)  # type: ignore[call-arg, unused-ignore]
+    media, own = merge(post.media, quote.media)
+    sensitive = post.sensitive or (own is not None and quote.sensitive)
+    return attrs.evolve(  # type: ignore[call-arg, unused-ignore]
+        post, quote=quote, media=media, own_media=own, sensitive=sensitive
+    )
+
+
+def with_alt_text(item: MediaItem, text: str) -> MediaItem:
+    """A photo with its description, where `MediaItem` has the field (issue 12)."""
+    if not text or "alt_text" not in attrs.fields_dict(MediaItem):
+        return item
+    return attrs.evolve(item, alt_text=text)  # type: ignore[call-arg, unused-ignore]
+
+
+def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
+    """A `Post` from a decoded vxtwitter answer for `post_id`.
+
+    Raises:
+        PostUnavailable: the API said the post is not there (``{"error": ...}`` naming it).
+        TransientFetch: an error envelope that is not about the post.
+        FetchError: anything that is not a status we can read.
+    """
+    if not isinstance(data, dict):
+        raise FetchError(MALFORMED)
+    if "error" in data and "tweetID" not in data:
+        message = _str(data.get("error")).lower()
+        if "not found" in message or "deleted" in message:
+            raise PostUnavailable(DELETED)
+        raise TransientFetch("The vxtwitter API could not fetch the post.")
+    echoed = data.get("tweetID")
+    if not isinstance(echoed, str | int) or not _POST_ID.fullmatch(str(echoed)):
+        raise FetchError(MALFORMED)
+    handle = _str(data.get("user_screen_name"))
+    if not _HANDLE.fullmatch(handle):
+        handle = ""
+    media = tuple(i for i in (_item(r) for r in _dicts(data.get("media_extended"))) if i)
+    post = Post(
+        key=f"x:{post_id}",
+        url=canonical_url(post_id, handle),
+        author_name=_str(data.get("user_name")),
+        author_handle=handle,
+        text=_str(data.get("text")),
+        media=media,
+        sensitive=data.get("possibly_sensitive") is True,
+        source="x",
+    )
+    quote = None
+    qrt = data.get("qrt")
+    if _depth == 0 and isinstance(qrt, dict) and _POST_ID.fullmatch(str(qrt.get("tweetID", ""))):
+        try:
+            quote = parse_vx(qrt, post_id=str(qrt["tweetID"]), _depth=1)
+        except FetchError:
+            quote = None  # a quote we cannot read does not spoil the post
+    return with_quote(post, quote)
+
+
+@attrs.define
+class VxApi:
+    """The vxtwitter-compatible status API (`XBOT_VX_API_URL`).
+
+    Attributes:
+        base_url: trusted as configured (not SSRF-guarded).
+        timeout: per request.
+    """
+
+    _client: httpx.AsyncClient
+    base_url: str
+    timeout: httpx.Timeout = attrs.field(factory=default_timeout)
+    name: str = NAME
+
+    def status_url(self, post_id: str, handle: str | None) -> str:
+        if not _POST_ID.fullmatch(post_id):
+            raise UnsupportedLink("That is not a link to a post.")
+        path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
+        return f"{self.base_url.rstrip('/')}/{path_handle}/status/{post_id}"
+
+    async def fetch(self, link: Link) -> Post:
+        if link.post_id is None:
+            raise UnsupportedLink("That is not a link to a post.")
+        url = self.status_url(link.post_id, link.handle)
+        answer = await get_json(
+            self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
+        )
+        if answer.status == 404 and not (isinstance(answer.data, dict) and "error" in answer.data):
+            # Its posts that are gone come as an HTML page with 200; a bare 404 is a
+            # route this server does not have (a wrong base URL), not an answer.
+            raise TransientFetch("The vxtwitter API does not know that address.")
+        return parse_vx(answer.data, post_id=link.post_id)
