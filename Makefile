@@ -1,15 +1,26 @@
 # make test: from nothing but Python 3.11+ and the package registries to a
 # full check (lint, format, types, tests). make demo: the bot, offline.
-PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
-	if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then echo $$p; break; fi; done)
+# The interpreter: the newest python3.X >= 3.11 on PATH, asked quietly. A pyenv shim
+# for a version that is not installed answers "pyenv: python3.13: command not found"
+# on stderr: that is a "no", not something to show. Probed once, only when unset.
+ifndef PYTHON
+PYTHON := $(shell for p in python3.13 python3.12 python3.11 python3; do \
+	if command -v $$p >/dev/null 2>&1 && \
+	   $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1; then \
+	echo $$p; break; fi; done)
+endif
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck pytest demo bench soak soak-small clean
+LOCALE := xbot/locale
+LANGS := ru es pt_BR de tr id ja fa
+
+.PHONY: test lint typecheck pytest demo bench soak soak-small clean catalogs
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "make: Python 3.11 or newer is needed" >&2; exit 2; }
+	@echo "make: setting up $(VENV) with $(PYTHON) ($$($(PYTHON) -c 'import sys; print(sys.version.split()[0])')) and installing xbot[test] into it"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
@@ -33,6 +44,23 @@ test: lint typecheck pytest
 
 demo: $(STAMP)
 	$(BIN)/xbot demo
+
+# The message catalogues: extract every marked sentence into xbot.pot, merge it into
+# each language's .po (new sentences arrive untranslated: English until translated),
+# and compile the .mo files the package ships (committed: nothing compiles at run
+# time or at build time). Run after changing a user-visible sentence; tests/test_i18n.py
+# fails while the .pot, a .po or a .mo is behind the code.
+catalogs: $(STAMP)
+	$(BIN)/pybabel -q extract -F babel.cfg -k N_ --no-wrap --sort-output \
+		--add-location=file --add-comments=Translators: --project=xbot \
+		--copyright-holder="xbot contributors" -o $(LOCALE)/xbot.pot xbot
+	for lang in $(LANGS); do \
+		test -f $(LOCALE)/$$lang/LC_MESSAGES/xbot.po || \
+			$(BIN)/pybabel -q init -D xbot -i $(LOCALE)/xbot.pot -d $(LOCALE) -l $$lang --no-wrap; \
+	done
+	$(BIN)/pybabel -q update -D xbot -i $(LOCALE)/xbot.pot -d $(LOCALE) --no-wrap \
+		--ignore-pot-creation-date --ignore-obsolete
+	$(BIN)/pybabel compile -D xbot -d $(LOCALE) --statistics
 
 bench: $(VENV)/.bench
 	$(BIN)/python bench/queue_bench.py

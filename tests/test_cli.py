@@ -92,7 +92,31 @@ def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, "version")[:2] == (0, f"xbot {__version__}\n")
+    code, out, _ = run(capsys, "version")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"xbot {__version__}"
+    assert [line.split()[0] for line in lines[1:]] == [
+        "python-telegram-bot", "yt-dlp", "SQLite", "Python"
+    ]  # fmt: skip
+    assert run(capsys, "--version")[:2] == (0, out)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["queue", "--help"], []])
+def test_python_dash_m_is_the_console_script(argv: list[str]) -> None:
+    """`python -m xbot ...` prints and exits exactly as `xbot ...`."""
+    xbot = Path(sys.executable).with_name("xbot")
+    if not xbot.exists():
+        pytest.skip("the console script is not installed next to this interpreter")
+    env = {"PATH": os.environ.get("PATH", ""), "COLUMNS": "100"}
+
+    def call(*prefix: str) -> tuple[int, str, str]:
+        proc = subprocess.run(
+            [*prefix, *argv], check=False, env=env, capture_output=True, text=True, timeout=60
+        )
+        return proc.returncode, proc.stdout, proc.stderr
+
+    assert call(sys.executable, "-m", "xbot") == call(str(xbot))
 
 
 def _one_line_error(err: str) -> str:

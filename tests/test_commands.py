@@ -81,10 +81,18 @@ async def test_start_and_help(h: Harness) -> None:
 
 
 async def test_the_command_menu_is_the_public_table(h: Harness) -> None:
-    (call,) = h.api.calls_for("setMyCommands")
-    names = [c["command"] for c in call.params["commands"]]
-    assert names == [c.name for c in COMMANDS if not c.admin]
+    """One setMyCommands per language (the default one is English), each the public
+    commands of the one table, described in that language."""
+    calls = {c.params.get("language_code"): c for c in h.api.calls_for("setMyCommands")}
+    assert set(calls) == {None, "ru", "es", "pt", "de", "tr", "id", "ja", "fa"}
+    for call in calls.values():
+        names = [c["command"] for c in call.params["commands"]]
+        assert names == [c.name for c in COMMANDS if not c.admin]
     assert {"start", "help", "settings", "channel", "format", "cancel"} <= set(names)
+    described = {lang: call.params["commands"][0]["description"] for lang, call in calls.items()}
+    assert described[None] == "what this bot does"
+    assert described["de"] == "was dieser Bot macht"
+    assert len(set(described.values())) == len(described)  # each in its own words
 
 
 async def test_commands_in_groups_work_with_the_bot_name(h: Harness) -> None:

@@ -23,4 +23,6 @@ async def test_the_demo_conversation() -> None:
     assert "Mika (@mika_draws)" in text
     assert "answered from the link cache: 0 downloads, one Bot API call" in text
     assert "This post was deleted or does not exist." in text
+    assert "  Lena │ /start" in text  # a second user, whose Telegram is in German
+    assert "  xbot │ Schick mir einen Link zu einem Beitrag auf X" in text
     assert "Traceback" not in text

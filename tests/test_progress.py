@@ -41,6 +41,16 @@ def test_render(snapshot: Snapshot, text: str) -> None:
     assert render(snapshot) == text
 
 
+@pytest.mark.parametrize(
+    ("lang", "text"),
+    [("ru", "Скачиваю… 41% из 31 MB"), ("tr", "İndiriliyor… 31 MB içinden %41"),
+     ("ja", "ダウンロード中… 31 MB 中 41%"), ("de", "Lade herunter… 41 % von 31 MB")],
+    ids=["ru", "tr", "ja", "de"],
+)  # fmt: skip
+def test_render_in_the_chats_language(lang: str, text: str) -> None:
+    assert render(Snapshot("download", 13 * MB, 31 * MB), lang) == text
+
+
 def test_the_defaults_are_the_promised_ones() -> None:
     # "after ~5 s", "at most every 3-5 s": Telegram limits edits like messages.
     assert FIRST_AFTER == 5.0

@@ -114,3 +114,10 @@ def test_the_readme_gets_one_folder_map(tmp_path: Path, monkeypatch: pytest.Monk
     assert Path("README.md").read_text() == once
     assert once.count("## Where the code lives") == 1
     assert once.index("## Where the code lives") < once.index("## Status")
+
+
+def test_babel_cfg_sections_follow_the_stand_ins() -> None:
+    text = "# xbot/testing talks to tests\n[ignore: testing/**]\n\n[python: **.py]\n"
+    for pattern, new in relayout.babel_patterns():
+        text = pattern.sub(new, text)
+    assert text == "# xbot/testing talks to tests\n[ignore: standins/**]\n\n[python: **.py]\n"

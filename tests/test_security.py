@@ -42,6 +42,7 @@ from xbot.links import classify
 from xbot.media import netguard, ytdlp
 from xbot.media.download import download
 from xbot.media.x_api import expand_tco
+from xbot.settings_menu import MenuContext, closed_text
 from xbot.testing.botapi import BotApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.harness import Harness
@@ -590,17 +591,16 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
     answer = await _press(h, GROUP, group_menu["message_id"], close, MEMBER)
     expect("menu close by the group member", answer, ONLY_ADMINS, False)
     answer = await _press(h, GROUP, group_menu["message_id"], close, ADMIN)
+    # In the group's language, which the admin's press on the Language toggle changed.
+    group_settings = (await h.services.chats.get(GROUP, h.clock())).settings
+    words = closed_text(group_settings, MenuContext("supergroup"))
+
+    def menu_closed() -> bool:
+        return (h.api.message(GROUP, group_menu["message_id"]) or {}).get("text") == words
+
     with contextlib.suppress(TimeoutError):
-        await h.api.wait_for(
-            lambda: (
-                "closed" in (h.api.message(GROUP, group_menu["message_id"]) or {}).get("text", "")
-            ),
-            5,
-        )
-    closed = "Settings closed" in (h.api.message(GROUP, group_menu["message_id"]) or {}).get(
-        "text", ""
-    )
-    expect("menu close by the group admin", answer, None, closed)
+        await h.api.wait_for(menu_closed, 5)
+    expect("menu close by the group admin", answer, None, menu_closed())
 
     # The dead-letter retry: the operator's alone, wherever the list is shown.
     # JSON that is no status: a permanent failure, a dead letter. (Bytes that are not JSON

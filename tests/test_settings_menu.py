@@ -41,8 +41,8 @@ def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
     ("ctx", "expected"),
     [
         (PRIVATE, ["ytdlp", "style", "spoiler", "editfwd", "close"]),
-        (GROUP, ["ytdlp", "style", "delete", "spoiler", "editfwd", "close"]),
-        (GROUP_NO_RIGHTS, ["ytdlp", "style", "spoiler", "editfwd", "close"]),
+        (GROUP, ["ytdlp", "style", "delete", "spoiler", "editfwd", "lang", "close"]),
+        (GROUP_NO_RIGHTS, ["ytdlp", "style", "spoiler", "editfwd", "lang", "close"]),
         (MenuContext("private", can_delete=True), ["ytdlp", "style", "spoiler", "editfwd",
                                                    "close"]),
         (NO_YTDLP, ["style", "spoiler", "editfwd", "close"]),
@@ -123,6 +123,7 @@ def test_labels_say_the_state() -> None:
         "Delete link message: off",
         "Spoiler for sensitive: on",
         "Edit before forwarding: off",
+        "Language: English",
         "Close",
     ]
 

@@ -232,6 +232,7 @@ OWN_TEST = Path("tests/test_relayout.py")
 # Never rewritten: real API answers and frozen schema text are data, not references.
 NOT_REWRITTEN = ("tests/data/", "migrations_sql/")
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".txt", ".service", ".example", ".sh"}
+TEXT_SUFFIXES |= {".po", ".pot"}  # their "#: xbot/..." source locations
 TEXT_NAMES = {"Makefile", "run", "xbotctl"}
 
 
@@ -431,6 +432,22 @@ def path_patterns() -> list[tuple[re.Pattern[str], str]]:
     ]
 
 
+def babel_patterns() -> list[tuple[re.Pattern[str], str]]:
+    """babel.cfg's sections name paths relative to xbot/ (``[ignore: testing/**]``)."""
+    pairs = [
+        (o.removeprefix("xbot/").rstrip("/"), n.removeprefix("xbot/").rstrip("/"))
+        for o, n in moving()
+        if o.startswith("xbot/") and n.startswith("xbot/")
+    ]
+    return [
+        (
+            re.compile(rf"^(\[[^\]\n]*?[\s:]){re.escape(old)}(?=[/\]\s])", re.MULTILINE),
+            rf"\g<1>{new}",
+        )
+        for old, new in sorted(pairs, key=lambda kv: len(kv[0]), reverse=True)
+    ]
+
+
 def tracked_text_files() -> Iterable[Path]:
     for name in sh("git", "ls-files", "-z").split("\0"):
         if not name or name.startswith(NOT_REWRITTEN) or Path(name) in (SELF, OWN_TEST):
@@ -454,6 +471,9 @@ def rewrite_all(dry: bool, notes: list[str]) -> list[Path]:
             new = pattern.sub(repl, new)
         for pattern, repl in paths:
             new = pattern.sub(repl, new)
+        if path.name == "babel.cfg":
+            for pattern, repl in babel_patterns():
+                new = pattern.sub(repl, new)
         if new != text:
             changed.append(path)
             print(f"rewrite {path}")

@@ -32,7 +32,7 @@ from xbot.delivery import Delivery
 from xbot.errors import StoreBusy, StoreError
 from xbot.forwarding import KIND as FORWARD
 from xbot.forwarding import Forwarding
-from xbot.handlers import callbacks, caption_edit, commands, messages
+from xbot.handlers import callbacks, caption_edit, commands, language, messages
 from xbot.handlers.auth import Authority
 from xbot.instance import instance_lock
 from xbot.link_cache import LinkCache
@@ -184,6 +184,7 @@ def add_handlers(application: AppType) -> None:
     application.add_handlers(caption_edit.handlers(), group=caption_edit.GROUP)
     application.add_handlers(commands.handlers())
     application.add_handlers(callbacks.handlers())
+    application.add_handlers(language.handlers())
     # New messages only: an edit (a typo fixed, a channel post reworded) must not deliver
     # the same post again; the dedup key only spans tasks still queued.
     fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
@@ -296,8 +297,13 @@ class Bot:
         orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
-        with contextlib.suppress(Exception):
-            await self.application.bot.set_my_commands(commands.menu())
+        # The command menu in every language (Telegram shows each user theirs), at once:
+        # nine round trips one after another would delay polling by as many.
+        bot = self.application.bot
+        await asyncio.gather(
+            *(bot.set_my_commands(menu, language_code=code) for code, menu in commands.menus()),
+            return_exceptions=True,
+        )
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
         await self.application.start()

@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 
-from xbot import __version__
 from xbot.config import (
     DEFAULT_WEBHOOK_SECRET_ENV,
     Settings,
@@ -118,8 +117,18 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
-    print(f"xbot {__version__}")
+    from xbot.versions import installed
+
+    print("\n".join(installed().lines()))
     return 0
+
+
+class _VersionAction(argparse.Action):
+    """`--version` prints what `xbot version` does (argparse's own would rewrap the lines)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        cmd_version(argparse.Namespace(), Settings())
+        parser.exit()
 
 
 # --- the operator's tools -----------------------------------------------------------------------
@@ -208,7 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
             "from XBOT_* environment variables (see the README); every command has --help."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"xbot {__version__}")
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="print the versions and exit"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser(
@@ -304,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite PATH if it exists")
     p.set_defaults(func=cmd_backup)
 
-    p = sub.add_parser("version", help="print the version")
+    p = sub.add_parser("version", help="print the versions of xbot, PTB, yt-dlp, SQLite, Python")
     p.set_defaults(func=cmd_version, settings=False)
     return parser
 

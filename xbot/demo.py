@@ -4,8 +4,8 @@ A short scripted conversation — a photo post, a video post, a 4-item album,
 the same link again (answered from the cache), a post quoting another one's
 photo, a 45-second 1080p video that goes out as the 720p version that fits,
 a link while the fxtwitter API is down (answered by the next source), a
-deleted post, a Bluesky post and a pixiv work — printed as a readable
-transcript. No token, no network:
+deleted post, a Bluesky post, a pixiv work, and a second user whose Telegram
+is in German — printed as a readable transcript. No token, no network:
 everything is on 127.0.0.1.
 """
 
@@ -29,6 +29,8 @@ from xbot.testing.harness import Harness
 
 CHAT = 4242
 USER = "Ann"
+# The second user: her Telegram app is in German, so the bot answers her in German.
+CHAT_DE, USER_DE, LANGUAGE_DE = 4343, "Lena", "de"
 
 
 def _plain(caption: str) -> str:
@@ -64,7 +66,7 @@ def _size(n: int) -> str:
 class Transcript:
     def __init__(self, out: TextIO) -> None:
         self.out = out
-        self.seen = 0
+        self.seen: dict[int, int] = {}
 
     def say(self, who: str, text: str) -> None:
         lines = text.splitlines() or [""]
@@ -75,17 +77,17 @@ class Transcript:
     def note(self, text: str) -> None:
         self.out.write(f"{'':>6} ┆ ({text})\n")
 
-    def bot_replies(self, harness: Harness) -> None:
-        sent = harness.sent(CHAT)
+    def bot_replies(self, harness: Harness, chat: int = CHAT) -> None:
+        sent = harness.sent(chat)
         group = None
-        for message in sent[self.seen :]:
+        for message in sent[self.seen.get(chat, 0) :]:
             album = message.get("media_group_id")
             if album and album == group:
                 self.say("", describe(message))
             else:
                 self.say("xbot", describe(message))
             group = album
-        self.seen = len(sent)
+        self.seen[chat] = len(sent)
 
 
 async def _step(
@@ -94,14 +96,18 @@ async def _step(
     text: str,
     note: str | None = None,
     sent: Callable[[], str] | None = None,
+    *,
+    chat: int = CHAT,
+    user: str = USER,
+    language_code: str = "en",
 ) -> None:
-    t.say(USER, text)
-    before = len(harness.sent(CHAT))
+    t.say(user, text)
+    before = len(harness.sent(chat))
     hits = harness.media_hits()
-    harness.api.user_message(CHAT, text, first_name=USER)
-    await harness.api.wait_for(lambda: len(harness.sent(CHAT)) > before, 15.0)
+    harness.api.user_message(chat, text, first_name=user, language_code=language_code)
+    await harness.api.wait_for(lambda: len(harness.sent(chat)) > before, 15.0)
     await harness.wait_idle(15.0)
-    t.bot_replies(harness)
+    t.bot_replies(harness, chat)
     downloads = harness.media_hits() - hits
     if note:
         t.note(note.format(downloads=downloads, sent=sent() if sent else "sent"))
@@ -234,6 +240,9 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 harness, t, "https://www.pixiv.net/en/artworks/120000777",
                 "pixiv's image host wants its Referer: downloaded with it, then uploaded",
             )  # fmt: skip
+            out.write("\n")
+            t.note(f"{USER_DE}'s Telegram is in German ({LANGUAGE_DE}): the bot answers in German")
+            await _step(harness, t, "/start", chat=CHAT_DE, user=USER_DE, language_code=LANGUAGE_DE)
             out.write(
                 f"\n{len(harness.api.calls)} Bot API calls, "
                 f"{harness.media_hits()} media downloads, "

@@ -1,9 +1,10 @@
 """`xbot doctor`: what is wrong with this installation, one line per finding.
 
-Checks, in order: the configuration (every problem, naming the setting), the
-data directory (there, writable, free space), the database (opens, schema
-version, integrity, queue), the token's shape, and, unless told to stay
-offline, the Bot API itself (``getMe`` with a timeout: the token works, the
+Checks, in order: the versions a bug report needs (and whether yt-dlp is
+more than 90 days old, `xbot.versions`), the configuration (every problem,
+naming the setting), the data directory (there, writable, free space), the
+database (opens, schema version, integrity, queue), the token's shape, and,
+unless told to stay offline, the Bot API itself (``getMe`` with a timeout: the token works, the
 bot's name, whether privacy mode hides group messages from it).
 
 Exit status: 2 when the configuration is wrong (nothing else is checked
@@ -17,6 +18,7 @@ import asyncio
 import shutil
 import tempfile
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
@@ -24,7 +26,7 @@ import apsw
 import attrs
 import httpx
 
-from xbot import __version__, migrations
+from xbot import migrations, versions
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.db import read_only
 from xbot.errors import StoreError
@@ -95,7 +97,7 @@ def diagnose(
     transport: httpx.BaseTransport | None = None,
 ) -> Report:
     """Run every check against the environment `env` and return the findings."""
-    found: list[Finding] = [Finding("ok", "xbot", f"version {__version__}")]
+    found = version_findings(versions.installed(), date.today())
     settings, problems = check_settings(env)
     found += [
         Finding("warn", name.split(":")[0], name.split(": ", 1)[1]) for name in unknown_names(env)
@@ -146,6 +148,15 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
         return found
 
     return asyncio.run(run())
+
+
+def version_findings(installed: versions.Versions, today: date) -> list[Finding]:
+    """What a bug report needs first, and a warning when yt-dlp has gone stale."""
+    stale, text = versions.staleness(installed.ytdlp, today)
+    return [
+        Finding("ok", "versions", installed.one_line()),
+        Finding("warn" if stale else "ok", "yt-dlp", text),
+    ]
 
 
 def _config_finding(problem: str) -> Finding:

@@ -29,6 +29,7 @@ from telegram import Message
 
 from xbot.destination import Destination
 from xbot.errors import RateLimited, XbotError
+from xbot.i18n import DEFAULT, translator
 from xbot.logs import kv
 from xbot.sender import Sender
 
@@ -100,19 +101,26 @@ def human_size(size: int) -> str:
     return f"{mb / 1024:.1f} GB"
 
 
-def render(snapshot: Snapshot) -> str:
-    """The status line for `snapshot`."""
+def render(snapshot: Snapshot, lang: str = DEFAULT) -> str:
+    """The status line for `snapshot`, in `lang` (`xbot.i18n`)."""
+    _ = translator(lang).gettext
     if snapshot.phase == "fetch":
-        return "Looking at the link…"
+        return _("Looking at the link…")
     if snapshot.phase == "upload":
-        size = f" {human_size(snapshot.done)}" if snapshot.done else ""
-        return f"Uploading{size} to Telegram…"
+        if snapshot.done:
+            return _("Uploading {size} to Telegram…").format(size=human_size(snapshot.done))
+        return _("Uploading to Telegram…")
     if snapshot.total:
         percent = min(100, max(0, snapshot.done * 100 // snapshot.total))
-        return f"Downloading… {percent}% of {human_size(snapshot.total)}"
+        # Translators: a percentage; put the sign where your language does (%41, 41 %, 41٪).
+        share = _("{n}%").format(n=percent)
+        # (Not "{percent}% of": Babel would read "% o" as a printf conversion.)
+        return _("Downloading… {percent} of {total}").format(
+            percent=share, total=human_size(snapshot.total)
+        )
     if snapshot.done:
-        return f"Downloading… {human_size(snapshot.done)}"
-    return "Downloading…"
+        return _("Downloading… {done}").format(done=human_size(snapshot.done))
+    return _("Downloading…")
 
 
 @attrs.define

@@ -14,6 +14,11 @@ Every button names the stage it belongs to, so a second press, a late press
 or a press on a stale message finds the stage moved on and changes nothing:
 at most one forward task is ever enqueued per prompt. The I/O around these
 values is `xbot.forwarding`.
+
+Its sentences come from the message catalogue (`xbot.i18n`): the views take
+the chat's language (``lang``, English by default); the constants are
+English msgids, marked with ``N_``, that the code showing them translates.
+The caption, being the post's words, is never translated.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from xbot.callback_data import Action, CallbackData, encode
+from xbot.i18n import DEFAULT, N_, translator
 from xbot.logs import kv
 from xbot.payloads import SentItem, items_data, items_from
 from xbot.state import CAPTION_EDIT, ChatState, Record, caption_edit_record, record_key
@@ -36,6 +42,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "ALREADY",
+    "CHECK",
     "EXPIRED",
     "EXPIRED_PROMPT",
     "KEEP",
@@ -62,25 +69,32 @@ KEEP: Final = "keep"  # the "Keep caption" button: CONFIRM with this token
 Stage = Literal["open", "editing", "confirm", "queued"]
 STAGES: Final = ("open", "editing", "confirm", "queued")
 
-EXPIRED: Final = "This button has expired."
-EXPIRED_PROMPT: Final = "This prompt expired; nothing was forwarded."
-SKIPPED: Final = "Not forwarded."
-ALREADY: Final = "Already sent to the channel (or on its way)."
-ASK: Final = "Send me the new caption."
-QUEUED: Final = "Forwarding…"
-NO_CHANNEL: Final = "This chat has no linked channel any more: /channel @name links one."
+EXPIRED: Final = N_("This button has expired.")
+EXPIRED_PROMPT: Final = N_("This prompt expired; nothing was forwarded.")
+SKIPPED: Final = N_("Not forwarded.")
+ALREADY: Final = N_("Already sent to the channel (or on its way).")
+ASK: Final = N_("Send me the new caption.")
+QUEUED: Final = N_("Forwarding…")
+CHECK: Final = N_("Check the caption, then forward.")
+NO_CHANNEL: Final = N_("This chat has no linked channel any more: /channel @name links one.")
 
 
-def _title(title: str | None) -> str:
-    return f"<b>{html.escape(title or 'the channel')}</b>"
+def _title(title: str | None, lang: str = DEFAULT) -> str:
+    # Translators: stands in for a linked channel whose name is unknown.
+    shown = title or translator(lang).gettext("the channel")
+    return f"<b>{html.escape(shown)}</b>"
 
 
-def forwarded_text(title: str | None) -> str:
-    return f"Forwarded to {_title(title)}."
+def forwarded_text(title: str | None, lang: str = DEFAULT) -> str:
+    return translator(lang).gettext("Forwarded to {channel}.").format(channel=_title(title, lang))
 
 
-def failed_text(title: str | None, reason: str) -> str:
-    return f"Could not forward to {_title(title)}: {html.escape(reason.rstrip('.'))}."
+def failed_text(title: str | None, reason: str, lang: str = DEFAULT) -> str:
+    return (
+        translator(lang)
+        .gettext("Could not forward to {channel}: {reason}.")
+        .format(channel=_title(title, lang), reason=html.escape(reason.rstrip(".")))
+    )
 
 
 # --- the prompt -------------------------------------------------------------------------------
@@ -198,45 +212,51 @@ def _button(label: str, action: Action, *args: int | str) -> InlineKeyboardButto
 
 
 def prompt_view(
-    prompt: Prompt, channel_title: str | None
+    prompt: Prompt, channel_title: str | None, lang: str = DEFAULT
 ) -> tuple[str, InlineKeyboardMarkup | None]:
-    """The prompt message (HTML) and its buttons, for its stage. Each button names its stage:
-    `apply_press` refuses a press whose stage has passed."""
+    """The prompt message (HTML) and its buttons, for its stage, in `lang`. Each button
+    names its stage: `apply_press` refuses a press whose stage has passed."""
+    _ = translator(lang).gettext
     pid = prompt.id
-    title = _title(channel_title)
+    title = _title(channel_title, lang)
     if prompt.stage == "open":
-        return f"Forward this post to {title}?", InlineKeyboardMarkup(
+        return _("Forward this post to {channel}?").format(channel=title), InlineKeyboardMarkup(
             [
-                [_button("Forward to channel", Action.FORWARD, pid)],
+                [_button(_("Forward to channel"), Action.FORWARD, pid)],
                 [
-                    _button("Edit caption", Action.EDIT, pid),
-                    _button("Skip", Action.SKIP, pid),
+                    _button(_("Edit caption"), Action.EDIT, pid),
+                    _button(_("Skip"), Action.SKIP, pid),
                 ],
             ]
         )
     if prompt.stage == "editing":
-        text = (
+        text = _(
             "Send me the new caption as your next message here, or reply to this message. "
             "/cancel keeps things as they are.\n\n"
-            f"Current caption:\n{prompt.final_caption}"
-        )
+            "Current caption:\n{caption}"
+        ).format(caption=prompt.final_caption)
         return text, InlineKeyboardMarkup(
             [
                 [
-                    _button("Keep caption", Action.CONFIRM, pid, KEEP),
-                    _button("Skip", Action.SKIP, pid),
+                    _button(_("Keep caption"), Action.CONFIRM, pid, KEEP),
+                    _button(_("Skip"), Action.SKIP, pid),
                 ]
             ]
         )
     if prompt.stage == "confirm":
-        text = f"The caption will be:\n\n{prompt.final_caption}\n\nForward it to {title}?"
+        text = _("The caption will be:\n\n{caption}\n\nForward it to {channel}?").format(
+            caption=prompt.final_caption, channel=title
+        )
         return text, InlineKeyboardMarkup(
             [
-                [_button("Forward", Action.CONFIRM, pid)],
-                [_button("Edit again", Action.EDIT, pid), _button("Skip", Action.SKIP, pid)],
+                [_button(_("Forward"), Action.CONFIRM, pid)],
+                [
+                    _button(_("Edit again"), Action.EDIT, pid),
+                    _button(_("Skip"), Action.SKIP, pid),
+                ],
             ]
         )
-    return f"Forwarding to {title}…", None
+    return _("Forwarding to {channel}…").format(channel=title), None
 
 
 # --- transitions (pure) -------------------------------------------------------------------------
@@ -311,7 +331,7 @@ def apply_press(
     if action == Action.CONFIRM and keep and prompt.stage == "editing":
         confirm = attrs.evolve(prompt, stage="confirm", new_caption=None, editor=None)
         new = _without_edit_of(state, prompt).with_record(confirm.record(expires))
-        return new, Press("confirm", confirm, "Check the caption, then forward.")
+        return new, Press("confirm", confirm, CHECK)
     forward_now = (action == Action.FORWARD and prompt.stage == "open") or (
         action == Action.CONFIRM and not keep and prompt.stage == "confirm"
     )

@@ -76,6 +76,10 @@ class ChatSettings:
             caption-edit step.
         channel_id, channel_title: the linked channel, if any.
         caption_template: a ``/format`` template, None for the built-in caption.
+        language: the language an admin picked in ``/settings`` (groups and
+            channels; a private chat follows the user's Telegram language).
+        adder_language: the Telegram language of whoever added the bot here,
+            the group's language until an admin picks one (`xbot.i18n`).
     """
 
     ytdlp: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -89,6 +93,8 @@ class ChatSettings:
     channel_id: int | None = attrs.field(default=None, validator=_optional_int)
     channel_title: str | None = attrs.field(default=None, validator=_optional_str)
     caption_template: str | None = attrs.field(default=None, validator=_optional_str)
+    language: str | None = attrs.field(default=None, validator=_optional_str)
+    adder_language: str | None = attrs.field(default=None, validator=_optional_str)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
         """Whether links to other sites are served: the chat's choice, else on only in private."""

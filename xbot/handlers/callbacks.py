@@ -25,7 +25,7 @@ from xbot.handlers.operator import DEAD_SHOWN, dead_view
 from xbot.logs import kv
 from xbot.prompts import EXPIRED, SKIPPED, find_prompt
 from xbot.services import XContext
-from xbot.settings_menu import change_note, menu_markup, menu_text, toggle
+from xbot.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
 from xbot.state import ChatState
 
 log = logging.getLogger(__name__)
@@ -120,10 +120,12 @@ async def _settings(
             await answer(context, query, EXPIRED)
             return
         await answer(context, query)
-        await edit(context, message, "Settings closed. /settings opens them again.")
+        menu = await menu_context(services, chat, query.from_user.language_code)
+        settings = (await services.chats.get(chat.id, services.clock())).settings
+        await edit(context, message, closed_text(settings, menu))
         return
     code = data.str_arg(0)
-    menu = await menu_context(services, chat)
+    menu = await menu_context(services, chat, query.from_user.language_code)
     now = services.clock()
     if code is None or len(data.args) != 1:
         await answer(context, query, EXPIRED)

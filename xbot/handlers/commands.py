@@ -26,12 +26,21 @@ from telegram import (
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
-from xbot.caption import MALFORMED, PLACEHOLDERS, TOO_LONG, render_template, validate_template
+from xbot.caption import (
+    MALFORMED,
+    MAX_TEMPLATE_LENGTH,
+    PLACEHOLDERS,
+    TOO_LONG,
+    render_template,
+    validate_template,
+)
 from xbot.errors import ChatUnavailable, Permanent, XbotError
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.language import language_of, translator_of
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
+from xbot.i18n import LANGUAGES, N_, telegram_code, translator
 from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.services import Services, XContext
@@ -41,7 +50,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[Update, XContext], Coroutine[Any, Any, None]]
 
-HELP_TEXT = (
+HELP_TEXT = N_(
     "Send me a link to a post on X and I answer with its photos and videos.\n"
     "For example: https://x.com/NASA/status/1234567890\n\n"
     "Links from twitter.com, fxtwitter.com, vxtwitter.com and fixupx.com work too, "
@@ -65,7 +74,8 @@ class Command:
 
     Attributes:
         name: without the slash.
-        description: shown in Telegram's command menu and in /help.
+        description: shown in Telegram's command menu and in /help; an English
+            msgid (marked with ``N_``), translated where it is shown.
         handler: the coroutine answering it.
         admin: only for the bot's admins (XBOT_ADMIN_IDS); not in the public menu.
     """
@@ -105,8 +115,11 @@ async def may_manage(update: Update, context: XContext) -> bool:
     return await context.services.authority.may(chat.type, chat.id, actor_of(update))
 
 
-async def menu_context(services: Services, chat: Chat) -> MenuContext:
-    """What the /settings menu offers in this chat, from the Bot API, not the client."""
+async def menu_context(
+    services: Services, chat: Chat, user_language: str | None = None
+) -> MenuContext:
+    """What the /settings menu offers in this chat, from the Bot API, not the client;
+    `user_language` is the Telegram language of whoever opened or pressed it."""
     can_delete = False
     if chat.type in (ChatType.GROUP, ChatType.SUPERGROUP):
         can_delete = (await services.authority.admins(chat.id)).bot_can_delete
@@ -115,6 +128,7 @@ async def menu_context(services: Services, chat: Chat) -> MenuContext:
         can_delete=can_delete,
         other_sites=True,  # yt-dlp is always wired in; each chat turns it on or off
         documents=True,  # xbot.delivery sends photos as files when the chat asks
+        user_language=user_language,
     )
 
 
@@ -125,16 +139,23 @@ async def cmd_start(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
         return
-    await _reply(context, message, HELP_TEXT)
+    _ = (await translator_of(update, context)).gettext
+    await _reply(context, message, _(HELP_TEXT))
+
+
+def help_text(lang: str) -> str:
+    """/help: what the bot does and the public commands, in `lang`."""
+    _ = translator(lang).gettext
+    lines = [_(HELP_TEXT), "", _("Commands:")]
+    lines += [f"/{c.name} — {_(c.description)}" for c in COMMANDS if not c.admin]
+    return "\n".join(lines)
 
 
 async def cmd_help(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
         return
-    lines = [HELP_TEXT, "", "Commands:"]
-    lines += [f"/{c.name} — {c.description}" for c in COMMANDS if not c.admin]
-    await _reply(context, message, "\n".join(lines))
+    await _reply(context, message, help_text(await language_of(update, context)))
 
 
 async def cmd_settings(update: Update, context: XContext) -> None:
@@ -146,7 +167,8 @@ async def cmd_settings(update: Update, context: XContext) -> None:
         return
     services = context.services
     settings = (await services.chats.get(chat.id, services.clock())).settings
-    ctx = await menu_context(services, chat)
+    user = update.effective_user
+    ctx = await menu_context(services, chat, user.language_code if user else None)
     await _reply(
         context,
         message,
@@ -277,18 +299,28 @@ FORMAT_USAGE = (
 )
 
 
-def format_problems(problems: list[str]) -> str:
-    """The refusal of a template: what is wrong, and the placeholders that exist."""
+def format_problems(problems: list[str], lang: str = "en") -> str:
+    """The refusal of a template, in `lang`: what is wrong, and the placeholders that exist."""
+    tr = translator(lang)
+    _ = tr.gettext
     unknown = [p for p in problems if p not in (MALFORMED, TOO_LONG)]
     parts = []
     if MALFORMED in problems:
-        parts.append("The template has unbalanced braces: write { and } around a placeholder.")
+        parts.append(_("The template has unbalanced braces: write { and } around a placeholder."))
     if unknown:
         listed = " ".join(f"{{{p}}}" for p in unknown)
-        parts.append(f"Unknown placeholder{'s' if len(unknown) > 1 else ''}: {listed}.")
+        parts.append(
+            tr.ngettext(
+                "Unknown placeholder: {listed}.", "Unknown placeholders: {listed}.", len(unknown)
+            ).format(listed=listed)
+        )
     if TOO_LONG in problems:
-        parts.append(f"The template's own text is {TOO_LONG}.")
-    parts.append(f"Known placeholders: {KNOWN_PLACEHOLDERS}.")
+        parts.append(
+            _("The template's own text is longer than {limit} characters.").format(
+                limit=MAX_TEMPLATE_LENGTH
+            )
+        )
+    parts.append(_("Known placeholders: {placeholders}.").format(placeholders=KNOWN_PLACEHOLDERS))
     return " ".join(parts)
 
 
@@ -315,7 +347,9 @@ async def cmd_format(update: Update, context: XContext) -> None:
         return
     problems = validate_template(template)
     if problems:
-        await _reply(context, message, format_problems(problems))
+        await _reply(
+            context, message, format_problems(problems, await language_of(update, context))
+        )
         return
     await services.chats.set_settings(chat.id, now, caption_template=template)
     preview = render_template(template, SAMPLE)
@@ -352,12 +386,14 @@ async def on_migrate(update: Update, context: XContext) -> None:
 
 
 COMMANDS: list[Command] = [
-    Command("start", "what this bot does", cmd_start),
-    Command("help", "how to use it", cmd_help),
-    Command("settings", "this chat's settings", cmd_settings),
-    Command("channel", "link a channel to forward posts to", cmd_channel),
-    Command("format", "your own caption template", cmd_format),
-    Command("cancel", "drop a pending caption edit", cmd_cancel),
+    Command("start", N_("what this bot does"), cmd_start),
+    Command("help", N_("how to use it"), cmd_help),
+    Command("settings", N_("this chat's settings"), cmd_settings),
+    Command("channel", N_("link a channel to forward posts to"), cmd_channel),
+    Command("format", N_("your own caption template"), cmd_format),
+    Command("cancel", N_("drop a pending caption edit"), cmd_cancel),
+    # The operators' commands are not in the menu and stay in English: they are
+    # for the people running the bot, whose tools (logs, xbot doctor) are English.
     Command("stats", "queue, cache and uptime", cmd_stats, admin=True),
     Command("clear_cache", "forget cached posts", cmd_clear_cache, admin=True),
     Command("debug", "what the fetcher sees for a link", cmd_debug, admin=True),
@@ -404,6 +440,13 @@ def handlers() -> list[BaseHandler[Update, XContext, None]]:
     return found
 
 
-def menu() -> list[BotCommand]:
-    """The public command menu (setMyCommands)."""
-    return [BotCommand(c.name, c.description) for c in COMMANDS if not c.admin]
+def menu(lang: str = "en") -> list[BotCommand]:
+    """The public command menu (setMyCommands), in `lang`."""
+    _ = translator(lang).gettext
+    return [BotCommand(c.name, _(c.description)) for c in COMMANDS if not c.admin]
+
+
+def menus() -> list[tuple[str | None, list[BotCommand]]]:
+    """(setMyCommands' ``language_code``, the menu) for every language: None is the
+    default menu (English), which users of any other language see."""
+    return [(telegram_code(lang), menu(lang)) for lang in LANGUAGES]

@@ -9,7 +9,7 @@ import time
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
-from xbot import __version__
+from xbot import versions
 from xbot.callback_data import Action, CallbackData, encode
 from xbot.errors import FetchError
 from xbot.handlers.answers import reply, rest_of
@@ -49,7 +49,7 @@ async def cmd_stats(update: Update, context: XContext) -> None:
     counts = stats.counts_by_state
     by_state = ", ".join(f"{state} {n}" for state, n in counts.items())
     lines = [
-        f"xbot {__version__}",
+        versions.installed().one_line(),
         f"Uptime: {_age(time.time() - services.started_at)}",
         f"Tasks: {by_state}",
         f"Oldest pending: {_age(stats.oldest_pending_age)}",

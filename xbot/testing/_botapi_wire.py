@@ -255,13 +255,18 @@ def as_json(value: Any, what: str) -> Any:
     return value
 
 
-def user(user_id: int, first_name: str | None = None, username: str | None = None) -> JSON:
+def user(
+    user_id: int,
+    first_name: str | None = None,
+    username: str | None = None,
+    language_code: str = "en",
+) -> JSON:
     return {
         "id": user_id,
         "is_bot": False,
         "first_name": first_name or f"User{user_id}",
         "username": username or f"user{user_id}",
-        "language_code": "en",
+        "language_code": language_code,
     }
 
 

@@ -241,6 +241,7 @@ class BotApiServer(TelegramModel, ServerBase):
         sender_chat: int | None = None,
         first_name: str | None = None,
         username: str | None = None,
+        language_code: str = "en",
     ) -> JSON:
         """A user (or, in a channel, the channel) posts `text`; returns the update.
 
@@ -277,7 +278,7 @@ class BotApiServer(TelegramModel, ServerBase):
                 msg["sender_chat"] = sender_dict
             else:
                 uid = user_id if user_id is not None else (chat_id if chat_id > 0 else 1001)
-                msg["from"] = user(uid, first_name, username)
+                msg["from"] = user(uid, first_name, username, language_code)
             found = entities if entities is not None else auto_entities(text)
             if caption:
                 photo = self._files.store("photo", tiny_jpeg(), "photo.jpg", "image/jpeg")
@@ -305,6 +306,7 @@ class BotApiServer(TelegramModel, ServerBase):
         user_id: int | None = None,
         *,
         first_name: str | None = None,
+        language_code: str = "en",
     ) -> JSON:
         """A user presses an inline button with `data` under message `message_id`."""
         with self._lock:
@@ -319,7 +321,7 @@ class BotApiServer(TelegramModel, ServerBase):
                 message = stored
             query: JSON = {
                 "id": query_id,
-                "from": user(uid, first_name),
+                "from": user(uid, first_name, language_code=language_code),
                 "message": message,
                 "chat_instance": str((abs(chat_id) * 7919 + 17) % 10**18),
                 "data": data,
@@ -327,7 +329,27 @@ class BotApiServer(TelegramModel, ServerBase):
             self._callbacks[query_id] = (time.monotonic(), query)
             return self.inject_update({"callback_query": query})
 
-    # ------------------------------------------------------------------ faults
+    def bot_added(
+        self,
+        chat_id: int,
+        user_id: int,
+        *,
+        chat_type: str = "supergroup",
+        language_code: str = "en",
+    ) -> JSON:
+        """User `user_id` adds the bot to chat `chat_id`: the my_chat_member update."""
+        with self._lock:
+            chat = self._chats.get(chat_id) or self.add_chat(chat_id, chat_type)
+            me = {k: self.bot_user[k] for k in ("id", "is_bot", "first_name", "username")}
+            change: JSON = {
+                "chat": chat.as_message_chat(),
+                "from": user(user_id, language_code=language_code),
+                "date": int(time.time()),
+                "old_chat_member": {"status": "left", "user": me},
+                "new_chat_member": {"status": "member", "user": me},
+            }
+            return self.inject_update({"my_chat_member": change})
+
     # ------------------------------------------------------------------ faults
 
     def fail_next(

@@ -1,0 +1,350 @@
+"""Languages: the decision, the catalogues (complete, consistent with English, up to date
+with the code and compiled), every message of every language through the stand-in's HTML
+parser, and the bot answering in the user's or the chat's language end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import gettext
+import io
+import re
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from babel.messages.catalog import Catalog, Message
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
+from xbot.handlers.commands import COMMANDS, help_text
+from xbot.i18n import (
+    DEFAULT,
+    LANGUAGES,
+    LOCALE_DIR,
+    Translator,
+    chat_language,
+    mo_path,
+    normalize,
+    telegram_code,
+    translator,
+)
+from xbot.testing._tgtext import EntityParseError, parse_html
+from xbot.testing.harness import Harness
+
+ROOT = Path(__file__).resolve().parent.parent
+POT = LOCALE_DIR / "xbot.pot"
+TRANSLATED = [lang for lang in LANGUAGES if lang != DEFAULT]
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+
+
+def _catalogue(path: Path, lang: str | None = None) -> Catalog:
+    with path.open("rb") as f:
+        return read_po(f, locale=lang)
+
+
+def _po(lang: str) -> Path:
+    return LOCALE_DIR / lang / "LC_MESSAGES" / "xbot.po"
+
+
+def _messages(catalog: Catalog) -> Iterator[Message]:
+    return (m for m in catalog if m.id)
+
+
+def _ids(message: Message) -> list[str]:
+    return list(message.id) if isinstance(message.id, (list, tuple)) else [message.id]
+
+
+def _strings(message: Message) -> list[str]:
+    s = message.string
+    return list(s) if isinstance(s, (list, tuple)) else [s]
+
+
+def english_ids() -> list[str]:
+    return [_ids(m)[0] for m in _messages(_catalogue(POT))]
+
+
+# --- the decision -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "lang"),
+    [
+        ("en", "en"),
+        ("en-GB", "en"),
+        ("ru", "ru"),
+        ("pt-br", "pt_BR"),
+        ("pt-BR", "pt_BR"),
+        ("pt_BR", "pt_BR"),
+        ("pt", "pt_BR"),
+        ("es-419", "es"),
+        ("de-AT", "de"),
+        ("DE", "de"),
+        ("in", "id"),
+        ("fa", "fa"),
+        ("zh-hans", "en"),
+        ("", "en"),
+        (None, "en"),
+        ("  ja ", "ja"),
+    ],
+    ids=repr,
+)
+def test_normalize(code: str | None, lang: str) -> None:
+    assert normalize(code) == lang
+
+
+@pytest.mark.parametrize(
+    ("chat_type", "user", "setting", "adder", "lang"),
+    [
+        ("private", "de", None, None, "de"),
+        ("private", "de", "ru", "tr", "de"),  # a private chat has no group setting to follow
+        ("private", None, None, None, "en"),
+        ("private", "xx", None, None, "en"),
+        ("supergroup", "de", "ru", "tr", "ru"),  # an admin's pick wins
+        ("supergroup", "de", None, "tr", "tr"),  # else whoever added the bot
+        ("supergroup", "de", None, None, "en"),  # never the speaker's own: many people read it
+        ("group", None, "pt-br", None, "pt_BR"),
+        ("channel", None, None, "ja", "ja"),
+        ("supergroup", None, "xx", "tr", "en"),  # an unknown pick is English, not the adder's
+    ],
+    ids=["private", "private-ignores-group", "private-none", "private-unknown", "group-setting",
+         "group-adder", "group-default", "group-region", "channel-adder", "group-unknown"],
+)  # fmt: skip
+def test_chat_language(
+    chat_type: str, user: str | None, setting: str | None, adder: str | None, lang: str
+) -> None:
+    assert (
+        chat_language(chat_type, user_language=user, chat_setting=setting, adder_language=adder)
+        == lang
+    )
+
+
+def test_telegram_codes() -> None:
+    assert telegram_code("en") is None  # the default menu
+    assert [telegram_code(lang) for lang in TRANSLATED] == [
+        "ru", "es", "pt", "de", "tr", "id", "ja", "fa"
+    ]  # fmt: skip
+
+
+# --- the catalogues -----------------------------------------------------------------------------
+
+
+def test_languages_shipped() -> None:
+    assert {"en", "ru", "es", "pt_BR", "de", "tr", "id", "ja", "fa"} <= set(LANGUAGES)
+    for lang in TRANSLATED:
+        assert _po(lang).is_file(), lang
+        assert mo_path(lang).is_file(), lang
+
+
+@pytest.mark.parametrize("lang", TRANSLATED)
+def test_every_catalogue_is_complete(lang: str) -> None:
+    """Every English sentence has a translation, every plural form filled, none fuzzy."""
+    catalog = _catalogue(_po(lang), lang)
+    ids = {_ids(m)[0] for m in _messages(catalog)}
+    assert ids == set(english_ids())
+    for message in _messages(catalog):
+        assert not message.fuzzy, message.id
+        strings = _strings(message)
+        assert all(strings), message.id
+        if message.pluralizable:
+            assert len(strings) == catalog.num_plurals, message.id
+    # What `pybabel compile` checks too (a printf-style flag it infers, plural counts).
+    assert [(m.id, [str(e) for e in errors]) for m, errors in catalog.check()] == []
+
+
+@pytest.mark.parametrize("lang", TRANSLATED)
+def test_placeholders_and_tags_match_english(lang: str) -> None:
+    for message in _messages(_catalogue(_po(lang), lang)):
+        english = _ids(message)
+        want_fields = Counter(_PLACEHOLDER.findall(english[-1]))
+        want_tags = Counter(_TAG.findall(english[-1]))
+        assert Counter(_PLACEHOLDER.findall(english[0])) == want_fields  # singular = plural
+        for text in _strings(message):
+            assert Counter(_PLACEHOLDER.findall(text)) == want_fields, (message.id, text)
+            assert Counter(_TAG.findall(text)) == want_tags, (message.id, text)
+            # Commands and the example link are the same in every language.
+            for literal in re.findall(r"/[a-z_]+(?: off| reset)?|https://\S+", english[0]):
+                assert literal in text, (literal, text)
+
+
+def test_the_template_is_up_to_date_with_the_code() -> None:
+    """Every marked sentence in xbot/ is in xbot.pot, and nothing else (run `make catalogs`)."""
+    with (ROOT / "babel.cfg").open() as cfg:
+        method_map, options_map = parse_mapping_cfg(cfg)
+    keywords = {**DEFAULT_KEYWORDS, "N_": None}
+    found = {
+        msg[0] if isinstance(msg, tuple) else msg
+        for _, _, msg, *_ in extract_from_dir(
+            ROOT / "xbot", method_map, options_map, keywords=keywords
+        )
+    }
+    assert found == set(english_ids())
+
+
+@pytest.mark.parametrize("lang", TRANSLATED)
+def test_the_compiled_catalogue_is_the_po(lang: str) -> None:
+    """The shipped .mo is what `pybabel compile` makes of the .po now (run `make catalogs`)."""
+    out = io.BytesIO()
+    write_mo(out, _catalogue(_po(lang), lang))
+    assert mo_path(lang).read_bytes() == out.getvalue()
+
+
+def _sample(text: str) -> str:
+    """A message with its placeholders filled the way the code fills them (escaped HTML)."""
+    values = {
+        "channel": "<b>My &lt;Channel&gt;</b>",
+        "title": "My &lt;Channel&gt;",
+        "caption": "Alice (@alice): hi &amp; bye",
+        "reason": "Bad Request: chat not found",
+        "listed": "{foo} {bar}",
+        "placeholders": "{author} {handle} {text} {url}",
+        "limit": "512",
+        "state": "on",
+        "style": "short",
+        "language": "Deutsch",
+        "size": "31 MB",
+        "percent": "42",
+        "total": "31 MB",
+        "done": "812 KB",
+        "n": "42",
+    }
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+
+@pytest.mark.parametrize("lang", list(LANGUAGES))
+def test_every_message_parses_as_telegram_html(lang: str) -> None:
+    """Every sentence of every language, filled in, is accepted by the stand-in's HTML parser
+    (Telegram's rules: balanced known tags, escaped < > &) and fits a message."""
+    tr = translator(lang)
+    for message in _messages(_catalogue(POT)):
+        ids = _ids(message)
+        texts = (
+            [tr.ngettext(ids[0], ids[1], n) for n in (1, 2, 5)]
+            if message.pluralizable
+            else [tr.gettext(ids[0])]
+        )
+        for text in texts:
+            assert text
+            try:
+                plain, _ = parse_html(_sample(text))
+            except EntityParseError as exc:  # pragma: no cover - the failure message
+                pytest.fail(f"{lang}: {text!r}: {exc}")
+            assert 0 < len(plain) <= 4096
+    for command in COMMANDS:
+        assert 1 <= len(tr.gettext(command.description)) <= 256  # setMyCommands' limit
+
+
+# --- the lookups --------------------------------------------------------------------------------
+
+
+def test_a_missing_translation_falls_back_to_english_sentence_by_sentence() -> None:
+    partial = Catalog(locale="de")
+    partial.add("Close", "Schließen")
+    partial.add("Skip", "")  # untranslated
+    partial.add("Forward", "Weiterleiten", flags=["fuzzy"])  # not trusted: not compiled
+    partial.add(("One {n}.", "Many {n}."), ("Ein {n}.", "Viele {n}."))
+    out = io.BytesIO()
+    write_mo(out, partial)
+    out.seek(0)
+    tr = Translator("de", catalogue=gettext.GNUTranslations(out))
+    assert tr.gettext("Close") == "Schließen"
+    assert tr.gettext("Skip") == "Skip"
+    assert tr.gettext("Forward") == "Forward"
+    assert tr.gettext("Never marked") == "Never marked"
+    assert [tr.ngettext("One {n}.", "Many {n}.", n) for n in (1, 3)] == ["Ein {n}.", "Viele {n}."]
+    assert [tr.ngettext("A {n}.", "As {n}.", n) for n in (1, 3)] == ["A {n}.", "As {n}."]
+
+
+def test_one_translator_per_language_whatever_the_spelling() -> None:
+    assert translator("de-AT") is translator("de") is translator("DE")
+    assert translator("zh-hans") is translator(None) is translator("en")
+    assert translator("de").lang == "de"
+
+
+def test_plurals_follow_each_language() -> None:
+    one, many = "Unknown placeholder: {listed}.", "Unknown placeholders: {listed}."
+    ru = translator("ru")
+    assert ru.ngettext(one, many, 1) == "Неизвестная подстановка: {listed}."
+    assert ru.ngettext(one, many, 3) == "Неизвестные подстановки: {listed}."
+    assert translator("en").ngettext(one, many, 2) == many
+    assert translator("ja").ngettext(one, many, 1) == translator("ja").ngettext(one, many, 7)
+
+
+def test_help_lists_the_same_commands_in_every_language() -> None:
+    for lang in LANGUAGES:
+        text = help_text(lang)
+        for command in COMMANDS:
+            assert (f"/{command.name} — " in text) == (not command.admin), (lang, command.name)
+    assert help_text("de").startswith("Schick mir einen Link")
+
+
+def test_the_posts_words_are_never_translated() -> None:
+    """A caption that happens to be a msgid stays as the author wrote it."""
+    from xbot.prompts import Prompt, prompt_view
+
+    prompt = Prompt(id=1, owner=None, url="https://x.com/a/status/1", items=(), caption="Close",
+                    stage="confirm")  # fmt: skip
+    text, _ = prompt_view(prompt, "Chan", "de")
+    assert "\n\nClose\n\n" in text
+    assert text.startswith("Die Beschriftung wird:")
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+GROUP = -700
+ADMIN = 3001
+
+
+@pytest.fixture
+async def h(tmp_path: Path) -> AsyncIterator[Harness]:
+    harness = await Harness.start(tmp_path / "data", start_bot=False)
+    harness.api.add_chat(GROUP, "supergroup", title="Grupo", admins=[ADMIN])
+    await harness.start_bot()
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def _said(h: Harness, chat: int, text: str, **kw: Any) -> dict[str, Any]:
+    before = len(h.sent(chat))
+    h.api.user_message(chat, text, **kw)
+    await h.api.wait_for(lambda: len(h.sent(chat)) > before, 5)
+    return h.sent(chat)[before]
+
+
+async def test_a_private_chat_is_answered_in_the_users_language(h: Harness) -> None:
+    assert (await _said(h, 1001, "/start", language_code="ru"))["text"].startswith("Пришлите")
+    assert (await _said(h, 1001, "/start", language_code="pt-br"))["text"].startswith("Me mande")
+    assert (await _said(h, 1001, "/start", language_code="zh-hans"))["text"].startswith("Send")
+
+
+async def test_a_group_speaks_its_adders_language_then_its_admins_pick(h: Harness) -> None:
+    kw: dict[str, Any] = {"chat_type": "supergroup", "user_id": ADMIN}
+    before = await _said(h, GROUP, "/help", language_code="de", **kw)
+    assert before["text"].startswith("Send me")  # nobody chose: English, not the speaker's
+    h.api.bot_added(GROUP, ADMIN, language_code="es")
+    # No message follows a my_chat_member update: wait (bounded) for the setting it writes.
+    async with asyncio.timeout(5):
+        while (await h.services.chats.get(GROUP, h.clock())).settings.adder_language != "es":
+            await asyncio.sleep(0.01)
+    assert (await _said(h, GROUP, "/help", language_code="de", **kw))["text"].startswith("Envíame")
+    assert (await h.services.chats.get(GROUP, h.clock())).settings.language is None
+
+    menu = await _said(h, GROUP, "/settings", language_code="de", **kw)
+    assert menu["text"].startswith("Configuración de este chat")  # as Telegram stores it
+    buttons = [b for row in menu["reply_markup"]["inline_keyboard"] for b in row]
+    lang_button = next(b for b in buttons if b["text"].startswith("Idioma: "))
+    assert lang_button["text"] == "Idioma: Español"
+    answered = len(h.api.calls_for("answerCallbackQuery"))
+    h.api.callback_query(GROUP, menu["message_id"], lang_button["callback_data"], ADMIN)
+    await h.api.wait_for(lambda: len(h.api.calls_for("answerCallbackQuery")) > answered, 5)
+    order = list(LANGUAGES)
+    picked = order[order.index("es") + 1]
+    text = (await _said(h, GROUP, "/help", language_code="es", **kw))["text"]
+    assert text == help_text(picked)
+    assert (await h.services.chats.get(GROUP, h.clock())).settings.language == picked
