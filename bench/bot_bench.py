@@ -420,8 +420,9 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         print("| `xbot run`: Popen → first getUpdates | never arrived | |")
     im = imports["import_ms"]
     print(
-        f"| import xbot.cli + xbot.app (-X importtime, cumulative) | xbot.app {im['xbot.app']:.0f}"
-        f" ms (telegram {im['telegram']:.0f}, httpx {im['httpx']:.0f}, apsw {im['apsw']:.0f}),"
+        f"| import xbot.cli + xbot.app (-X importtime, cumulative) "
+        f"| xbot.app {im['xbot.app']:.0f} ms (telegram {im['telegram']:.0f}, "
+        f"httpx {im['httpx']:.0f}, apsw {im['apsw']:.0f}),"
         f" {imports['modules']} modules | |"
     )
     print(f"| yt_dlp loaded by that import | {'yes' if imports['yt_dlp'] else 'no'} | no |")

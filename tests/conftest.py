@@ -1,29 +1,136 @@
-"""Shared fixtures: the real bot against the local stand-ins, on a temp data dir."""
+"""What the tests share, defined once: databases, clocks, the stand-in harness, waits.
+
+Fixtures (pytest hands them to any test that names them):
+
+- ``db_path``: where a test's database file goes (nothing is created).
+- ``pool``: that file created, migrated and opened (`open_store`), closed after.
+- ``clock``: a `ManualClock`, time that moves only when the test moves it.
+- ``harness``: the real bot against the local stand-ins (Bot API, X API,
+  media host) on 127.0.0.1, on a temp data dir; ``harness_no_url_fetch``
+  the same with a Bot API that, like the real one, cannot fetch our
+  loopback URLs; ``start_harness(**options)`` for any other configuration
+  (every harness it starts is stopped after the test).
+
+Helpers, imported where needed (``from conftest import wait_until``):
+
+- `ManualClock`, `WallClock` (real time plus an offset a test pushes forward).
+- `load_soak`: ``bench/soak.py`` as a module (its stand-in processes and checks).
+- `wait_until` / `eventually` (async): wait for a condition, with a bound. A test
+  never sleeps to prove that something did not happen: it waits for the
+  event that would follow it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import importlib.util
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from xbot.db import DbPool, open_store
 from xbot.testing.harness import Harness
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class ManualClock:
+    """``clock()`` is ``now``; a test moves it (``clock.now += 30``)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class WallClock:
+    """Real time plus ``offset``: for code that compares with times the stand-ins stamp."""
+
+    def __init__(self, offset: float = 0.0) -> None:
+        self.offset = offset
+
+    def __call__(self) -> float:
+        return time.time() + self.offset
+
+
+def wait_until(predicate: Callable[[], Any], within: float = 10.0, what: str = "it") -> None:
+    """Block until ``predicate()`` is true; `TimeoutError` after ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {within} s")
+        time.sleep(0.002)
+
+
+async def eventually(predicate: Callable[[], Any], within: float = 10.0, what: str = "it") -> None:
+    """`wait_until` for async tests: the event loop keeps running meanwhile."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not happen within {within} s")
+        await asyncio.sleep(0.005)
+
+
+def load_soak() -> Any:
+    """``bench/soak.py`` (not a package: loaded from its file, once)."""
+    if "xbot_soak" in sys.modules:
+        return sys.modules["xbot_soak"]
+    spec = importlib.util.spec_from_file_location("xbot_soak", ROOT / "bench" / "soak.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["xbot_soak"] = module
+    spec.loader.exec_module(module)
+    return module
+
 
 @pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    h = await Harness.start(tmp_path / "data")
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "xbot.sqlite3"
+
+
+@pytest.fixture
+async def pool(db_path: Path) -> AsyncIterator[DbPool]:
+    p = await open_store(db_path)
     try:
-        yield h
+        yield p
     finally:
-        await h.stop()
+        await p.close()
 
 
 @pytest.fixture
-async def harness_no_url_fetch(tmp_path: Path) -> AsyncIterator[Harness]:
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+async def start_harness(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Harness]]]:
+    """``await start_harness(**options)``: a harness as `Harness.start` takes options."""
+    started: list[Harness] = []
+
+    async def start(**options: Any) -> Harness:
+        h = await Harness.start(tmp_path / "data", **options)
+        started.append(h)
+        return h
+
+    try:
+        yield start
+    finally:
+        for h in reversed(started):
+            await h.stop()
+
+
+@pytest.fixture
+async def harness(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await start_harness()
+
+
+@pytest.fixture
+async def harness_no_url_fetch(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
     """Like the real Telegram: it cannot fetch URLs on our loopback, so we upload."""
-    h = await Harness.start(tmp_path / "data", allow_url_fetch=False)
-    try:
-        yield h
-    finally:
-        await h.stop()
+    return await start_harness(allow_url_fetch=False)

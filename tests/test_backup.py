@@ -9,6 +9,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from conftest import wait_until
 
 from xbot import migrations
 from xbot.backup import backup, backup_name
@@ -82,24 +83,17 @@ class Writer(threading.Thread):
             conn.close()
 
 
-def _wait(predicate: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.001)
-
-
 def test_consistent_copy_while_a_writer_commits(db: Path, tmp_path: Path) -> None:
     _fill(db, 20_000)  # ~40 MB: the copy takes long enough for the writer to interleave
     writer = Writer(db)
     writer.start()
     try:
-        _wait(lambda: len(writer.committed) >= 50)
+        wait_until(lambda: len(writer.committed) >= 50)
         committed_before = set(writer.committed)
         count_at_start = len(writer.committed)
         result = backup(db, tmp_path / "copy.sqlite3")
         count_at_end = len(writer.committed)
-        _wait(lambda: len(writer.committed) > count_at_end + 10)  # still writing after
+        wait_until(lambda: len(writer.committed) > count_at_end + 10)  # still writing after
     finally:
         writer.stop.set()
         writer.join(10)

@@ -8,13 +8,11 @@ injected clock (the prompt TTL passes by moving it), never a sleep.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
 import pytest
+from conftest import WallClock
 
 from xbot.app import sweep_once
 from xbot.callback_data import Action, CallbackData, encode
@@ -30,35 +28,21 @@ TTL = 60.0
 Json = dict[str, Any]
 
 
-@attrs.define
-class Clock:
-    offset: float = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-
 @pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(
-        tmp_path / "data",
-        start_bot=False,
-        admin_ids=frozenset({OPERATOR}),
-        caption_edit_ttl=TTL,
+async def h(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    harness = await start_harness(
+        start_bot=False, admin_ids=frozenset({OPERATOR}), caption_edit_ttl=TTL
     )
-    harness.clock = Clock()
+    harness.clock = WallClock()
     harness.api.add_chat(CHANNEL, "channel", title="My Channel", username="mychan",
                          creator=USER, admins=[ADMIN])  # fmt: skip
     harness.api.add_chat(GROUP, "supergroup", title="The Group", admins=[ADMIN])
     await harness.start_bot()
-    try:
-        yield harness
-    finally:
-        await harness.stop()
+    return harness
 
 
-def clock(h: Harness) -> Clock:
-    assert isinstance(h.clock, Clock)
+def clock(h: Harness) -> WallClock:
+    assert isinstance(h.clock, WallClock)
     return h.clock
 
 

@@ -381,6 +381,36 @@ def test_cache_commands(capsys: pytest.CaptureFixture[str], env: Path) -> None:
     assert "entries  0\n" in run(capsys, "cache", "stats")[1]
 
 
+async def _cache_as_files(db: Path) -> None:
+    pool = DbPool(db, size=1)
+    pool.open()
+    cache = LinkCache(pool)
+    for key in ("x:7", "x:7:doc", "x:8:doc"):
+        await cache.put(
+            CachedPost(
+                key=key,
+                url="https://x.com/a/status/7",
+                caption_parts={"text": "hi"},
+                items=(CachedItem("document", "BQAD7"),),
+                created_at=1000.0,
+            )
+        )
+    await pool.close()
+
+
+def test_cache_clear_forgets_the_post_as_files_too(
+    capsys: pytest.CaptureFixture[str], env: Path
+) -> None:
+    """The entry a chat that wants photos as files gets goes with the link."""
+    prepare_store(env)
+    asyncio.run(_cache_as_files(env))
+    code, out, _ = run(capsys, "cache", "clear", "https://x.com/a/status/7")
+    assert (code, out) == (0, "forgot x:7: the next request fetches it afresh\n")
+    code, out, _ = run(capsys, "cache", "clear", "https://x.com/a/status/8")
+    assert (code, out) == (0, "forgot x:8: the next request fetches it afresh\n")
+    assert "entries  0\n" in run(capsys, "cache", "stats")[1]
+
+
 def test_backup_command(capsys: pytest.CaptureFixture[str], env: Path, tmp_path: Path) -> None:
     _tasks(env)
     dest = tmp_path / "copy.sqlite3"

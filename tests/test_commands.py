@@ -306,6 +306,26 @@ async def test_clear_cache(h: Harness) -> None:
     assert await said(h, OPERATOR, "/clear_cache") == "Link cache cleared: 0 entries removed."
 
 
+async def test_clear_cache_forgets_the_post_as_files_too(h: Harness) -> None:
+    """A chat that wants photos as files has its own entry (other file_ids): clearing
+    the link removes that one as well, so the next request downloads afresh."""
+    h.fx.add_post("54", text="d", photos=[h.photo("cd")])
+    await h.services.chats.set_settings(USER, h.clock(), photos_as_documents=True)
+    h.api.user_message(USER, "https://x.com/a/status/54")
+    await h.api.wait_for(lambda: h.sent(USER), 10)
+    await h.wait_idle()
+    assert await h.services.cache.count() == 1
+    assert await said(h, OPERATOR, "/clear_cache https://x.com/a/status/54") == (
+        "Removed https://x.com/a/status/54 from the link cache."
+    )
+    assert await h.services.cache.count() == 0
+    hits = h.media_hits()
+    h.api.user_message(USER, "https://x.com/a/status/54")
+    await h.api.wait_for(lambda: len(h.sent(USER)) == 2, 10)
+    await h.wait_idle()
+    assert h.media_hits() > hits, "fetched afresh, not answered from the cache"
+
+
 async def test_debug_shows_what_the_fetcher_sees_without_sending(h: Harness) -> None:
     h.fx.add_post("54", author=("Deb", "deb"), text="words", photos=[h.photo("d1")],
                   videos=[h.video("d2")])  # fmt: skip

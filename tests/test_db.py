@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import stat
 import threading
@@ -10,7 +11,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from xbot.db import DbPool, open_store, set_busy_patience
+from xbot import db, migrations
+from xbot.db import DbPool, open_store, prepare_store, read_only, schema_version, set_busy_patience
 from xbot.errors import StoreError
 
 
@@ -188,3 +190,68 @@ def test_a_lock_held_past_the_patience_is_busy(tmp_path: Path) -> None:
         holder.execute("ROLLBACK")
         holder.close()
         waiter.close()
+
+
+# --- db is the one owner of connections and of apsw's errors ---------------------------------
+
+PACKAGE = Path(__file__).resolve().parent.parent / "xbot"
+
+
+def _apsw_misuse(tree: ast.AST) -> list[str]:
+    """What a module other than db may not do with apsw: open a connection, name,
+    import or catch one of its errors. Naming its types (``apsw.Connection``) is fine."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("apsw"):
+            found += [f"line {node.lineno}: from {node.module} import {a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "apsw" and (node.attr.endswith("Error") or node.attr == "Error"):
+                found.append(f"line {node.lineno}: apsw.{node.attr}")
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "apsw.Connection":
+            found.append(f"line {node.lineno}: opens apsw.Connection")
+    return found
+
+
+def _modules() -> list[Path]:
+    owner = Path(db.__file__).resolve()  # wherever the package's layout puts it
+    return sorted(p for p in PACKAGE.rglob("*.py") if p.resolve() != owner)
+
+
+def test_the_walk_finds_the_package() -> None:
+    names = {p.name for p in _modules()}
+    assert {"queue.py", "backup.py", "doctor.py", "opscli.py", "group_commit.py"} <= names
+    assert Path(db.__file__).resolve() not in {p.resolve() for p in _modules()}
+
+
+@pytest.mark.parametrize("module", _modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_only_db_opens_connections_and_touches_apsw_errors(module: Path) -> None:
+    assert _apsw_misuse(ast.parse(module.read_text(encoding="utf-8"))) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import apsw\ntry:\n    pass\nexcept apsw.BusyError:\n    pass\n",
+        "from apsw import Error\n",
+        "import apsw\nconn = apsw.Connection('x', flags=apsw.SQLITE_OPEN_READONLY)\n",
+        "import apsw\nok = isinstance(e, apsw.Error)\n",
+    ],
+    ids=["except", "from-import", "open", "isinstance"],
+)
+def test_the_check_sees_misuse(source: str) -> None:
+    assert _apsw_misuse(ast.parse(source)) != []
+
+
+def test_read_only_changes_nothing_and_speaks_store_errors(tmp_path: Path) -> None:
+    missing = tmp_path / "none.sqlite3"
+    with pytest.raises(StoreError, match="cannot open the database"):
+        schema_version(missing)
+    assert not missing.exists(), "a look never creates the file"
+    junk = tmp_path / "junk.sqlite3"
+    junk.write_bytes(b"not a database" * 100)
+    with pytest.raises(StoreError, match="is not an SQLite database"):
+        schema_version(junk)
+    prepare_store(tmp_path / "db.sqlite3")
+    assert schema_version(tmp_path / "db.sqlite3") == migrations.latest_version()
+    with pytest.raises(StoreError, match="cannot read"), read_only(tmp_path / "db.sqlite3") as c:
+        c.execute("INSERT INTO tasks DEFAULT VALUES")

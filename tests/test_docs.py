@@ -101,3 +101,24 @@ def test_deployment_walks_through(needle: str) -> None:
 def test_changelog_keeps_an_unreleased_section() -> None:
     assert "Keep a Changelog" in CHANGELOG
     assert "## [Unreleased]" in CHANGELOG
+
+
+# A path as the docs write one: repo-relative, not inside /opt/xbot/... or /etc/xbot/...
+_REPO_PATH = re.compile(
+    r"(?<![\w/.~-])((?:xbot|tests|bench|migrations_sql|systemd|docs)/[\w/.-]*\w)"
+)
+
+
+@pytest.mark.parametrize(
+    "doc", ["README.md", "docs/deployment.md", "docs/reliability.md", "docs/benchmarks.md",
+            "docs/large-media.md", "bench/README.md"],
+)  # fmt: skip
+def test_every_file_the_docs_point_to_is_there(doc: str) -> None:
+    """'Where to look' stays true when a module moves (tools/relayout.py rewrites them)."""
+    named = {m.group(1) for m in _REPO_PATH.finditer((ROOT / doc).read_text())}
+    assert sorted(p for p in named if not (ROOT / p).exists()) == []
+
+
+def test_the_path_pattern_finds_the_readmes_table() -> None:
+    named = {m.group(1) for m in _REPO_PATH.finditer(README)}
+    assert {"xbot/app.py", "xbot/media/netguard.py", "migrations_sql/0002_chat_lanes.sql"} <= named

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xbot.db import DbPool, open_store
+from xbot.db import DbPool
 from xbot.link_cache import (
     DEFAULT_TTL,
     PRUNE_SQL,
@@ -18,16 +16,12 @@ from xbot.link_cache import (
     CachedPost,
     CacheStats,
     LinkCache,
+    entry_key,
+    entry_keys,
+    link_key,
 )
 
 DAY = 86400.0
-
-
-@pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(tmp_path / "xbot.sqlite3")
-    yield p
-    await p.close()
 
 
 @pytest.fixture
@@ -212,6 +206,56 @@ async def test_invalidate(cache: LinkCache) -> None:
     assert await cache.invalidate("x:1") is False
     assert await cache.get("x:1", now=0.0) is None
     assert await cache.get("x:2", now=0.0) is not None
+
+
+@pytest.mark.parametrize(
+    ("key", "as_documents", "stored_under"),
+    [
+        ("x:1", False, "x:1"),
+        ("x:1", True, "x:1:doc"),
+        ("yt:youtube:abc", True, "yt:youtube:abc:doc"),
+    ],
+    ids=["photos", "as-files", "yt-dlp-as-files"],
+)
+def test_entry_key(key: str, as_documents: bool, stored_under: str) -> None:
+    assert entry_key(key, as_documents=as_documents) == stored_under
+    assert stored_under in entry_keys(key)
+
+
+def test_delivery_stores_under_the_entry_keys() -> None:
+    """Whatever key delivery stores a post under is one that clearing the post removes."""
+    from xbot import delivery
+
+    for docs in (False, True):
+        assert delivery.cache_key("x:1", as_documents=docs) in entry_keys("x:1")
+
+
+@pytest.mark.parametrize(
+    ("link", "key"),
+    [
+        ("https://fxtwitter.com/a/status/1?s=20", "x:1"),
+        ("https://x.com/a/status/1", "x:1"),
+        (" x:1 ", "x:1"),
+        ("yt:youtube:abc", "yt:youtube:abc"),
+    ],
+    ids=["mirror", "canonical", "key-itself", "yt-key-itself"],
+)
+def test_link_key(link: str, key: str) -> None:
+    assert link_key(link) == key
+
+
+async def test_forget_removes_every_entry_key_of_a_post(cache: LinkCache) -> None:
+    await cache.put(post("x:1"))
+    await cache.put(post("x:1:doc"))
+    await cache.put(post("x:2:doc"))
+    await cache.put(post("x:11"))
+    assert await cache.forget("x:1") == 2
+    assert await cache.forget("x:1") == 0
+    assert await cache.forget("x:2") == 1
+    assert [await cache.get(k, now=0.0) is None for k in ("x:1", "x:1:doc", "x:2:doc")] == [
+        True, True, True
+    ]  # fmt: skip
+    assert await cache.get("x:11", now=0.0) is not None
 
 
 async def test_clear_and_count(cache: LinkCache) -> None:

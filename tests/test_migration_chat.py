@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
 import pytest
+from conftest import WallClock
 from telegram.error import ChatMigrated
 
-from xbot.db import DbPool, open_store
+from xbot.db import DbPool
 from xbot.destination import Destination
 from xbot.errors import ChatMoved
 from xbot.links import classify
@@ -33,25 +32,14 @@ OLD, NEW = -5, -1005
 USER = 2001
 
 
-@attrs.define
-class Clock:
-    offset: float = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-
 @pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(tmp_path / "data", start_bot=False)
-    harness.clock = Clock()
+async def h(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    harness = await start_harness(start_bot=False)
+    harness.clock = WallClock()
     harness.api.add_chat(OLD, "group", title="Old Group")
     harness.api.add_chat(NEW, "supergroup", title="Old Group")
     await harness.start_bot()
-    try:
-        yield harness
-    finally:
-        await harness.stop()
+    return harness
 
 
 def service_message(chat: dict[str, Any], message_id: int, **fields: int) -> dict[str, Any]:
@@ -117,15 +105,6 @@ def test_chat_migrated_is_translated_to_chat_moved() -> None:
 
 
 # --- the worker ladder ------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(tmp_path / "db.sqlite3")
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 async def test_worker_moves_the_chat_and_runs_the_task_again(pool: DbPool) -> None:

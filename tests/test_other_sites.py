@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,8 @@ GROUP = -100601
 
 
 @pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(tmp_path / "data", ytdlp_sites="all")
-    try:
-        yield harness
-    finally:
-        await harness.stop()
+async def h(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await start_harness(ytdlp_sites="all")
 
 
 def sites(h: Harness) -> OtherSites:

@@ -19,6 +19,7 @@ from typing import Any
 
 import apsw
 import pytest
+from conftest import eventually as wait_until  # the async wait
 
 from xbot.testing._mediabytes import tiny_jpeg
 from xbot.testing.botapi import BotApiServer
@@ -102,15 +103,6 @@ async def stage(tmp_path: Path) -> AsyncIterator[Stage]:
         yield s
     finally:
         await s.stop()
-
-
-async def wait_until(predicate: Any, within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await asyncio.sleep(0.005)
-    raise TimeoutError(f"{what} did not happen within {within}s")
 
 
 def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, within: float = 15) -> float:
@@ -300,7 +292,10 @@ async def test_a_start_waits_out_a_locked_database_instead_of_exiting(stage: Sta
     lock.execute("BEGIN EXCLUSIVE")
     proc = stage.spawn()
     try:
-        await asyncio.sleep(7.0)  # past the 5 s busy timeout: the start must still be waiting
+        # Past the 5 s busy timeout the start says it waits (and waits), rather than exit.
+        # Waited for, not slept: a bot slow to start (a loaded machine) reached its first
+        # write only seconds after the spawn, and a fixed 7 s then ended the lock too early.
+        await wait_until(lambda: "start waits for the database" in stage.log(), 30, "the wait")
         assert proc.poll() is None, stage.log()
         lock.execute("ROLLBACK")
         await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 30, "polling")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +25,6 @@ from xbot.queue import Lease, Task, TaskQueue
 
 T0 = 1_000_000.0
 LEASE = 90.0
-
-
-@pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(tmp_path / "q.sqlite3")
-    try:
-        yield p
-    finally:
-        await p.close()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from typing import Any
 
 import apsw
 import pytest
+from conftest import wait_until
 
 from xbot import queue as queue_mod
 from xbot.db import connect, prepare_store
@@ -57,14 +58,6 @@ def ask(proc: subprocess.Popen[str], **cmd: Any) -> dict[str, Any]:
     return answer
 
 
-def wait_until(cond: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.002)
-
-
 def is_stopped(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat.rsplit(")", 1)[1].split()[0] == "T"
@@ -97,7 +90,7 @@ def test_a_stopped_holder_writes_nothing_after_a_takeover(db: Path) -> None:
         assert held["id"] == task.id
 
         os.kill(a.pid, signal.SIGSTOP)
-        wait_until(lambda: is_stopped(a.pid), "A to stop")
+        wait_until(lambda: is_stopped(a.pid), WAIT, "A to stop")
         assert ask(b, op="lease", now=T0 + 5, lease_for=10.0) == {"task": None}  # still A's
         taken = ask(b, op="lease", now=T0 + 11, lease_for=10.0)["task"]
         assert taken["id"] == task.id

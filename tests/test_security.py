@@ -21,12 +21,10 @@ who may do what, and the files the bot leaves on disk.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,13 +32,14 @@ from typing import Any
 import httpcore
 import httpx
 import pytest
+from conftest import load_soak, wait_until
 
 from xbot.callback_data import Action
 from xbot.errors import BlockedAddress, FetchError, TransientFetch, UnsupportedLink
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.links import classify
-from xbot.media import netguard
+from xbot.media import netguard, ytdlp
 from xbot.media.download import download
 from xbot.media.x_api import expand_tco
 from xbot.settings_menu import MenuContext, closed_text
@@ -48,8 +47,6 @@ from xbot.testing.botapi import BotApiServer
 from xbot.testing.fxapi import FxApiServer
 from xbot.testing.harness import Harness
 from xbot.testing.media_server import MediaServer, fake_mp4, tiny_jpeg
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # --- SSRF -------------------------------------------------------------------------------------
 
@@ -233,18 +230,9 @@ async def test_tco_expansion_into_a_target_leads_nowhere(host: str, why: str) ->
     assert classify(target) is None, f"{why}: {target} would be fetched"
 
 
-def _ytdlp() -> Any:
-    path = ROOT / "xbot" / "media" / "ytdlp.py"
-    if not path.exists():  # pragma: no cover - until the yt-dlp engineer's module lands
-        pytest.skip("xbot/media/ytdlp.py is not there yet")
-    from xbot.media import ytdlp
-
-    return ytdlp
-
-
 @pytest.mark.parametrize(("host", "why"), TARGETS, ids=TARGET_IDS)
 def test_ytdlp_precheck_refuses(host: str, why: str) -> None:
-    guard = _ytdlp().host_guard(False)
+    guard = ytdlp.host_guard(False)
     with pytest.raises((BlockedAddress, UnsupportedLink)):
         guard(f"http://{host}/watch?v=1")
 
@@ -253,14 +241,12 @@ def test_ytdlp_precheck_refuses(host: str, why: str) -> None:
 def test_ytdlp_precheck_refuses_a_name_that_resolves_there(
     monkeypatch: pytest.MonkeyPatch, address: str, why: str
 ) -> None:
-    ytdlp = _ytdlp()
     monkeypatch.setattr(ytdlp, "_blocking_resolver", resolver_for({"videos.example": [address]}))
     with pytest.raises(BlockedAddress):
         ytdlp.host_guard(False)("https://videos.example/v/1")
 
 
 def test_ytdlp_file_names_never_come_from_the_site() -> None:
-    ytdlp = _ytdlp()
     assert "title" not in ytdlp.OUTTMPL
     assert "%(id)" not in ytdlp.OUTTMPL
     assert "/" not in ytdlp.OUTTMPL
@@ -271,17 +257,6 @@ def test_ytdlp_file_names_never_come_from_the_site() -> None:
 TOKEN = "987654321:AAEsecretPartOfTheTokenNeverToBeSeen_x9"
 SECRET = TOKEN.split(":", 1)[1]
 OPERATOR = 31337
-
-
-def _soak() -> Any:
-    """bench/soak.py: the same `xbot run` subprocess and stand-ins the soak drives."""
-    spec = importlib.util.spec_from_file_location("xbot_soak", ROOT / "bench" / "soak.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("xbot_soak", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _env(api: BotApiServer, fx: FxApiServer, data: Path, **extra: str) -> dict[str, str]:
@@ -306,14 +281,6 @@ def _env(api: BotApiServer, fx: FxApiServer, data: Path, **extra: str) -> dict[s
     return env
 
 
-def _wait(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met")
-        time.sleep(0.02)
-
-
 def _idle(counts: dict[str, int]) -> bool:
     return bool(counts) and counts.get("pending", 0) + counts.get("running", 0) == 0
 
@@ -324,7 +291,7 @@ def _files_under(folder: Path) -> Iterable[Path]:
 
 @pytest.mark.slow
 def test_the_token_is_in_no_log_answer_or_file_of_a_whole_session(tmp_path: Path) -> None:
-    soak = _soak()
+    soak = load_soak()
     data = tmp_path / "data"
     with (
         BotApiServer(TOKEN, allow_url_fetch_from_loopback=False) as api,
@@ -357,9 +324,9 @@ def test_the_token_is_in_no_log_answer_or_file_of_a_whole_session(tmp_path: Path
             ):
                 api.user_message(OPERATOR, text)
                 if n == 0:
-                    _wait(lambda: api.calls_for("sendPhoto"))
-            _wait(lambda: len(api.sent_messages(OPERATOR)) >= 10, 40)
-            _wait(lambda: _idle(soak.db_counts(data / "xbot.sqlite3")), 40)
+                    wait_until(lambda: api.calls_for("sendPhoto"), 20)
+            wait_until(lambda: len(api.sent_messages(OPERATOR)) >= 10, 40)
+            wait_until(lambda: _idle(soak.db_counts(data / "xbot.sqlite3")), 40)
             took = bot.sigterm()
         finally:
             bot.close()
@@ -758,7 +725,7 @@ def _mode(path: Path) -> int:
 @pytest.mark.slow
 def test_data_dir_and_database_are_private(tmp_path: Path) -> None:
     """The real `xbot run` under a permissive umask: what it creates is its user's alone."""
-    soak = _soak()
+    soak = load_soak()
     data = tmp_path / "fresh" / "data"
     with BotApiServer() as api, FxApiServer() as fx, MediaServer() as media:
         fx.add_post("5", text="p", photos=[media.add("/p.jpg", tiny_jpeg(), "image/jpeg")])
@@ -772,7 +739,10 @@ def test_data_dir_and_database_are_private(tmp_path: Path) -> None:
         try:
             assert bot.wait_ready()
             api.user_message(ALLOWED, "https://x.com/a/status/5")
-            _wait(lambda: api.calls_for("sendPhoto"))
+            # The photo is uploaded (this Bot API cannot fetch our loopback URL), so it
+            # went through <data>/tmp: wait for the upload, not the refused URL before it.
+            sent = lambda: [c for c in api.calls_for("sendPhoto") if c.status == 200]  # noqa: E731
+            wait_until(sent, 20, "the photo uploaded")
             modes = {p.name: _mode(p) for p in [data, *data.iterdir()]}
             bot.sigterm()
         finally:
@@ -787,7 +757,7 @@ def test_data_dir_and_database_are_private(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_an_existing_data_dir_open_to_others_is_made_private(tmp_path: Path) -> None:
-    soak = _soak()
+    soak = load_soak()
     data = tmp_path / "data"
     data.mkdir(mode=0o755)
     data.chmod(0o755)

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 import telegram
+from conftest import ManualClock
 from telegram.error import RetryAfter
 
 from xbot.destination import Destination
@@ -20,14 +21,6 @@ from xbot.sender import LONG_CALL, OutMedia, Sender
 
 CHAT = 77
 TO = Destination(CHAT, "private")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class GatedBot:
@@ -64,7 +57,7 @@ async def until_called(bot: GatedBot, n: int) -> None:
     raise AssertionError(f"expected {n} calls, saw {bot.calls}")
 
 
-def sender(bot: GatedBot, clock: Clock) -> Sender:
+def sender(bot: GatedBot, clock: ManualClock) -> Sender:
     return Sender(cast("telegram.Bot", bot), Pacer(enabled=False, clock=clock))
 
 
@@ -72,7 +65,7 @@ PHOTO = [OutMedia("photo", "https://media.example/a.jpg", "url")]
 
 
 async def test_no_chat_action_while_a_send_just_went_out_and_none_after_its_429() -> None:
-    bot, clock = GatedBot(), Clock()
+    bot, clock = GatedBot(), ManualClock()
     s = sender(bot, clock)
     send = asyncio.create_task(s.send_media(TO, PHOTO, caption=None))
     await until_called(bot, 1)
@@ -85,7 +78,7 @@ async def test_no_chat_action_while_a_send_just_went_out_and_none_after_its_429(
 
 
 async def test_a_send_long_out_is_shown_by_a_chat_action_beside_it() -> None:
-    bot, clock = GatedBot(), Clock()
+    bot, clock = GatedBot(), ManualClock()
     bot.refuse = False
     s = sender(bot, clock)
     send = asyncio.create_task(s.send_media(TO, PHOTO, caption=None))
@@ -100,7 +93,7 @@ async def test_a_send_long_out_is_shown_by_a_chat_action_beside_it() -> None:
 
 
 async def test_a_send_waits_for_a_chat_action_out_and_keeps_its_429() -> None:
-    bot, clock = GatedBot(), Clock()
+    bot, clock = GatedBot(), ManualClock()
     s = sender(bot, clock)
     action = asyncio.create_task(s.chat_action(TO, "upload_photo"))
     await until_called(bot, 1)

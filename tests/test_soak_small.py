@@ -14,46 +14,34 @@ Also here, in-process: what a link meets when the database cannot take it.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import load_soak
 
 from xbot.errors import StoreError
 from xbot.handlers import messages
 from xbot.queue import TaskQueue
 from xbot.testing.harness import Harness
 
-ROOT = Path(__file__).resolve().parent.parent
 # Not the write lock: with a kill landing while handlers wait on it, PTB has already
 # confirmed those updates and the links are lost (docs/reliability.md, "Findings"); the
 # handler's side of it is tested below, in-process, and the full soak runs it with kills.
 SMALL_SCENARIOS = "kill9,sigterm,storm,botapi,media,fxapi"
-# Left out until the dead-letter notice is durable: a post the X API answers with garbage
-# is told only by that notice, which is sent once, best effort — a 429 from the storm
-# drops it (see docs/reliability.md, "Findings"). The full soak sends them and counts it.
-NOTICE_ONLY_KINDS = "fx_garbage,fx_html,fx_huge"
-
-
-def load_soak() -> Any:
-    spec = importlib.util.spec_from_file_location("xbot_soak", ROOT / "bench" / "soak.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("xbot_soak", module)
-    spec.loader.exec_module(module)
-    return module
+# Left out: an answer that is not JSON at all (garbage, an HTML page) is a sign the source
+# is unwell since the chain of X sources (issue 14), retried there, no longer a failure told
+# by the dead-letter notice as bench/soak.py's catalog still expects ("sentence"). fx_huge
+# is in: it is told only by that notice, now durable.
+OUTAGE_KINDS = "fx_garbage,fx_html"
 
 
 @pytest.mark.slow
 def test_small_soak_meets_every_target(tmp_path: Path) -> None:
     soak = load_soak()
     cfg, workdir = soak.parse_args(
-        ["--small", "--fast", "--only", SMALL_SCENARIOS, "--without-kinds", NOTICE_ONLY_KINDS,
+        ["--small", "--fast", "--only", SMALL_SCENARIOS, "--without-kinds", OUTAGE_KINDS,
          "--workdir", str(tmp_path), "--seed", "3"]
     )  # fmt: skip
     report = soak.run_soak(cfg, workdir)
@@ -64,6 +52,9 @@ def test_small_soak_meets_every_target(tmp_path: Path) -> None:
     assert report.kills_random + report.kills_aimed >= 3
     assert report.sigterm_exits, "a SIGTERM mid-work"
     assert report.answered_429 > 0, "the storm hit"
+    # A post whose answer is too big is told only by its (durable) dead-letter notice;
+    # seed 3 sends one through the storm.
+    assert report.dead, "links told only by a dead-letter notice were among them"
     # A kill may resend the albums it caught between confirmation and record: at most one
     # per task in flight.
     kills = report.kills_random + report.kills_aimed + len(report.sigterm_exits)
@@ -98,12 +89,8 @@ def test_every_scenario_is_a_flag() -> None:
 
 
 @pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(tmp_path / "data")
-    try:
-        yield harness
-    finally:
-        await harness.stop()
+def h(harness: Harness) -> Harness:
+    return harness
 
 
 async def test_a_link_outlasts_another_process_holding_the_write_lock(h: Harness) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import attrs
 import pytest
+from conftest import WallClock as Shifted
 
 from xbot.media.x_api import DELETED
 from xbot.sources.chain import DOWN, SourceChain
@@ -21,27 +20,12 @@ CHAT = 701
 OPERATOR = 702
 
 
-@attrs.define
-class Shifted:
-    """Wall time plus an offset the test moves forward (the queue's and breakers' clock)."""
-
-    offset: float = 0.0
-
-    def __call__(self) -> float:
-        return time.time() + self.offset
-
-
 @pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(
-        tmp_path / "data", x_sources=True, start_bot=False, admin_ids=frozenset({OPERATOR})
-    )
-    harness.clock = Shifted()
+async def h(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    harness = await start_harness(x_sources=True, start_bot=False, admin_ids=frozenset({OPERATOR}))
+    harness.clock = Shifted()  # the queue's and breakers' clock, moved forward by the test
     await harness.start_bot()
-    try:
-        yield harness
-    finally:
-        await harness.stop()
+    return harness
 
 
 def chain(h: Harness) -> SourceChain:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -62,18 +62,6 @@ class TracingPool:
 
     def selects(self) -> list[str]:
         return [s for s in self.sql if s.upper().startswith("SELECT")]
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "xbot.sqlite3"
-
-
-@pytest.fixture
-async def pool(db_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(db_path)
-    yield p
-    await p.close()
 
 
 @pytest.fixture

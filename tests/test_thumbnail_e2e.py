@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,8 @@ CHAT = 611
 
 
 @pytest.fixture
-async def h(tmp_path: Path) -> AsyncIterator[Harness]:
-    harness = await Harness.start(tmp_path / "data", ytdlp_sites="all")
-    try:
-        yield harness
-    finally:
-        await harness.stop()
+async def h(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await start_harness(ytdlp_sites="all")
 
 
 def sha(data: bytes) -> str:

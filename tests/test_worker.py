@@ -8,34 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Coroutine
-from pathlib import Path
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from conftest import ManualClock as Clock
 
-from xbot.db import DbPool, open_store
+from xbot.db import DbPool
 from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater, StoreError
 from xbot.notices import notice_text
 from xbot.queue import Task, TaskQueue
 from xbot.worker import TaskContext, Workers
 
 Handler = Callable[[TaskContext], Coroutine[Any, Any, None]]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-async def pool(tmp_path: Path) -> AsyncIterator[DbPool]:
-    p = await open_store(tmp_path / "q.sqlite3")
-    yield p
-    await p.close()
 
 
 async def run_one(

@@ -1,11 +1,11 @@
 """`xbot backup PATH`: an online copy of the database, consistent while the bot runs.
 
-SQLite's backup API (apsw's `Connection.backup`) copies the pages of a live
-database. It is run in one step, inside one read transaction: in WAL mode a
-reader sees one snapshot and never blocks the bot's writers, so the copy is
-exactly the database as of the moment the step began. (Stepping in small
-chunks would let the bot's commits restart the copy from scratch each time,
-and a busy bot could keep it from ever finishing.)
+SQLite's backup API copies the pages of a live database (`xbot.db.copy_live`,
+which owns the connections). It is run in one step, inside one read
+transaction: in WAL mode a reader sees one snapshot and never blocks the
+bot's writers, so the copy is exactly the database as of the moment the step
+began. (Stepping in small chunks would let the bot's commits restart the copy
+from scratch each time, and a busy bot could keep it from ever finishing.)
 
 The copy is written to a private temporary file next to the destination,
 switched out of WAL mode so it is one self-contained file, checked with
@@ -28,7 +28,7 @@ import apsw
 import attrs
 
 from xbot import migrations
-from xbot.db import BUSY_TIMEOUT_MS
+from xbot.db import copy_live
 from xbot.errors import StoreError
 
 
@@ -82,7 +82,7 @@ def backup(
     os.close(fd)  # mkstemp made it 0600; SQLite takes an empty file as an empty database
     tmp = Path(tmp_name)
     try:
-        version, tasks = _copy(db_path, tmp)
+        version, tasks = copy_live(db_path, tmp, _check_copy)
         _fsync(tmp)
         if force:
             # A stale -wal beside an overwritten database would be replayed into it.
@@ -117,55 +117,17 @@ def backup_to_stream(db_path: Path, out: BinaryIO, *, scratch: Path | None = Non
     return attrs.evolve(result, path=Path("-"))
 
 
-def _copy(db_path: Path, tmp: Path) -> tuple[int, int]:
-    try:
-        source = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error as exc:
-        raise StoreError(f"cannot open the database {db_path}: {exc}") from exc
-    copy: apsw.Connection | None = None
-    try:
-        source.set_busy_timeout(BUSY_TIMEOUT_MS)
-        copy = apsw.Connection(str(tmp))
-        with copy.backup("main", source, "main") as job:
-            _step_all(job)
-        # One self-contained file: the copied header still says WAL.
-        copy.pragma("journal_mode", "delete")
-        verdict = [str(row[0]) for row in copy.execute("PRAGMA integrity_check").fetchall()]
-        if verdict != ["ok"]:
-            raise StoreError(f"the copy failed its integrity check: {'; '.join(verdict[:3])}")
-        version = migrations.current_version(copy)
-        has_tasks = copy.execute(
-            "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'"
-        ).fetchall()
-        tasks = int(copy.execute("SELECT count(*) FROM tasks").fetchall()[0][0]) if has_tasks else 0  # type: ignore[arg-type]
-    except apsw.BusyError as exc:
-        raise StoreError(
-            f"the database stayed locked for more than {BUSY_TIMEOUT_MS // 1000} s"
-        ) from exc
-    except apsw.Error as exc:
-        raise StoreError(f"backup of {db_path} failed: {exc}") from exc
-    finally:
-        if copy is not None:
-            copy.close()
-        source.close()
+def _check_copy(copy: apsw.Connection) -> tuple[int, int]:
+    """The copy's integrity, schema version and task count (raises `StoreError` if broken)."""
+    verdict = [str(row[0]) for row in copy.execute("PRAGMA integrity_check").fetchall()]
+    if verdict != ["ok"]:
+        raise StoreError(f"the copy failed its integrity check: {'; '.join(verdict[:3])}")
+    version = migrations.current_version(copy)
+    has_tasks = copy.execute(
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'"
+    ).fetchall()
+    tasks = int(copy.execute("SELECT count(*) FROM tasks").fetchall()[0][0]) if has_tasks else 0  # type: ignore[arg-type]
     return version, tasks
-
-
-def _step_all(job: apsw.Backup, patience: float = BUSY_TIMEOUT_MS / 1000) -> None:
-    """Copy every page in one step (one read transaction: one consistent snapshot).
-
-    A reader of a WAL database is only refused while another connection recovers
-    the WAL or checkpoints in TRUNCATE mode; that is short, so wait and retry.
-    """
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            if job.step(-1):
-                return
-        except (apsw.BusyError, apsw.LockedError):
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.05)
 
 
 def _fsync(path: Path) -> None:

@@ -6,8 +6,11 @@ deferred transaction that reads then writes gets ``SQLITE_BUSY_SNAPSHOT`` at
 once, whatever the busy timeout) and are serialised inside the process by one
 lock, so SQLite's busy handler only ever arbitrates between processes; that
 cut the lease-latency tail from hundreds of ms to a few (see
-docs/benchmarks.md). apsw errors are translated into `StoreError` here and
-nowhere else.
+docs/benchmarks.md). Every connection to the file is opened here: the pool's,
+the read-only probes (`read_only`: the CLI's version check, ``xbot doctor``,
+`open_store`'s refusal of a newer database) and the backup's (`copy_live`).
+apsw errors are translated into `StoreError` here and nowhere else
+(tests/test_db.py holds every other module of xbot to that).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -104,21 +107,110 @@ def connect(path: Path | str) -> apsw.Connection:
     return conn
 
 
-def _check_version(path: Path) -> None:
-    """Refuse a database from a newer xbot before anything is written to it."""
+def _open_read_only(path: Path | str) -> apsw.Connection:
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return conn
+
+
+@contextlib.contextmanager
+def _reading(path: Path | str, conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """Close ``conn`` at the end; apsw errors inside come out as `StoreError`."""
     try:
-        probe = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.CantOpenError:
-        return  # a new file: nothing to check
-    try:
-        probe.set_busy_timeout(BUSY_TIMEOUT_MS)
-        version = migrations.current_version(probe)
+        yield conn
     except apsw.NotADBError as exc:
         raise StoreError(f"{path} is not an SQLite database (is XBOT_DATA_DIR right?)") from exc
     except apsw.Error as exc:
         raise StoreError(f"cannot read the database {path}: {exc}") from exc
     finally:
-        probe.close()
+        conn.close()
+
+
+@contextlib.contextmanager
+def read_only(path: Path | str) -> Iterator[apsw.Connection]:
+    """The file opened read-only, for a look that must change nothing (not even create it).
+
+    For the operator's tools next to a running bot: no pragma is set (WAL is
+    the file's own), the busy timeout is. Raises `StoreError` when the file
+    cannot be opened, is not a database, or a statement inside the block fails.
+    """
+    try:
+        conn = _open_read_only(path)
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open the database {path}: {exc}") from exc
+    with _reading(path, conn):
+        yield conn
+
+
+def schema_version(path: Path | str) -> int:
+    """The file's schema version (``PRAGMA user_version``), read without changing anything."""
+    with read_only(path) as conn:
+        return migrations.current_version(conn)
+
+
+def is_database_error(exc: BaseException) -> bool:
+    """True for an error of the database itself (apsw's), not of the code that used it.
+
+    For code that runs closures on a connection and must tell the two apart
+    (the group commit aborts a whole batch for the first kind only).
+    """
+    return isinstance(exc, apsw.Error)
+
+
+def copy_live(source: Path, dest: Path, inspect: Callable[[apsw.Connection], T]) -> T:
+    """SQLite's online backup of ``source`` into the empty file ``dest``, then ``inspect(copy)``.
+
+    One step, one read transaction: in WAL a reader sees one snapshot and
+    never blocks the bot's writers, so the copy is the database as of the
+    moment the step began (small steps would let the bot's commits restart
+    the copy each time). The copy is switched out of WAL, one self-contained
+    file. A `StoreError` from ``inspect`` passes as it is; apsw's become ours.
+    """
+    with read_only(source) as src:
+        copy: apsw.Connection | None = None
+        try:
+            copy = apsw.Connection(str(dest))
+            with copy.backup("main", src, "main") as job:
+                _step_all(job)
+            # One self-contained file: the copied header still says WAL.
+            copy.pragma("journal_mode", "delete")
+            return inspect(copy)
+        except apsw.BusyError as exc:
+            raise StoreError(
+                f"the database stayed locked for more than {BUSY_TIMEOUT_MS // 1000} s"
+            ) from exc
+        except apsw.Error as exc:
+            raise StoreError(f"backup of {source} failed: {exc}") from exc
+        finally:
+            if copy is not None:
+                copy.close()
+
+
+def _step_all(job: apsw.Backup, patience: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """Copy every page in one step (one read transaction: one consistent snapshot).
+
+    A reader of a WAL database is only refused while another connection recovers
+    the WAL or checkpoints in TRUNCATE mode; that is short, so wait and retry.
+    """
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            if job.step(-1):
+                return
+        except (apsw.BusyError, apsw.LockedError):
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
+
+
+def _check_version(path: Path) -> None:
+    """Refuse a database from a newer xbot before anything is written to it."""
+    try:
+        probe = _open_read_only(path)
+    except apsw.CantOpenError:
+        return  # a new file: nothing to check
+    with _reading(path, probe):
+        version = migrations.current_version(probe)
     latest = migrations.latest_version()
     if version > latest:
         raise SchemaTooNew(

@@ -28,7 +28,7 @@ import httpx
 
 from xbot import migrations, versions
 from xbot.config import Settings, check_settings, token_problem, unknown_names
-from xbot.db import BUSY_TIMEOUT_MS
+from xbot.db import read_only
 from xbot.errors import StoreError
 from xbot.logs import redact
 from xbot.opscli import check_owner
@@ -210,51 +210,47 @@ def check_database(path: Path, euid: int | None = None) -> list[Finding]:
     except StoreError as exc:
         return [Finding("warn", "database", f"not opened: {exc}")]
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error as exc:
-        return [Finding("fail", "database", f"cannot open {path}: {exc}")]
-    try:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        version = migrations.current_version(conn)
-        latest = migrations.latest_version()
-        if version > latest:
-            return [
-                Finding(
-                    "fail",
-                    "database",
-                    f"{path} is at schema version {version}, this xbot knows up to {latest}: "
-                    "it was used by a newer xbot; upgrade xbot (the database is untouched)",
-                )
-            ]
-        verdict = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
-        if verdict != ["ok"]:
-            detail = "; ".join(verdict[:3])
-            return [
-                Finding(
-                    "fail",
-                    "database",
-                    f"{path} failed its integrity check ({detail}); restore the latest backup",
-                )
-            ]
-        found = [Finding("ok", "database", f"{path}: schema version {version}, integrity ok")]
-        if version < latest:
-            found.append(
-                Finding(
-                    "warn",
-                    "database",
-                    f"{latest - version} migration(s) pending; `xbot run` (or `xbot migrate`) "
-                    "applies them",
-                )
+        with read_only(path) as conn:
+            return _database_findings(path, conn)
+    except StoreError as exc:
+        return [Finding("fail", "database", str(exc))]
+
+
+def _database_findings(path: Path, conn: apsw.Connection) -> list[Finding]:
+    version = migrations.current_version(conn)
+    latest = migrations.latest_version()
+    if version > latest:
+        return [
+            Finding(
+                "fail",
+                "database",
+                f"{path} is at schema version {version}, this xbot knows up to {latest}: "
+                "it was used by a newer xbot; upgrade xbot (the database is untouched)",
             )
-        if version > 0:
-            found.append(_queue_finding(conn))
-        return found
-    except apsw.NotADBError:
-        return [Finding("fail", "database", f"{path} is not an SQLite database")]
-    except apsw.Error as exc:
-        return [Finding("fail", "database", f"cannot read {path}: {exc}")]
-    finally:
-        conn.close()
+        ]
+    verdict = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    if verdict != ["ok"]:
+        detail = "; ".join(verdict[:3])
+        return [
+            Finding(
+                "fail",
+                "database",
+                f"{path} failed its integrity check ({detail}); restore the latest backup",
+            )
+        ]
+    found = [Finding("ok", "database", f"{path}: schema version {version}, integrity ok")]
+    if version < latest:
+        found.append(
+            Finding(
+                "warn",
+                "database",
+                f"{latest - version} migration(s) pending; `xbot run` (or `xbot migrate`) "
+                "applies them",
+            )
+        )
+    if version > 0:
+        found.append(_queue_finding(conn))
+    return found
 
 
 def _queue_finding(conn: apsw.Connection) -> Finding:

@@ -24,7 +24,7 @@ from typing import Any, Final, TypeVar
 import apsw
 import attrs
 
-from xbot.db import DbPool, settle_future
+from xbot.db import DbPool, is_database_error, settle_future
 
 T = TypeVar("T")
 
@@ -59,10 +59,8 @@ def _apply_batch(
         changes = conn.total_changes()
         try:
             value = fn(conn)
-        except apsw.Error as exc:
-            raise _BatchAborted from exc
         except Exception as exc:  # handed to its caller, like its own transaction
-            if conn.total_changes() != changes:
+            if is_database_error(exc) or conn.total_changes() != changes:
                 raise _BatchAborted from exc
             outcomes.append((None, exc))
         else:

@@ -11,6 +11,15 @@ index. A send that Telegram rejects for a stale ``file_id`` calls `invalidate`.
 A row that does not parse is a miss (never an error); the next `put` of that
 key overwrites it, `invalidate` deletes it, and the TTL sweep removes it in
 any case. Times are float epoch seconds passed in as ``now``.
+
+Every key of the table is made here. A post's own key comes from where it
+was found (``x:{id}`` from `xbot.links`, ``yt:{extractor}:{id}`` from
+`xbot.media.ytdlp`); what was sent for it is stored under one *entry key*
+per shape a chat can ask for (`entry_key`: photos as photos, or as files,
+which are other ``file_id``s). Clearing a post (`forget`: ``/clear_cache
+<link>``, ``xbot cache clear <link>``) removes every entry key of it
+(`entry_keys`); a stale ``file_id`` (`invalidate`) removes only the entry
+that carried it.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import apsw
 import attrs
 
 from xbot.db import DbPool
+from xbot.links import classify
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +43,29 @@ DEFAULT_TTL = 7 * 86400.0
 
 CachedKind = Literal["photo", "video", "gif", "document"]
 CACHED_KINDS: tuple[str, ...] = get_args(CachedKind)
+
+
+# The entry key of a post sent with its photos as documents.
+AS_DOCUMENTS_SUFFIX = ":doc"
+
+
+def entry_key(key: str, *, as_documents: bool) -> str:
+    """The entry key for a post as a chat wants it (photos as photos, or as files)."""
+    return f"{key}{AS_DOCUMENTS_SUFFIX}" if as_documents else key
+
+
+def entry_keys(key: str) -> tuple[str, ...]:
+    """Every entry key one post can be stored under: what clearing the post removes."""
+    return tuple(entry_key(key, as_documents=docs) for docs in (False, True))
+
+
+def link_key(link: str) -> str:
+    """The post key of a link as a person pastes it (any mirror spelling), or the key
+    itself when one is given (``x:123``)."""
+    found = classify(link, allow_private=True)
+    if found is not None:
+        return found.key
+    return link.strip()
 
 
 def _non_empty_str(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -231,6 +264,17 @@ class LinkCache:
             return conn.changes()
 
         return await self.pool.write(_delete) > 0
+
+    async def forget(self, key: str) -> int:
+        """Forget a post under every entry key it has (`entry_keys`); returns how many."""
+        keys = entry_keys(key)
+        marks = ", ".join("?" * len(keys))
+
+        def _delete(conn: apsw.Connection) -> int:
+            conn.execute(f"DELETE FROM link_cache WHERE key IN ({marks})", keys)  # noqa: S608 - only ?s
+            return conn.changes()
+
+        return await self.pool.write(_delete)
 
     async def prune(self, now: float, ttl: float = DEFAULT_TTL) -> int:
         """Delete entries older than ``ttl``; returns how many."""

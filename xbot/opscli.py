@@ -23,15 +23,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO, TextIO, TypeVar
 
-import apsw
-
-from xbot import migrations
+from xbot import db, migrations
 from xbot.backup import backup, backup_to_stream
 from xbot.config import Settings
-from xbot.db import BUSY_TIMEOUT_MS, DbPool, prepare_store
+from xbot.db import DbPool, prepare_store
 from xbot.errors import SchemaTooNew, StoreError
-from xbot.link_cache import LinkCache
-from xbot.links import classify
+from xbot.link_cache import LinkCache, link_key
 from xbot.payloads import payload_identity
 from xbot.queue import STATES, Task, TaskQueue
 
@@ -93,19 +90,7 @@ def schema_version(path: Path) -> int:
         raise StoreError(
             f"there is no database at {path} (is XBOT_DATA_DIR right? `xbot run` creates it)"
         )
-    try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error as exc:
-        raise StoreError(f"cannot open the database {path}: {exc}") from exc
-    try:
-        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        return migrations.current_version(conn)
-    except apsw.NotADBError as exc:
-        raise StoreError(f"{path} is not an SQLite database (is XBOT_DATA_DIR right?)") from exc
-    except apsw.Error as exc:
-        raise StoreError(f"cannot read the database {path}: {exc}") from exc
-    finally:
-        conn.close()
+    return db.schema_version(path)
 
 
 def require_current(path: Path) -> None:
@@ -276,22 +261,13 @@ def cache_stats(settings: Settings, out: TextIO) -> int:
     return EXIT_OK
 
 
-def cache_key(link: str) -> str:
-    """The cache key of a link as a person pastes it (any mirror spelling), or the key
-    itself when one is given (``x:123``)."""
-    found = classify(link, allow_private=True)
-    if found is not None:
-        return found.key
-    return link.strip()
-
-
 def cache_clear(settings: Settings, out: TextIO, link: str | None = None) -> int:
     if link is None:
         n = _run(settings, lambda pool: LinkCache(pool).clear())
         out.write(f"cleared {n} cache entr{'y' if n == 1 else 'ies'}\n")
         return EXIT_OK
-    key = cache_key(link)
-    gone = _run(settings, lambda pool: LinkCache(pool).invalidate(key))
+    key = link_key(link)
+    gone = _run(settings, lambda pool: LinkCache(pool).forget(key))
     if gone:
         out.write(f"forgot {key}: the next request fetches it afresh\n")
         return EXIT_OK

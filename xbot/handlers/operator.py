@@ -79,7 +79,7 @@ async def cmd_clear_cache(update: Update, context: XContext) -> None:
     if link is None:
         await reply(context, message, "That is not a link I know. Usage: /clear_cache [link]")
         return
-    if await services.cache.invalidate(link.key):
+    if await services.cache.forget(link.key):
         await reply(context, message, f"Removed {link.url} from the link cache.")
     else:
         await reply(context, message, f"{link.url} was not in the link cache.")
