@@ -37,7 +37,7 @@ from xbot.errors import (
     TransientFetch,
     UrlNotFetched,
 )
-from xbot.link_cache import CachedItem, CachedPost
+from xbot.link_cache import CachedItem, CachedPost, entry_key
 from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
@@ -162,7 +162,7 @@ class Delivery:
         action: ChatAction,
     ) -> None:
         # Photos sent as files are other file_ids than photos: their own entry.
-        key = cache_key(payload.key, as_documents=settings.photos_as_documents)
+        key = entry_key(payload.key, as_documents=settings.photos_as_documents)
         async with self.outbox.hold(key):
             cached = await self.outbox.lookup(key, ctx.clock())
             if cached is not None:
@@ -274,7 +274,7 @@ class Delivery:
             payload = self.outbox.record(ctx, payload, index, sent, skipped=skipped)
         entry = None
         if payload.skipped == 0:
-            entry = self._cache_entry(post, payload, ctx.clock(), cache_key(post.key, as_docs))
+            entry = self._cache_entry(post, payload, ctx.clock(), entry_key(post.key, as_documents=as_docs))
         # The last album's record and the cache entry in one write, before the
         # flight ends: whoever waits for this key reads the entry next.
         await self.outbox.remember(ctx, entry)
@@ -434,11 +434,6 @@ class Delivery:
     ) -> None:
         """One plain sentence in answer to the link."""
         await self.outbox.say(payload.dest, text, html=html)
-
-
-def cache_key(key: str, as_documents: bool) -> str:
-    """The link-cache key for a post as a chat wants it (photos as photos, or as files)."""
-    return f"{key}:doc" if as_documents else key
 
 
 def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
