@@ -274,7 +274,8 @@ class Delivery:
             payload = self.outbox.record(ctx, payload, index, sent, skipped=skipped)
         entry = None
         if payload.skipped == 0:
-            entry = self._cache_entry(post, payload, ctx.clock(), entry_key(post.key, as_documents=as_docs))
+            key = entry_key(post.key, as_documents=as_docs)
+            entry = self._cache_entry(post, payload, ctx.clock(), key)
         # The last album's record and the cache entry in one write, before the
         # flight ends: whoever waits for this key reads the entry next.
         await self.outbox.remember(ctx, entry)
