@@ -27,10 +27,10 @@ import sys
 import time
 from typing import Any
 
-from xbot.testing._mediabytes import tiny_jpeg
-from xbot.testing.botapi import BotApiServer
-from xbot.testing.fxapi import FxApiServer
-from xbot.testing.media_server import MediaServer
+from xbot.standins._mediabytes import tiny_jpeg
+from xbot.standins.botapi import BotApiServer
+from xbot.standins.fxapi import FxApiServer
+from xbot.standins.media_server import MediaServer
 
 POST_BASE = 1_900_000_000_000_000_000
 SEND_MEDIA = ("sendPhoto", "sendVideo", "sendAnimation", "sendDocument", "sendMediaGroup")

@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from xbot.queue import Task
 from xbot.sources.chain import SourceChain
-from xbot.testing.harness import Harness
+from xbot.standins.harness import Harness
+from xbot.storage.queue import Task
 
 CHAT = 9001
 

@@ -11,7 +11,7 @@ with an outside reader holding one read transaction open for the whole run).
 xbot runs as the bot uses it: asyncio workers sharing one DbPool of 4, each
 finishing a task and leasing its next in one call,
 ``mark_done_and_lease_next`` (fenced by its token, one task per chat at a
-time, 500 chats), as `xbot.worker.Workers` does; a row runs `Workers` itself
+time, 500 chats), as `xbot.tasks.worker.Workers` does; a row runs `Workers` itself
 with a task that does nothing, and one the two separate calls. The peers run 4 threads
 sharing the library's queue object (litequeue: one object per thread, its
 single connection is not for sharing). A run that takes longer than
@@ -45,10 +45,10 @@ import apsw
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from xbot.db import open_store
 from xbot.errors import StoreError
-from xbot.queue import Task, TaskQueue
-from xbot.worker import TaskContext, Workers
+from xbot.storage.db import open_store
+from xbot.storage.queue import Task, TaskQueue
+from xbot.tasks.worker import TaskContext, Workers
 
 CHATS = 500
 PAYLOAD = '{"url": "https://x.com/someone/status/%d", "chat": %d}'

@@ -3,9 +3,9 @@
     python bench/soak.py                       # every scenario, a few hundred links
     python bench/soak.py --only kill9,storm    # some scenarios
     python bench/soak.py --without diskfull    # all but some
-    python bench/soak.py --small --fast        # what tests/test_soak_small.py runs
+    python bench/soak.py --small --fast        # what tests/process/test_soak_small.py runs
 
-The bot runs as a subprocess (``python -m xbot.cli run``, configured by the
+The bot runs as a subprocess (``python -m xbot.ops.cli run``, configured by the
 ``XBOT_*`` environment exactly as an operator would), its stderr captured to
 one file per run. The stand-ins (Bot API, fxtwitter API, media host) run in
 this process on their own threads. Users send one link per message from
@@ -66,11 +66,11 @@ from typing import Any
 import apsw
 import attrs
 
-from xbot.albums import plan_sends
 from xbot.media.models import MediaKind
-from xbot.testing.botapi import BotApiServer
-from xbot.testing.fxapi import FxApiServer
-from xbot.testing.media_server import MediaServer, fake_mp4, tiny_jpeg
+from xbot.sending.albums import plan_sends
+from xbot.standins.botapi import BotApiServer
+from xbot.standins.fxapi import FxApiServer
+from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 
 SCENARIOS = (
     "kill9", "sigterm", "storm", "botapi", "media", "fxapi", "dblock", "diskfull", "crashloop",
@@ -81,7 +81,7 @@ MEDIA_METHODS = frozenset(
     {"sendPhoto", "sendVideo", "sendAnimation", "sendDocument", "sendMediaGroup"}
 )
 SIGTERM_LIMIT = 10.0  # seconds from SIGTERM to exit (issue 7; systemd's stop timeout is longer)
-BUSY_TIMEOUT = 5.0  # xbot.db.BUSY_TIMEOUT_MS
+BUSY_TIMEOUT = 5.0  # xbot.storage.db.BUSY_TIMEOUT_MS
 BOT_READ_TIMEOUT = 30.0  # xbot.app.build_application's read timeout
 READY_TIMEOUT = 30.0
 MIN_UP = 1.5  # a restarted bot runs at least this long before the next blow
@@ -415,7 +415,7 @@ class BotProcess:
         self._log = (self.log_dir / f"run-{self.runs:03d}.log").open("wb")
         self._webhooks_before = len(self.api.calls_for("deleteWebhook"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "xbot.cli", "run"],
+            [sys.executable, "-m", "xbot.ops.cli", "run"],
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

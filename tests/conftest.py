@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
-from xbot.db import DbPool, open_store
-from xbot.testing.harness import Harness
+from xbot.standins.harness import Harness
+from xbot.storage.db import DbPool, open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 

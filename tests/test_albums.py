@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.albums import PlanKind, SendStep, plan_albums, plan_sends
+from xbot.sending.albums import PlanKind, SendStep, plan_albums, plan_sends
 
 CHUNKS = [
     (0, [], "none"),

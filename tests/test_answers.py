@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from xbot.testing.harness import Harness
+from xbot.standins.harness import Harness
 
 HELD, OTHER = 611, 612
 HOLD = 6.0  # longer than the pacer sleeps in place (Pacer.max_wait)

@@ -8,8 +8,8 @@ import pytest
 import telegram
 
 from xbot.handlers.auth import Actor, Authority, ChatAdmins, decide, is_operator
-from xbot.sender import Sender
-from xbot.testing.botapi import BotApiServer
+from xbot.sending.sender import Sender
+from xbot.standins.botapi import BotApiServer
 
 GROUP = -500
 ADMIN, OWNER, OTHER = 11, 22, 33

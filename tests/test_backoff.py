@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.backoff import compute_backoff
+from xbot.tasks.backoff import compute_backoff
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ import apsw
 import pytest
 from conftest import wait_until
 
-from xbot import migrations
-from xbot.backup import backup, backup_name
-from xbot.db import connect, prepare_store
 from xbot.errors import StoreError
-from xbot.queue_sync import SyncQueue
+from xbot.standins.queue_sync import SyncQueue
+from xbot.storage import migrations
+from xbot.storage.backup import backup, backup_name
+from xbot.storage.db import connect, prepare_store
 
 PAYLOAD = {"url": "https://x.com/a/status/1", "pad": "x" * 2000}
 

@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from xbot.caption import build_caption
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import classify
+from xbot.sending.caption import build_caption
 from xbot.sources import bsky
 from xbot.sources.bsky import BskySource, ParsedPost, parse_thread, pds_endpoint
 

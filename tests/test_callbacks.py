@@ -15,9 +15,9 @@ import pytest
 from conftest import WallClock
 
 from xbot.app import sweep_once
-from xbot.callback_data import Action, CallbackData, encode
-from xbot.prompts import PROMPT
-from xbot.testing.harness import Harness
+from xbot.handlers.callback_data import Action, CallbackData, encode
+from xbot.standins.harness import Harness
+from xbot.tasks.prompts import PROMPT
 
 USER = 1001  # a private chat's id is its user's id
 GROUP = -600

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xbot.caption import (
+from xbot.media.models import MediaItem, Poll, PollChoice, Post
+from xbot.sending.caption import (
     CAPTION_LIMIT,
     MALFORMED,
     MIN_LIMIT,
@@ -29,7 +30,6 @@ from xbot.caption import (
     validate_template,
     visible_length,
 )
-from xbot.media.models import MediaItem, Poll, PollChoice, Post
 
 URL = "https://x.com/alice/status/1234567890"
 LINK = f'<a href="{URL}">{URL}</a>'

@@ -11,7 +11,7 @@ import pytest
 
 from xbot.handlers.commands import COMMANDS, format_problems
 from xbot.handlers.messages import NOT_ALLOWED
-from xbot.testing.harness import Harness
+from xbot.standins.harness import Harness
 
 USER = 1001
 GROUP = -600

@@ -11,9 +11,16 @@ from pathlib import Path
 import apsw
 import pytest
 
-from xbot import db, migrations
-from xbot.db import DbPool, open_store, prepare_store, read_only, schema_version, set_busy_patience
 from xbot.errors import StoreError
+from xbot.storage import db, migrations
+from xbot.storage.db import (
+    DbPool,
+    open_store,
+    prepare_store,
+    read_only,
+    schema_version,
+    set_busy_patience,
+)
 
 
 @pytest.fixture

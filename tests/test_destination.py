@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.destination import CHAT_KINDS, Destination
+from xbot.sending.destination import CHAT_KINDS, Destination
 
 _dests = st.builds(
     Destination,

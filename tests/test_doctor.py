@@ -11,11 +11,11 @@ import apsw
 import httpx
 import pytest
 
-from xbot import migrations
-from xbot.db import connect, prepare_store
-from xbot.doctor import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Report, check_database, diagnose
-from xbot.queue_sync import SyncQueue
-from xbot.testing.botapi import BotApiServer
+from xbot.ops.doctor import EXIT_CONFIG, EXIT_FAILED, EXIT_OK, Report, check_database, diagnose
+from xbot.standins.botapi import BotApiServer
+from xbot.standins.queue_sync import SyncQueue
+from xbot.storage import migrations
+from xbot.storage.db import connect, prepare_store
 
 WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 
@@ -232,9 +232,9 @@ def test_data_dir_that_is_a_file(tmp_path: Path) -> None:
 
 
 def test_doctor_probes_each_x_source_once(tmp_path: Path, api: BotApiServer) -> None:
-    from xbot.testing.fxapi import FxApiServer
-    from xbot.testing.syndication import SyndicationServer
-    from xbot.testing.vxapi import VxApiServer
+    from xbot.standins.fxapi import FxApiServer
+    from xbot.standins.syndication import SyndicationServer
+    from xbot.standins.vxapi import VxApiServer
 
     with FxApiServer() as fx, VxApiServer() as vx, SyndicationServer() as syn:
         for source in (fx, vx):

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.callback_data import Action, CallbackData, decode, encode
 from xbot.errors import PayloadError
-from xbot.forwarding import plan_forward
-from xbot.payloads import ForwardPayload, SentItem
-from xbot.prompts import (
+from xbot.handlers.callback_data import Action, CallbackData, decode, encode
+from xbot.storage.state import CAPTION_EDIT, ChatState, Record, caption_edit_record
+from xbot.tasks.forwarding import plan_forward
+from xbot.tasks.payloads import ForwardPayload, SentItem
+from xbot.tasks.prompts import (
     ALREADY,
     EXPIRED,
     KEEP,
@@ -26,7 +27,6 @@ from xbot.prompts import (
     prompt_by_message,
     prompt_view,
 )
-from xbot.state import CAPTION_EDIT, ChatState, Record, caption_edit_record
 
 CHAT = -700
 NOW = 1_000.0

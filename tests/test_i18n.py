@@ -32,8 +32,8 @@ from xbot.i18n import (
     telegram_code,
     translator,
 )
-from xbot.testing._tgtext import EntityParseError, parse_html
-from xbot.testing.harness import Harness
+from xbot.standins._tgtext import EntityParseError, parse_html
+from xbot.standins.harness import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
 POT = LOCALE_DIR / "xbot.pot"
@@ -284,7 +284,7 @@ def test_help_lists_the_same_commands_in_every_language() -> None:
 
 def test_the_posts_words_are_never_translated() -> None:
     """A caption that happens to be a msgid stays as the author wrote it."""
-    from xbot.prompts import Prompt, prompt_view
+    from xbot.tasks.prompts import Prompt, prompt_view
 
     prompt = Prompt(id=1, owner=None, url="https://x.com/a/status/1", items=(), caption="Close",
                     stage="confirm")  # fmt: skip

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xbot.db import DbPool
-from xbot.link_cache import (
+from xbot.storage.db import DbPool
+from xbot.storage.link_cache import (
     DEFAULT_TTL,
     PRUNE_SQL,
     CachedItem,
@@ -224,7 +224,7 @@ def test_entry_key(key: str, as_documents: bool, stored_under: str) -> None:
 
 def test_delivery_has_no_key_scheme_of_its_own() -> None:
     """Delivery stores posts under `entry_key`; a second scheme would escape `forget`."""
-    from xbot import delivery
+    from xbot.tasks import delivery
 
     assert delivery.entry_key is entry_key
     assert not hasattr(delivery, "cache_key")

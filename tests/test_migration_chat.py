@@ -17,16 +17,16 @@ import pytest
 from conftest import WallClock
 from telegram.error import ChatMigrated
 
-from xbot.db import DbPool
-from xbot.destination import Destination
 from xbot.errors import ChatMoved
 from xbot.links import classify
-from xbot.payloads import DeliverPayload
-from xbot.queue import TaskQueue
-from xbot.sender import classify as classify_error
-from xbot.state import ChatStore, caption_edit_record
-from xbot.testing.harness import Harness
-from xbot.worker import TaskContext, Workers
+from xbot.sending.destination import Destination
+from xbot.sending.sender import classify as classify_error
+from xbot.standins.harness import Harness
+from xbot.storage.db import DbPool
+from xbot.storage.queue import TaskQueue
+from xbot.storage.state import ChatStore, caption_edit_record
+from xbot.tasks.payloads import DeliverPayload
+from xbot.tasks.worker import TaskContext, Workers
 
 OLD, NEW = -5, -1005
 USER = 2001

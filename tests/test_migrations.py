@@ -16,9 +16,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from xbot import migrations
-from xbot.db import open_store
 from xbot.errors import SchemaTooNew, StoreError
+from xbot.storage import migrations
+from xbot.storage.db import open_store
 
 FROZEN = Path(__file__).parent / "data" / "frozen_migrations.json"
 

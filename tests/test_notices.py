@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from xbot.db import DbPool, open_store
-from xbot.destination import Destination
 from xbot.errors import Permanent
-from xbot.notices import Notices, read_notice
-from xbot.payloads import DeliverPayload
-from xbot.queue import Task, TaskQueue
-from xbot.worker import TaskContext
+from xbot.sending.destination import Destination
+from xbot.storage.db import DbPool, open_store
+from xbot.storage.queue import Task, TaskQueue
+from xbot.tasks.notices import Notices, read_notice
+from xbot.tasks.payloads import DeliverPayload
+from xbot.tasks.worker import TaskContext
 
 T0 = 1_000_000.0
 URL = "https://x.com/alice/status/1"

@@ -12,23 +12,24 @@ from typing import Any
 
 import pytest
 
-from xbot.destination import Destination
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
 from xbot.links import classify
-from xbot.media import netguard, ytdlp
+from xbot.media import netguard
 from xbot.media.mp4info import Mp4Info
-from xbot.media.ytdlp import VideoInfo
-from xbot.other_sites import (
+from xbot.sending.destination import Destination
+from xbot.sources import ytdlp_api as ytdlp
+from xbot.sources.ytdlp_api import VideoInfo
+from xbot.standins.harness import Harness, mp4_with_header
+from xbot.standins.media_server import big, fake_mp4
+from xbot.tasks.other_sites import (
     X_ONLY,
     OtherSites,
     fill_from_header,
     sentence_for,
     too_large_sentence,
 )
-from xbot.payloads import DELIVER as KIND
-from xbot.payloads import DeliverPayload
-from xbot.testing.harness import Harness, mp4_with_header
-from xbot.testing.media_server import big, fake_mp4
+from xbot.tasks.payloads import DELIVER as KIND
+from xbot.tasks.payloads import DeliverPayload
 
 CHAT = 601
 GROUP = -100601

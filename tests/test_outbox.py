@@ -8,13 +8,13 @@ from typing import Any, cast
 
 import attrs
 
-from xbot.destination import Destination
-from xbot.link_cache import LinkCache
-from xbot.outbox import Delivered, Outbox
-from xbot.payloads import DeliverPayload, SentItem
-from xbot.queue import Task, TaskQueue
-from xbot.sender import OutMedia, Sender
-from xbot.worker import TaskContext
+from xbot.sending.destination import Destination
+from xbot.sending.outbox import Delivered, Outbox
+from xbot.sending.sender import OutMedia, Sender
+from xbot.storage.link_cache import LinkCache
+from xbot.storage.queue import Task, TaskQueue
+from xbot.tasks.payloads import DeliverPayload, SentItem
+from xbot.tasks.worker import TaskContext
 
 DEST = Destination(-100, "supergroup", 7, 3)
 

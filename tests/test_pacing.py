@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from xbot.errors import RateLimited
-from xbot.pacing import IN_FLIGHT_POLL, PER_CHAT_BURST, Pacer
+from xbot.sending.pacing import IN_FLIGHT_POLL, PER_CHAT_BURST, Pacer
 
 
 def test_one_message_per_second_per_chat_after_a_short_burst() -> None:
@@ -65,8 +65,8 @@ def test_a_hold_from_telegram_counts_even_with_pacing_off() -> None:
 
 
 async def test_a_chat_action_is_skipped_while_telegram_holds_the_chat() -> None:
-    from xbot.destination import Destination
-    from xbot.sender import Sender
+    from xbot.sending.destination import Destination
+    from xbot.sending.sender import Sender
 
     class NoBot:
         calls = 0

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from xbot.destination import Destination
 from xbot.errors import PayloadError
-from xbot.payloads import DeliverPayload, NoticePayload, SentItem, SentStep
+from xbot.sending.destination import Destination
+from xbot.tasks.payloads import DeliverPayload, NoticePayload, SentItem, SentStep
 
 # Written by the version before destinations: the chat only on the task row.
 OLD_DELIVER = json.dumps({

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.progress import EVERY, FIRST_AFTER, Snapshot, Throttle, human_size, render
+from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, Throttle, human_size, render
 
 MB = 1024 * 1024
 

@@ -33,10 +33,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from xbot import callback_data
-from xbot.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build_text_reply
 from xbot.config import SETTINGS_DOC, load_settings
-from xbot.destination import Destination
 from xbot.errors import (
     BlockedAddress,
     ConfigError,
@@ -44,12 +41,15 @@ from xbot.errors import (
     PayloadError,
     UnsupportedLink,
 )
+from xbot.handlers import callback_data
 from xbot.links import Entity, canonicalize_x, classify, extract_links, plan_links
 from xbot.media import netguard
 from xbot.media.models import Post
-from xbot.media.x_api import XApi, parse_status
-from xbot.payloads import DeliverPayload, SentItem, SentStep, payload_identity
-from xbot.testing._tgtext import EntityParseError, rendered_text, utf16_len
+from xbot.sending.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build_text_reply
+from xbot.sending.destination import Destination
+from xbot.sources.x_api import XApi, parse_status
+from xbot.standins._tgtext import EntityParseError, rendered_text, utf16_len
+from xbot.tasks.payloads import DeliverPayload, SentItem, SentStep, payload_identity
 
 # Any code point but lone surrogates (a Telegram message is valid UTF-8).
 _chars = st.characters(codec="utf-8")

@@ -15,13 +15,13 @@ from typing import Any
 import apsw
 import pytest
 
-from xbot import group_commit, migrations
-from xbot import queue as queue_mod
-from xbot.db import DbPool, connect, open_store
 from xbot.errors import LeaseLost, StoreError
-from xbot.lost_leases import POISON_TELL, lost_lease_budget
-from xbot.payloads import payload_identity
-from xbot.queue import Lease, Task, TaskQueue
+from xbot.storage import group_commit, migrations
+from xbot.storage import queue as queue_mod
+from xbot.storage.db import DbPool, connect, open_store
+from xbot.storage.lost_leases import POISON_TELL, lost_lease_budget
+from xbot.storage.queue import Lease, Task, TaskQueue
+from xbot.tasks.payloads import payload_identity
 
 T0 = 1_000_000.0
 LEASE = 90.0

@@ -1,4 +1,4 @@
-"""The rule for a lost lease (`xbot.queue.judge_lost_lease`), as a table of cases.
+"""The rule for a lost lease (`xbot.storage.queue.judge_lost_lease`), as a table of cases.
 
 A process death or an expired lease is not the task's failure; it counts
 against the task only while the task makes no progress, against a budget of
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from xbot.lost_leases import LOST_LEASE_FACTOR, judge_lost_lease, lost_lease_budget
+from xbot.storage.lost_leases import LOST_LEASE_FACTOR, judge_lost_lease, lost_lease_budget
 
 CASES = [
     # progressed, lost before, max_attempts -> state, lost after

@@ -30,11 +30,11 @@ from hypothesis.stateful import (
     rule,
 )
 
-from xbot.db import connect, prepare_store
 from xbot.errors import LeaseLost
-from xbot.lost_leases import lost_lease_budget
-from xbot.queue import NOTICE_KIND, Lease, Task
-from xbot.queue_sync import SyncQueue
+from xbot.standins.queue_sync import SyncQueue
+from xbot.storage.db import connect, prepare_store
+from xbot.storage.lost_leases import lost_lease_budget
+from xbot.storage.queue import NOTICE_KIND, Lease, Task
 
 T0 = 1_000_000.0
 CHATS = st.integers(min_value=0, max_value=3)

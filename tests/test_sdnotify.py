@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xbot.sdnotify import SystemdNotifier, watchdog, watchdog_interval
+from xbot.ops.sdnotify import SystemdNotifier, watchdog, watchdog_interval
 
 
 class Listener:

@@ -25,7 +25,7 @@ from xbot.errors import (
     StaleFileId,
     UrlNotFetched,
 )
-from xbot.sender import classify, retry_after_seconds, write_timeout_for
+from xbot.sending.sender import classify, retry_after_seconds, write_timeout_for
 
 CASES = [
     (RetryAfter(dt.timedelta(seconds=9)), "", RateLimited),

@@ -14,10 +14,10 @@ import telegram
 from conftest import ManualClock
 from telegram.error import RetryAfter
 
-from xbot.destination import Destination
 from xbot.errors import RateLimited
-from xbot.pacing import Pacer
-from xbot.sender import LONG_CALL, OutMedia, Sender
+from xbot.sending.destination import Destination
+from xbot.sending.pacing import Pacer
+from xbot.sending.sender import LONG_CALL, OutMedia, Sender
 
 CHAT = 77
 TO = Destination(CHAT, "private")

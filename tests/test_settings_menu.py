@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.callback_data import Action, decode
-from xbot.settings_menu import (
+from xbot.handlers.callback_data import Action, decode
+from xbot.handlers.settings_menu import (
     CLOSE,
     CODES,
     MenuContext,
@@ -18,7 +18,7 @@ from xbot.settings_menu import (
     offered,
     toggle,
 )
-from xbot.state import CAPTION_STYLES, ChatSettings
+from xbot.storage.state import CAPTION_STYLES, ChatSettings
 
 PRIVATE = MenuContext("private")
 GROUP = MenuContext("supergroup", can_delete=True)

@@ -12,10 +12,10 @@ from xbot.config import Settings
 from xbot.errors import UnsupportedLink
 from xbot.links import Link, classify
 from xbot.media.models import Post
-from xbot.media.x_api import XApi
-from xbot.media.ytdlp import VideoInfo
 from xbot.sources import PostSource, SourceRouter, XApiSource, YtdlpSource
+from xbot.sources.x_api import XApi
 from xbot.sources.ytdlp import post_of_info
+from xbot.sources.ytdlp_api import VideoInfo
 
 
 @attrs.define

@@ -8,11 +8,9 @@ import logging
 import attrs
 import pytest
 
-from xbot.backoff import compute_outage_delay
 from xbot.errors import AllSourcesDown, FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import Post
-from xbot.media.x_api import DELETED, PRIVATE
 from xbot.sources.breaker import (
     BreakerPolicy,
     BreakerState,
@@ -23,6 +21,8 @@ from xbot.sources.breaker import (
     succeeded,
 )
 from xbot.sources.chain import SourceChain, snowflake_time
+from xbot.sources.x_api import DELETED, PRIVATE
+from xbot.tasks.backoff import compute_outage_delay
 
 POLICY = BreakerPolicy(threshold=3, window=60.0, cool_down=30.0, max_cool_down=120.0)
 

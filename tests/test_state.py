@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.db import DbPool, open_store
 from xbot.errors import StoreError
-from xbot.state import (
+from xbot.storage.db import DbPool, open_store
+from xbot.storage.state import (
     CAPTION_EDIT,
     ChatSettings,
     ChatState,

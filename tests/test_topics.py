@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from xbot.testing.harness import Harness
+from xbot.standins.harness import Harness
 
 FORUM = -100777
 TOPIC = 7

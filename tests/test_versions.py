@@ -9,8 +9,8 @@ import attrs
 import pytest
 
 from xbot import __version__
-from xbot.doctor import version_findings
-from xbot.versions import YTDLP_MAX_AGE_DAYS, installed, staleness, ytdlp_release
+from xbot.ops.doctor import version_findings
+from xbot.ops.versions import YTDLP_MAX_AGE_DAYS, installed, staleness, ytdlp_release
 
 TODAY = date(2026, 12, 1)
 

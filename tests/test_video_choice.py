@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xbot.media.models import MediaItem, Variant
-from xbot.media.video_choice import (
+from xbot.sending.video_choice import (
     MARGIN,
     URL_VIDEO_LIMIT,
     Pick,

@@ -10,8 +10,8 @@ import httpx
 
 from xbot.app import Bot
 from xbot.config import WebhookConfig
-from xbot.pacing import Pacer
-from xbot.testing.harness import Harness
+from xbot.sending.pacing import Pacer
+from xbot.standins.harness import Harness
 
 SECRET = "s3cret-Token_for-tests"
 

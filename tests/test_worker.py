@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from conftest import ManualClock as Clock
 
-from xbot.db import DbPool
 from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater, StoreError
-from xbot.notices import notice_text
-from xbot.queue import Task, TaskQueue
-from xbot.worker import TaskContext, Workers
+from xbot.storage.db import DbPool
+from xbot.storage.queue import Task, TaskQueue
+from xbot.tasks.notices import notice_text
+from xbot.tasks.worker import TaskContext, Workers
 
 Handler = Callable[[TaskContext], Coroutine[Any, Any, None]]
 
@@ -401,7 +401,7 @@ async def test_a_settling_write_that_fails_is_not_logged_as_done(
     await queue.enqueue("t", "{}", 42, now=clock())
     leased = await queue.lease_next(clock())
     assert leased is not None
-    caplog.set_level("INFO", logger="xbot.worker")
+    caplog.set_level("INFO", logger="xbot.tasks.worker")
     await workers._execute(leased)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("task ")]
     assert len(lines) == 1

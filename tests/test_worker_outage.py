@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from xbot.db import DbPool, open_store
 from xbot.errors import OutageRetry
-from xbot.queue import Task, TaskQueue
-from xbot.worker import TaskContext, Workers
+from xbot.storage.db import DbPool, open_store
+from xbot.storage.queue import Task, TaskQueue
+from xbot.tasks.worker import TaskContext, Workers
 
 NOW = 1_000_000.0
 

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
-from xbot.media import video_choice, x_api
 from xbot.media.models import MediaItem, Post, Variant
-from xbot.media.x_api import (
+from xbot.sending import video_choice
+from xbot.sources import x_api
+from xbot.sources.x_api import (
     AGE_GATED,
     DELETED,
     MALFORMED,

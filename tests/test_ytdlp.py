@@ -29,8 +29,8 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.media import ytdlp
-from xbot.media.ytdlp import (
+from xbot.sources import ytdlp_api as ytdlp
+from xbot.sources.ytdlp_api import (
     GEO_BLOCKED,
     GONE,
     LIVE,
@@ -51,7 +51,7 @@ from xbot.media.ytdlp import (
 
 def test_importing_the_app_does_not_import_yt_dlp() -> None:
     # A fresh interpreter: this test process imported yt_dlp above.
-    code = "import sys, xbot.app, xbot.other_sites; print('yt_dlp' in sys.modules)"
+    code = "import sys, xbot.app, xbot.tasks.other_sites; print('yt_dlp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -13,9 +13,9 @@ import pytest
 
 from xbot.errors import BlockedAddress, TooLarge
 from xbot.media.tempfiles import temp_folder
-from xbot.media.ytdlp import OVER_LIMIT, YtdlpConfig, YtdlpJob
-from xbot.progress import Snapshot
-from xbot.testing.media_server import MediaServer, big, fake_mp4
+from xbot.sending.progress import Snapshot
+from xbot.sources.ytdlp_api import OVER_LIMIT, YtdlpConfig, YtdlpJob
+from xbot.standins.media_server import MediaServer, big, fake_mp4
 
 LIMIT = 1_000_000
 

@@ -64,6 +64,9 @@ MOVES: list[tuple[str, str]] = [
     ("xbot/state.py", "xbot/storage/state.py"),
     ("xbot/link_cache.py", "xbot/storage/link_cache.py"),
     ("xbot/backup.py", "xbot/storage/backup.py"),
+    ("xbot/lost_leases.py", "xbot/storage/lost_leases.py"),
+    # The queue's synchronous door: only tests and their helper processes use it.
+    ("xbot/queue_sync.py", "xbot/standins/queue_sync.py"),
     # --- sources: where a post comes from, each turned into the same Post. The
     # clients (``*_api``) beside the `PostSource`s the branches of issues 11-17 add.
     # Not links.py and media/models.py: payloads and the sender import them, and the
@@ -186,7 +189,7 @@ UNIT_TESTS_STAY = """
     test_answers test_destination test_outbox test_payloads test_sources test_topics
     test_topics_fallback test_video_choice test_queue_lost test_sources_chain
     test_sources_parsers test_worker_outage test_inline test_inline_fetch test_inline_results
-    test_i18n test_versions test_bsky test_jsonget test_pixiv test_site_links test_imports
+    test_notices test_i18n test_versions test_bsky test_jsonget test_pixiv test_site_links test_imports
 """.split()  # noqa: SIM905 - a word list reads better than 40 quoted names
 
 # Each new folder's __init__.py: what the folder holds.

@@ -2,6 +2,6 @@
 
 import sys
 
-from xbot.cli import main
+from xbot.ops.cli import main
 
 sys.exit(main())

@@ -26,35 +26,35 @@ from telegram.request import HTTPXRequest
 
 from xbot import __version__
 from xbot.config import Settings, WebhookConfig
-from xbot.db import open_store
-from xbot.delivery import KIND as DELIVER
-from xbot.delivery import Delivery
 from xbot.errors import StoreBusy, StoreError
-from xbot.forwarding import KIND as FORWARD
-from xbot.forwarding import Forwarding
 from xbot.handlers import callbacks, caption_edit, commands, language, messages
 from xbot.handlers.auth import Authority
-from xbot.instance import instance_lock
-from xbot.link_cache import LinkCache
+from xbot.handlers.polling import DurablePoller
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
-from xbot.notices import KIND as NOTICE
-from xbot.notices import Notices
-from xbot.other_sites import OtherSites
-from xbot.outbox import Outbox
-from xbot.pacing import Pacer
-from xbot.polling import DurablePoller
-from xbot.queue import Task, TaskQueue
-from xbot.sdnotify import SystemdNotifier
-from xbot.sender import Sender
+from xbot.ops.instance import instance_lock
+from xbot.ops.sdnotify import SystemdNotifier
+from xbot.sending.outbox import Outbox
+from xbot.sending.pacing import Pacer
+from xbot.sending.sender import Sender
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.pixiv import PixivSource
-from xbot.state import ChatStore
-from xbot.worker import Workers
+from xbot.storage.db import open_store
+from xbot.storage.link_cache import LinkCache
+from xbot.storage.queue import Task, TaskQueue
+from xbot.storage.state import ChatStore
+from xbot.tasks.delivery import KIND as DELIVER
+from xbot.tasks.delivery import Delivery
+from xbot.tasks.forwarding import KIND as FORWARD
+from xbot.tasks.forwarding import Forwarding
+from xbot.tasks.notices import KIND as NOTICE
+from xbot.tasks.notices import Notices
+from xbot.tasks.other_sites import OtherSites
+from xbot.tasks.worker import Workers
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ async def build_services(
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
-        # The queue queued the notice with the dead mark (xbot.notices): send it soon.
+        # The queue queued the notice with the dead mark (xbot.tasks.notices): send it soon.
         workers.wake()
 
     authority = Authority(sender)
@@ -307,7 +307,7 @@ class Bot:
         assert updater is not None
         if self.webhook is None:
             # Our own long polling: an update is confirmed to Telegram only after
-            # its handler queued the work (xbot.polling), so a kill loses nothing.
+            # its handler queued the work (xbot.handlers.polling), so a kill loses nothing.
             self.poller = DurablePoller(self.application, timeout=self.poll_timeout)
             await self.poller.start()
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
@@ -355,7 +355,7 @@ class Bot:
         log.info("stopped")
 
 
-# --- systemd (xbot.sdnotify): READY, WATCHDOG while healthy, STATUS, STOPPING -------------
+# --- systemd (xbot.ops.sdnotify): READY, WATCHDOG while healthy, STATUS, STOPPING -------------
 
 
 def _polling_healthy(bot: Bot) -> bool:

@@ -21,16 +21,16 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     import httpx
 
-    from xbot.db import DbPool
-    from xbot.delivery import Delivery
-    from xbot.forwarding import Forwarding
     from xbot.handlers.auth import Authority
-    from xbot.link_cache import LinkCache
-    from xbot.queue import TaskQueue
-    from xbot.sender import Sender
+    from xbot.sending.sender import Sender
     from xbot.sources import SourceRouter
-    from xbot.state import ChatStore
-    from xbot.worker import Workers
+    from xbot.storage.db import DbPool
+    from xbot.storage.link_cache import LinkCache
+    from xbot.storage.queue import TaskQueue
+    from xbot.storage.state import ChatStore
+    from xbot.tasks.delivery import Delivery
+    from xbot.tasks.forwarding import Forwarding
+    from xbot.tasks.worker import Workers
 
 _KEY = "xbot.services"
 

@@ -1,6 +1,6 @@
 """A queue in another process, driven line by line over stdin (JSON in, JSON out).
 
-Used by tests/test_queue_processes.py: the test passes ``now`` in every
+Used by tests/process/test_queue_processes.py: the test passes ``now`` in every
 command, so what happens depends on the commands alone, not on the clock.
 
     {"op": "lease", "now": 10.0, "lease_for": 10.0}   -> {"task": {...}} or {"task": null}
@@ -16,10 +16,10 @@ from typing import Any
 
 import attrs
 
-from xbot.db import connect
 from xbot.errors import LeaseLost
-from xbot.queue import Lease
-from xbot.queue_sync import SyncQueue
+from xbot.standins.queue_sync import SyncQueue
+from xbot.storage.db import connect
+from xbot.storage.queue import Lease
 
 
 def handle(q: SyncQueue, cmd: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import sys
 
 import apsw
 
-from xbot.db import open_store
-from xbot.queue import TaskQueue
+from xbot.storage.db import open_store
+from xbot.storage.queue import TaskQueue
 
 LEASE_FOR = 100.0
 

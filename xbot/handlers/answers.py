@@ -3,7 +3,7 @@
 
 A chat held by a 429 holds handler replies too. The handler does not wait
 the hold out itself: the poller confirms a batch of updates only after all
-its handlers returned (`xbot.polling`), so one held chat would delay every
+its handlers returned (`xbot.handlers.polling`), so one held chat would delay every
 other chat's updates. The reply goes out from a task of its own once the
 hold ends (for holds up to `HOLD_WAIT` seconds; longer ones drop it, as a
 chat Telegram refuses does). Nothing here is raised into PTB's error handler.
@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardMarkup, Message
 
-from xbot.destination import Destination
 from xbot.errors import RateLimited, XbotError
 from xbot.logs import kv
+from xbot.sending.destination import Destination
 
 if TYPE_CHECKING:
-    from xbot.sender import Sender
+    from xbot.sending.sender import Sender
     from xbot.services import XContext
 
 log = logging.getLogger(__name__)

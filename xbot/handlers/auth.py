@@ -23,7 +23,7 @@ import telegram
 
 from xbot.errors import XbotError
 from xbot.logs import kv
-from xbot.sender import Sender
+from xbot.sending.sender import Sender
 
 log = logging.getLogger(__name__)
 

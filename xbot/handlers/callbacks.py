@@ -1,7 +1,7 @@
 """Every inline button: decode, check who pressed, answer at once, then do the quick thing.
 
 Callback data comes from the client and can be forged: it only names which
-button (`xbot.callback_data`). Whether the button still exists, what it acts
+button (`xbot.handlers.callback_data`). Whether the button still exists, what it acts
 on and whether this person may press it come from the message Telegram
 shows, our database and the Bot API. Anything that does not add up is
 answered "This button has expired." and changes nothing. What a button
@@ -15,18 +15,18 @@ import logging
 from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
 from telegram.ext import BaseHandler, CallbackQueryHandler
 
-from xbot.callback_data import Action, CallbackData, decode
 from xbot.errors import XbotError
 from xbot.handlers.answers import edit
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.callback_data import Action, CallbackData, decode
 from xbot.handlers.commands import menu_context
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.operator import DEAD_SHOWN, dead_view
+from xbot.handlers.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
 from xbot.logs import kv
-from xbot.prompts import EXPIRED, SKIPPED, find_prompt
 from xbot.services import XContext
-from xbot.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
-from xbot.state import ChatState
+from xbot.storage.state import ChatState
+from xbot.tasks.prompts import EXPIRED, SKIPPED, find_prompt
 
 log = logging.getLogger(__name__)
 

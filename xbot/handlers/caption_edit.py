@@ -15,13 +15,13 @@ import logging
 from telegram import Update
 from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, filters
 
-from xbot.caption import CAPTION_LIMIT, visible_length
 from xbot.handlers.answers import reply
 from xbot.handlers.commands import actor_of
 from xbot.logs import kv
-from xbot.prompts import Prompt, find_prompt, prompt_by_message
+from xbot.sending.caption import CAPTION_LIMIT, visible_length
 from xbot.services import XContext
-from xbot.state import CAPTION_EDIT
+from xbot.storage.state import CAPTION_EDIT
+from xbot.tasks.prompts import Prompt, find_prompt, prompt_by_message
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,17 @@ from telegram import (
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
-from xbot.caption import (
+from xbot.errors import ChatUnavailable, Permanent, XbotError
+from xbot.handlers.answers import reply, rest_of
+from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.language import language_of, translator_of
+from xbot.handlers.messages import NOT_ALLOWED
+from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
+from xbot.handlers.settings_menu import MenuContext, menu_markup, menu_text
+from xbot.i18n import LANGUAGES, N_, telegram_code, translator
+from xbot.logs import kv
+from xbot.media.models import Post
+from xbot.sending.caption import (
     MALFORMED,
     MAX_TEMPLATE_LENGTH,
     PLACEHOLDERS,
@@ -34,17 +44,7 @@ from xbot.caption import (
     render_template,
     validate_template,
 )
-from xbot.errors import ChatUnavailable, Permanent, XbotError
-from xbot.handlers.answers import reply, rest_of
-from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
-from xbot.handlers.language import language_of, translator_of
-from xbot.handlers.messages import NOT_ALLOWED
-from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
-from xbot.i18n import LANGUAGES, N_, telegram_code, translator
-from xbot.logs import kv
-from xbot.media.models import Post
 from xbot.services import Services, XContext
-from xbot.settings_menu import MenuContext, menu_markup, menu_text
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ async def menu_context(
         chat_type=chat.type,
         can_delete=can_delete,
         other_sites=True,  # yt-dlp is always wired in; each chat turns it on or off
-        documents=True,  # xbot.delivery sends photos as files when the chat asks
+        documents=True,  # xbot.tasks.delivery sends photos as files when the chat asks
         user_language=user_language,
     )
 

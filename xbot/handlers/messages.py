@@ -12,13 +12,13 @@ import logging
 from telegram import Update
 from telegram.constants import ChatType
 
-from xbot.destination import Destination
 from xbot.errors import StoreError
 from xbot.handlers.answers import reply
 from xbot.links import LinkPlan, extract_links, plan_links
 from xbot.logs import kv
-from xbot.payloads import DELIVER, DeliverPayload
+from xbot.sending.destination import Destination
 from xbot.services import XContext
+from xbot.tasks.payloads import DELIVER, DeliverPayload
 
 log = logging.getLogger(__name__)
 

@@ -9,16 +9,16 @@ import time
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
-from xbot import versions
-from xbot.callback_data import Action, CallbackData, encode
 from xbot.errors import FetchError
 from xbot.handlers.answers import reply, rest_of
+from xbot.handlers.callback_data import Action, CallbackData, encode
 from xbot.links import Link, classify
-from xbot.payloads import payload_identity
-from xbot.queue import Task
+from xbot.ops import versions
 from xbot.services import XContext
 from xbot.sources import PostSource
 from xbot.sources.chain import SourceChain
+from xbot.storage.queue import Task
+from xbot.tasks.payloads import payload_identity
 
 __all__ = ["DEAD_SHOWN", "cmd_clear_cache", "cmd_dead", "cmd_debug", "cmd_stats", "dead_view"]
 

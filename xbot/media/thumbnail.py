@@ -3,7 +3,7 @@
 Telegram's rule for the ``thumbnail`` of sendVideo and InputMediaVideo (Bot
 API): a JPEG under 200 kB whose width and height are at most 320, and it is
 "ignored if the file is not uploaded using multipart/form-data" — so only an
-uploaded video carries one (`xbot.sender` decides that).
+uploaded video carries one (`xbot.sending.sender` decides that).
 
 There is no image library here (no Pillow), so nothing is converted or
 scaled: a still that breaks the rule is dropped and Telegram makes its own

@@ -3,7 +3,7 @@
 - `xbot.sources.base`: the protocol and what a source may raise.
 - `xbot.sources.x`: the fxtwitter-compatible API.
 - `xbot.sources.ytdlp`: other sites through yt-dlp (extraction here; the
-  download is a job `xbot.other_sites` drives, behind the same outbox).
+  download is a job `xbot.tasks.other_sites` drives, behind the same outbox).
 - `xbot.sources.router`: which source serves a post link, by its kind.
 - `xbot.sources.chain`: X as a chain of sources (fxtwitter, then `vx_api`, then
   `syndication`), each behind its circuit breaker (`breaker`).

@@ -22,7 +22,7 @@ import httpx
 from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.media.download import http_error
-from xbot.media.x_api import DELETED
+from xbot.sources.x_api import DELETED
 
 USER_AGENT = f"xbot/{__version__} (Telegram bot)"
 

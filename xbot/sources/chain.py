@@ -50,12 +50,12 @@ from xbot.errors import (
 from xbot.links import Link
 from xbot.logs import kv
 from xbot.media.models import Post
-from xbot.media.x_api import DELETED, XApi
 from xbot.sources.base import PostSource
 from xbot.sources.breaker import BreakerPolicy, SourceHealth, Verdict
 from xbot.sources.syndication import Syndication
 from xbot.sources.vx_api import VxApi
 from xbot.sources.x import XApiSource
+from xbot.sources.x_api import DELETED, XApi
 
 if TYPE_CHECKING:
     import httpx

@@ -28,7 +28,9 @@ import httpx
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.media.x_api import (
+from xbot.sources._http import default_timeout, get_json
+from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote
+from xbot.sources.x_api import (
     _HANDLE,
     _MIME_CONTAINERS,
     _POST_ID,
@@ -39,8 +41,6 @@ from xbot.media.x_api import (
     _str,
     canonical_url,
 )
-from xbot.sources._http import default_timeout, get_json
-from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote
 
 NAME = "syndication"
 MALFORMED = "X's embed service sent an answer I could not read."

@@ -25,9 +25,10 @@ import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.links import Link
-from xbot.media import x_api
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.media.x_api import (
+from xbot.sources import x_api
+from xbot.sources._http import default_timeout, get_json
+from xbot.sources.x_api import (
     _HANDLE,
     _POST_ID,
     DELETED,
@@ -37,7 +38,6 @@ from xbot.media.x_api import (
     _str,
     canonical_url,
 )
-from xbot.sources._http import default_timeout, get_json
 
 NAME = "vxtwitter"
 MALFORMED = "The vxtwitter API sent an answer I could not read."

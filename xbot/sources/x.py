@@ -1,4 +1,4 @@
-"""The fxtwitter-compatible API (`xbot.media.x_api.XApi`) as a `PostSource`."""
+"""The fxtwitter-compatible API (`xbot.sources.x_api.XApi`) as a `PostSource`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import attrs
 from xbot.errors import UnsupportedLink
 from xbot.links import Link
 from xbot.media.models import Post
-from xbot.media.x_api import XApi
+from xbot.sources.x_api import XApi
 
 __all__ = ["XApiSource"]
 

@@ -1,10 +1,10 @@
-"""Other sites through yt-dlp (`xbot.media.ytdlp`) as a `PostSource`.
+"""Other sites through yt-dlp (`xbot.sources.ytdlp_api`) as a `PostSource`.
 
 `fetch(link)` extracts and answers the `Post` (one video: its page, title,
 uploader, size and picture) without downloading anything. A delivery needs
 more than a Post: the file itself, progress for the status message, and a
 second single-flight key that only extraction reveals (``yt:{extractor}:{id}``).
-So the source also opens the `YtdlpJob` that `xbot.other_sites` drives
+So the source also opens the `YtdlpJob` that `xbot.tasks.other_sites` drives
 (`open_job`): extraction and download stay one job, one `YoutubeDL`, while
 which options, which sites and the SSRF pre-check are decided here once.
 """
@@ -23,8 +23,8 @@ from xbot.links import Link
 from xbot.media import netguard
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
-from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
-from xbot.progress import Snapshot
+from xbot.sending.progress import Snapshot
+from xbot.sources.ytdlp_api import VideoInfo, YtdlpConfig, YtdlpJob
 
 __all__ = ["YtdlpSource", "post_of_info"]
 

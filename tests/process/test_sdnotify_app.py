@@ -1,0 +1,50 @@
+"""`xbot run` under Type=notify: the real bot against the stand-ins tells a real notify
+socket READY, then WATCHDOG and STATUS with the queue depth, then STOPPING on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from pathlib import Path
+
+from xbot.app import Bot, run_until_signalled
+from xbot.ops.sdnotify import SystemdNotifier
+from xbot.standins.harness import Harness
+
+
+async def test_a_bot_session_speaks_sd_notify(tmp_path: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify"))
+    sock.setblocking(False)
+    harness = await Harness.start(tmp_path / "data", start_bot=False)
+    bot = Bot(harness.settings, poll_timeout=1)
+    notifier = SystemdNotifier(socket_path=str(tmp_path / "notify"), watchdog_every=0.02)
+    got: list[str] = []
+
+    async def until(predicate: object, timeout: float = 10.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():  # type: ignore[operator]
+                try:
+                    got.append(sock.recv(4096).decode())
+                except BlockingIOError:
+                    await asyncio.sleep(0.01)
+
+    session = asyncio.create_task(run_until_signalled(bot, notifier=notifier))
+    try:
+        await until(lambda: "WATCHDOG=1" in got and any("queue pending=" in m for m in got))
+        assert got[0] == "READY=1\nSTATUS=polling"
+        assert bot.poller is not None
+        assert bot.poller.running
+        os.kill(os.getpid(), signal.SIGTERM)  # what systemctl stop sends
+        async with asyncio.timeout(15):
+            await session
+        await until(lambda: any(m.startswith("STOPPING=1") for m in got))
+    finally:
+        if not session.done():
+            session.cancel()
+        await harness.stop()
+        sock.close()
+    stopping = next(i for i, m in enumerate(got) if m.startswith("STOPPING=1"))
+    assert "WATCHDOG=1" not in got[stopping + 1 :]  # no ping vouches for a bot on its way out

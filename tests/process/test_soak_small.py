@@ -1,0 +1,128 @@
+"""The soak, small: `bench/soak.py` with 40 links in 8 chats, in the test suite.
+
+The real `xbot run` as a subprocess, killed with SIGKILL (once aimed right after
+Telegram confirmed an album), stopped with SIGTERM mid-work, under a 429
+storm, 5xx from the Bot API, a media host that resets and lies about lengths,
+and an X API answering 503. Left to the full soak (`python bench/soak.py`):
+the faults that cost 15-35 s of waiting each (timeouts, stalls, hangs), the
+full disk (it needs root to mount a tmpfs), and the combinations that still
+lose links (see the constants below).
+
+Also here, in-process: what a link meets when the database cannot take it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import load_soak
+
+from xbot.errors import StoreError
+from xbot.handlers import messages
+from xbot.standins.harness import Harness
+from xbot.storage.queue import TaskQueue
+
+# Not the write lock: with a kill landing while handlers wait on it, PTB has already
+# confirmed those updates and the links are lost (docs/reliability.md, "Findings"); the
+# handler's side of it is tested below, in-process, and the full soak runs it with kills.
+SMALL_SCENARIOS = "kill9,sigterm,storm,botapi,media,fxapi"
+# Left out: an answer that is not JSON at all (garbage, an HTML page) is a sign the source
+# is unwell since the chain of X sources (issue 14), retried there, no longer a failure told
+# by the dead-letter notice as bench/soak.py's catalog still expects ("sentence"). fx_huge
+# is in: it is told only by that notice, now durable.
+OUTAGE_KINDS = "fx_garbage,fx_html"
+
+
+@pytest.mark.slow
+def test_small_soak_meets_every_target(tmp_path: Path) -> None:
+    soak = load_soak()
+    cfg, workdir = soak.parse_args(
+        ["--small", "--fast", "--only", SMALL_SCENARIOS, "--without-kinds", OUTAGE_KINDS,
+         "--workdir", str(tmp_path), "--seed", "3"]
+    )  # fmt: skip
+    report = soak.run_soak(cfg, workdir)
+    print(report.table())
+    print(report.details())
+    assert report.misses() == []
+    assert report.links == 40
+    assert report.kills_random + report.kills_aimed >= 3
+    assert report.sigterm_exits, "a SIGTERM mid-work"
+    assert report.answered_429 > 0, "the storm hit"
+    # A post whose answer is too big is told only by its (durable) dead-letter notice;
+    # seed 3 sends one through the storm.
+    assert report.dead, "links told only by a dead-letter notice were among them"
+    # A kill may resend the albums it caught between confirmation and record: at most one
+    # per task in flight.
+    kills = report.kills_random + report.kills_aimed + len(report.sigterm_exits)
+    assert report.resent_kill <= kills * cfg.workers
+
+
+def test_timeline_is_bounded_and_reproducible() -> None:
+    soak = load_soak()
+    cfg, _ = soak.parse_args(["--small", "--workdir", "/nonexistent"])
+    one = soak.build_timeline(cfg, soak.random.Random(5))
+    two = soak.build_timeline(cfg, soak.random.Random(5))
+    assert one == two
+    assert [e.at for e in one] == sorted(e.at for e in one)
+    assert sum(e.what == "send" for e in one) == cfg.links
+    assert sum(e.what in ("kill9", "aim") for e in one) == cfg.kills
+    assert sum(e.what == "aim" for e in one) == cfg.aimed_kills
+    assert max(e.at for e in one) < cfg.deadline
+
+
+def test_every_scenario_is_a_flag() -> None:
+    soak = load_soak()
+    for name in soak.SCENARIOS:
+        cfg, _ = soak.parse_args(["--only", name, "--workdir", "/nonexistent"])
+        assert cfg.scenarios == frozenset({name})
+        cfg, _ = soak.parse_args(["--without", name, "--workdir", "/nonexistent"])
+        assert name not in cfg.scenarios
+    with pytest.raises(SystemExit):
+        soak.parse_args(["--only", "meteor", "--workdir", "/nonexistent"])
+
+
+# --- when the database cannot take a link ------------------------------------------------------
+
+
+@pytest.fixture
+def h(harness: Harness) -> Harness:
+    return harness
+
+
+async def test_a_link_outlasts_another_process_holding_the_write_lock(h: Harness) -> None:
+    soak = load_soak()
+    h.fx.add_post("1", text="locked out", photos=[h.photo("lock")])
+    lock = soak.hold_write_lock(h.settings.db_path, 6.0)  # past the 5 s busy timeout
+    try:
+        locked_at = time.monotonic()
+        h.api.user_message(501, "https://x.com/a/status/1")
+        await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 501), 20)
+        waited = time.monotonic() - locked_at
+    finally:
+        await asyncio.to_thread(lock.wait)
+        assert lock.stdout is not None
+        lock.stdout.close()
+    assert waited > 5.0, "the lock held the link back (else this proves nothing)"
+    texts = [m.get("text", "") for m in h.sent(501)]
+    assert messages.STORE_UNAVAILABLE not in texts
+
+
+async def test_a_link_the_database_cannot_take_gets_one_sentence(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries = []
+
+    async def full(*args: Any, **kwargs: Any) -> None:
+        tries.append(args)
+        raise StoreError("the disk holding the database is full")
+
+    monkeypatch.setattr(messages, "ENQUEUE_PAUSES", (0.0, 0.01, 0.02))
+    monkeypatch.setattr(TaskQueue, "enqueue", full)
+    h.api.user_message(502, "https://x.com/a/status/2")
+    await h.api.wait_for(lambda: h.sent(502), 10)
+    assert [m["text"] for m in h.sent(502)] == [messages.STORE_UNAVAILABLE]
+    assert len(tries) == 3, "tried again before giving up"

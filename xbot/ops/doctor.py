@@ -1,0 +1,334 @@
+"""`xbot doctor`: what is wrong with this installation, one line per finding.
+
+Checks, in order: the versions a bug report needs (and whether yt-dlp is
+more than 90 days old, `xbot.ops.versions`), the configuration (every problem,
+naming the setting), the data directory (there, writable, free space), the
+database (opens, schema version, integrity, queue), the token's shape, and,
+unless told to stay offline, the Bot API itself (``getMe`` with a timeout: the token works, the
+bot's name, whether privacy mode hides group messages from it).
+
+Exit status: 2 when the configuration is wrong (nothing else is checked
+then: every later check depends on it), 1 when any other check failed, 0
+otherwise (warnings included). The token never appears in a finding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Mapping
+from datetime import date
+from pathlib import Path
+from typing import Literal
+
+import apsw
+import attrs
+import httpx
+
+from xbot.config import Settings, check_settings, token_problem, unknown_names
+from xbot.errors import StoreError
+from xbot.logs import redact
+from xbot.ops import versions
+from xbot.ops.opscli import check_owner
+from xbot.storage import migrations
+from xbot.storage.db import read_only
+
+Level = Literal["ok", "warn", "fail"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_CONFIG = 2
+
+MB = 1024 * 1024
+GB = 1024 * MB
+# Below this the bot cannot even write its database journal reliably.
+MIN_FREE = 100 * MB
+
+
+@attrs.frozen
+class Finding:
+    """One line of the report.
+
+    Attributes:
+        level: ok, warn or fail.
+        subject: the setting or the part checked (``XBOT_WORKERS``, ``database``).
+        text: what was found, for a person.
+        config: a configuration problem (exit status 2).
+    """
+
+    level: Level
+    subject: str
+    text: str
+    config: bool = False
+
+    def line(self) -> str:
+        label = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[self.level]
+        return f"{label}  {self.subject}: {self.text}"
+
+
+@attrs.frozen
+class Report:
+    findings: tuple[Finding, ...]
+
+    @property
+    def exit_code(self) -> int:
+        if any(f.config and f.level == "fail" for f in self.findings):
+            return EXIT_CONFIG
+        if any(f.level == "fail" for f in self.findings):
+            return EXIT_FAILED
+        return EXIT_OK
+
+    def lines(self, secrets: tuple[str, ...] = ()) -> list[str]:
+        out = []
+        for finding in self.findings:
+            line = finding.line()
+            for secret in secrets:
+                if secret:
+                    line = line.replace(secret, "***")
+            out.append(redact(line))
+        return out
+
+
+def diagnose(
+    env: Mapping[str, str],
+    *,
+    online: bool = True,
+    timeout: float = 10.0,
+    transport: httpx.BaseTransport | None = None,
+) -> Report:
+    """Run every check against the environment `env` and return the findings."""
+    found = version_findings(versions.installed(), date.today())
+    settings, problems = check_settings(env)
+    found += [
+        Finding("warn", name.split(":")[0], name.split(": ", 1)[1]) for name in unknown_names(env)
+    ]
+    if settings is None:
+        found += [_config_finding(p) for p in problems]
+        found.append(
+            Finding("warn", "doctor", "the other checks need a valid configuration; fix the above")
+        )
+        return Report(tuple(found))
+    found.append(Finding("ok", "configuration", "every setting is valid"))
+    found += check_data_dir(settings)
+    found += check_database(settings.db_path)
+    problem = token_problem(settings.token)
+    if problem is not None:
+        found.append(Finding("fail", "XBOT_TOKEN", problem.split(": ", 1)[1], config=True))
+    else:
+        found.append(Finding("ok", "XBOT_TOKEN", "shaped like a bot token"))
+        if online:
+            found += check_bot_api(settings, timeout=timeout, transport=transport)
+    if online and transport is None:
+        found += check_x_sources(settings, timeout=timeout)
+    return Report(tuple(found))
+
+
+def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Finding]:
+    """Ask each configured X source for one known public post, once.
+
+    A source that fails is a warning, not a failure: links go to the next one.
+    """
+    from xbot.sources.chain import PROBE_POST, probe, x_sources
+
+    async def run() -> list[Finding]:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            sources = x_sources(settings, client)
+            results = await probe(sources, PROBE_POST, within=timeout)
+        found = []
+        for result in results:
+            level: Level = "ok" if result.ok else "warn"
+            text = f"{result.detail} in {result.seconds:.2f}s"
+            if not result.ok:
+                text += "; while it fails, links go to the next source"
+            found.append(Finding(level, f"X source {result.name}", text))
+        if not any(r.ok for r in results):
+            # An outage, or a firewall: a warning still, the bot itself is fine and waits.
+            text = "none answered: X links wait (up to an hour) until one does"
+            found.append(Finding("warn", "X sources", text))
+        return found
+
+    return asyncio.run(run())
+
+
+def version_findings(installed: versions.Versions, today: date) -> list[Finding]:
+    """What a bug report needs first, and a warning when yt-dlp has gone stale."""
+    stale, text = versions.staleness(installed.ytdlp, today)
+    return [
+        Finding("ok", "versions", installed.one_line()),
+        Finding("warn" if stale else "ok", "yt-dlp", text),
+    ]
+
+
+def _config_finding(problem: str) -> Finding:
+    subject, _, text = problem.partition(": ")
+    return Finding("fail", subject, text, config=True)
+
+
+def check_data_dir(settings: Settings) -> list[Finding]:
+    folder = settings.data_dir
+    if not folder.exists():
+        parent = next((p for p in folder.parents if p.exists()), Path("/"))
+        return [
+            Finding(
+                "ok",
+                "data dir",
+                f"{folder} does not exist yet; `xbot run` creates it (under {parent})",
+            )
+        ]
+    if not folder.is_dir():
+        return [Finding("fail", "data dir", f"{folder} is not a directory")]
+    found: list[Finding] = []
+    try:
+        # A real file, not os.access(): a read-only mount passes os.access for root.
+        with tempfile.TemporaryFile(prefix="xbot-doctor-", dir=folder):
+            pass
+    except OSError as exc:
+        found.append(Finding("fail", "data dir", f"{folder} is not writable: {exc.strerror}"))
+    else:
+        found.append(Finding("ok", "data dir", f"{folder} is writable"))
+    free = shutil.disk_usage(folder).free
+    want = max(GB, 2 * settings.upload_limit)
+    text = f"{free / GB:.1f} GB free on the disk holding {folder}"
+    if free < MIN_FREE:
+        found.append(Finding("fail", "disk", f"{text}: the database needs room to write"))
+    elif free < want:
+        found.append(
+            Finding(
+                "warn", "disk", f"{text}: a download needs up to {2 * settings.upload_limit_mb} MB"
+            )
+        )
+    else:
+        found.append(Finding("ok", "disk", text))
+    return found
+
+
+def check_database(path: Path, euid: int | None = None) -> list[Finding]:
+    if not path.exists():
+        return [Finding("ok", "database", f"none yet at {path}; `xbot run` creates it")]
+    try:
+        check_owner(path, euid)
+    except StoreError as exc:
+        return [Finding("warn", "database", f"not opened: {exc}")]
+    try:
+        with read_only(path) as conn:
+            return _database_findings(path, conn)
+    except StoreError as exc:
+        return [Finding("fail", "database", str(exc))]
+
+
+def _database_findings(path: Path, conn: apsw.Connection) -> list[Finding]:
+    version = migrations.current_version(conn)
+    latest = migrations.latest_version()
+    if version > latest:
+        return [
+            Finding(
+                "fail",
+                "database",
+                f"{path} is at schema version {version}, this xbot knows up to {latest}: "
+                "it was used by a newer xbot; upgrade xbot (the database is untouched)",
+            )
+        ]
+    verdict = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
+    if verdict != ["ok"]:
+        detail = "; ".join(verdict[:3])
+        return [
+            Finding(
+                "fail",
+                "database",
+                f"{path} failed its integrity check ({detail}); restore the latest backup",
+            )
+        ]
+    found = [Finding("ok", "database", f"{path}: schema version {version}, integrity ok")]
+    if version < latest:
+        found.append(
+            Finding(
+                "warn",
+                "database",
+                f"{latest - version} migration(s) pending; `xbot run` (or `xbot migrate`) "
+                "applies them",
+            )
+        )
+    if version > 0:
+        found.append(_queue_finding(conn))
+    return found
+
+
+def _queue_finding(conn: apsw.Connection) -> Finding:
+    counts = dict.fromkeys(("pending", "running", "done", "dead"), 0)
+    for state, n in conn.execute("SELECT state, count(*) FROM tasks GROUP BY state"):
+        counts[str(state)] = int(n)
+    text = " ".join(f"{k}={v}" for k, v in counts.items())
+    if counts["dead"]:
+        return Finding("warn", "queue", f"{text}; see `xbot queue list --state dead`")
+    return Finding("ok", "queue", text)
+
+
+def method_url(base_url: str, token: str, method: str) -> str:
+    """A Bot API method URL the way PTB builds it (the token appended or filled in)."""
+    if "{token}" in base_url:
+        return f"{base_url.replace('{token}', token)}/{method}"
+    return f"{base_url}{token}/{method}"
+
+
+def check_bot_api(
+    settings: Settings, *, timeout: float = 10.0, transport: httpx.BaseTransport | None = None
+) -> list[Finding]:
+    where = settings.bot_api_url.replace("{token}", "<token>")
+    url = method_url(settings.bot_api_url, settings.token, "getMe")
+    try:
+        with httpx.Client(timeout=timeout, transport=transport, trust_env=transport is None) as c:
+            response = c.get(url)
+    except httpx.HTTPError as exc:
+        reason = str(exc).replace(settings.token, "***") or type(exc).__name__
+        return [
+            Finding(
+                "fail",
+                "Bot API",
+                f"could not reach the Bot API at {where} ({type(exc).__name__}: {reason}); "
+                "check the network, DNS and any firewall, or run `xbot doctor --offline`",
+            )
+        ]
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    if response.status_code in (401, 404) and not body.get("ok"):
+        return [
+            Finding(
+                "fail",
+                "Bot API",
+                f"{where} refused the token (HTTP {response.status_code}): it was revoked or "
+                "mistyped; copy the current one from @BotFather (/mybots, API Token)",
+            )
+        ]
+    result = body.get("result")
+    if response.status_code != 200 or not body.get("ok") or not isinstance(result, dict):
+        description = str(body.get("description") or response.reason_phrase)
+        return [
+            Finding(
+                "fail",
+                "Bot API",
+                f"getMe at {where} answered HTTP {response.status_code}: {description}",
+            )
+        ]
+    found = [
+        Finding(
+            "ok",
+            "Bot API",
+            f"getMe: @{result.get('username')} (id {result.get('id')}) at {where}",
+        )
+    ]
+    if result.get("can_read_all_group_messages") is False:
+        found.append(
+            Finding(
+                "warn",
+                "privacy mode",
+                "on: in groups the bot sees only commands and replies to it, not links. "
+                "Turn it off in @BotFather (/setprivacy, Disable), then remove and re-add "
+                "the bot to each group, or make the bot a group admin",
+            )
+        )
+    return found

@@ -1,0 +1,590 @@
+"""yt-dlp: the one module that imports it, and translates its errors into xbot's tree.
+
+`import yt_dlp` costs ~0.2 s and is needed only when a link to another site
+arrives, so it happens lazily, in the worker thread of the first job
+(`xbot.app` never imports it; a test pins that). yt-dlp blocks: each job has
+one `YoutubeDL`, used from ``asyncio.to_thread``. Its progress hook runs in
+that thread and hands snapshots to the loop with ``call_soon_threadsafe``.
+
+The rules that matter, and where they are kept:
+
+- Format (`format_selector`): the best single file that fits the upload
+  limit; ``<?`` admits formats of unknown size (a direct link never says),
+  which the hook then caps while they download.
+- The cap (`YtdlpJob._hook`): yt-dlp's own ``max_filesize`` trusts
+  Content-Length and skips silently; the hook counts the bytes themselves and
+  raises ``DownloadCancelled`` past the limit, with or without a length.
+- Cancellation: a cancelled job sets a flag that the hook (and every request
+  yt-dlp makes) checks, so the thread stops at its next block; the caller's
+  temp folder is removed again when a thread outlives the grace period.
+- SSRF: every request yt-dlp makes passes `YtdlpJob`'s guard first (scheme,
+  literal and resolved addresses, like `xbot.media.netguard`). yt-dlp follows
+  redirects and resolves names again inside its HTTP handler, which no hook
+  sees; the systemd unit's ``IPAddressDeny=`` is the kernel-level answer.
+- Errors (`translate`): exactly once, into `PostUnavailable` (login, age,
+  geo, private or removed, live), `UnsupportedLink`, `TooLarge` and
+  `TransientFetch` (everything that may pass: the task is retried).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import re
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import attrs
+import httpx
+
+from xbot.errors import (
+    FetchError,
+    PostUnavailable,
+    TooLarge,
+    TransientFetch,
+    UnsupportedLink,
+)
+from xbot.logs import kv
+from xbot.media import netguard
+from xbot.sending.progress import Snapshot
+
+log = logging.getLogger(__name__)
+
+SITES = ("known", "all")
+# Their ids are file names or page slugs, not ids of a video on a site: two
+# hosts' "video.mp4" must not share a cache entry, so their key is the URL.
+GENERIC_EXTRACTORS = frozenset({"generic", "html5mediaembed"})
+OUTTMPL = "media.%(ext)s"  # never a name from the site: titles are user input
+REPORT_EVERY = 0.25  # the thread hands the loop at most this many snapshots a second
+
+# The sentences people read (`PostUnavailable.reason`), and the retry reason.
+LOGIN_REQUIRED = "That video is only shown to signed-in or age-verified accounts, which I am not."
+GEO_BLOCKED = "That video is not available in the country this bot runs in."
+GONE = "That video is private, was removed, or does not exist."
+LIVE = "That is a live stream, or it has not started yet; I can only fetch recorded videos."
+REFUSED = "That site would not give me the video."
+UNSUPPORTED = "I cannot fetch a video from that link."
+NO_FORMAT_FITS = "no single-file version of that video fits the upload limit"
+OVER_LIMIT = "the video is over the upload limit"
+SITE_FAILED = "the site did not answer properly"
+
+_URL = re.compile(r"\w+://\S+")
+_LIVE = re.compile(r"live event will begin|premieres? in|is_upcoming|this live stream|is live now")
+_GONE = re.compile(
+    r"private video|video is private|video unavailable|video is unavailable|has been removed"
+    r"|been deleted|no longer available|does not exist|not found|account .*terminated"
+    r"|content (?:is|isn't|is not) available|post (?:is )?unavailable|removed by"
+)
+_LOGIN = re.compile(
+    r"sign in|log in|login|--cookies|confirm your age|age.restricted|age verification"
+    r"|age.gate|members.only|registered users|inappropriate|premium|paid content|requires payment"
+)
+_GEO = re.compile(r"your country|your location|geo.restrict|not available in your region|territor")
+
+
+def allowed_extractors(sites: str) -> list[str]:
+    """``known``: every extractor but the generic one; ``all``: the generic one too."""
+    if sites == "all":
+        return ["default"]
+    if sites == "known":
+        return ["default", "-generic"]
+    raise ValueError(f"XBOT_YTDLP_SITES must be one of {SITES}, got {sites!r}")
+
+
+def format_selector(limit_bytes: int) -> str:
+    """The best single file (video and audio in one; nothing to merge) under the limit.
+
+    ``<?`` admits a format whose size the site does not give (a direct link
+    never says); the download hook caps those. Both sizes in *one* filter: as
+    two alternatives (``best[filesize<?N]/best[filesize_approx<?N]``) the
+    second admits a format whose exact size is known to be too big (its
+    approximate size is unknown), and the first admits one whose approximate
+    size is too big, picking it over a smaller one that fits.
+    """
+    if limit_bytes <= 0:
+        raise ValueError(f"limit must be positive, got {limit_bytes}")
+    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}]"
+
+
+def cache_key(extractor_key: str, video_id: str, webpage_url: str) -> str:
+    """``yt:{extractor}:{id}``: two spellings of one video share it. Generic: by URL."""
+    extractor = extractor_key.lower() or "generic"
+    if extractor in GENERIC_EXTRACTORS or not video_id:
+        return f"yt:generic:{webpage_url}"
+    return f"yt:{extractor}:{video_id}"
+
+
+@attrs.frozen
+class YtdlpConfig:
+    """How jobs run; one per bot.
+
+    Attributes:
+        limit_bytes: the upload limit, and so the download cap.
+        sites: ``known`` or ``all`` (`allowed_extractors`).
+        allow_private: let yt-dlp reach loopback/private addresses (tests, demo).
+        socket_timeout: yt-dlp's per-socket timeout, seconds.
+        cancel_grace: how long a cancelled job waits for its thread to stop.
+        overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
+    """
+
+    limit_bytes: int
+    sites: str = "known"
+    allow_private: bool = False
+    socket_timeout: float = 20.0
+    cancel_grace: float = 1.0
+    overrides: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+def build_options(
+    config: YtdlpConfig, folder: Path, hook: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """The ``YoutubeDL`` parameters of one job. Pure (the test reads them)."""
+    options: dict[str, Any] = {
+        "quiet": True,
+        "no_warnings": True,
+        "noprogress": True,
+        "logger": _Logger(),  # otherwise errors are printed to stderr as well
+        "noplaylist": True,
+        "playlist_items": "1",  # a playlist-only link: its first video, never all of them
+        "socket_timeout": config.socket_timeout,
+        "retries": 2,
+        "fragment_retries": 2,
+        "extractor_retries": 1,  # the queue retries with backoff; yt-dlp need not
+        "restrictfilenames": True,
+        "cachedir": False,  # the system is read-only under systemd
+        "paths": {"home": str(folder), "temp": str(folder)},
+        "outtmpl": {"default": OUTTMPL},
+        "overwrites": True,
+        "allowed_extractors": allowed_extractors(config.sites),
+        "format": format_selector(config.limit_bytes),
+        # Telegram plays MP4 inline; other containers arrive as a file to download.
+        "format_sort": ["ext:mp4:m4a"],
+        "progress_hooks": [hook],
+        "writethumbnail": False,
+        "color": {"stdout": "no_color", "stderr": "no_color"},
+    }
+    options.update(config.overrides)
+    return options
+
+
+@attrs.frozen
+class VideoInfo:
+    """What yt-dlp found for a link, as the bot needs it.
+
+    Attributes:
+        key: the link-cache key (`cache_key`).
+        url: the video's page (the caption's link).
+        title, uploader: for the caption ("" when unknown).
+        duration, width, height: for sendVideo's player.
+        thumbnail: a still, when the site gives one.
+        audio_only: the chosen format has no picture.
+        ext: the file extension of the chosen format (``mp4``).
+        size: bytes, when the site says (exact or approximate).
+        adult: the site marks it 18+.
+    """
+
+    key: str
+    url: str
+    title: str = ""
+    uploader: str = ""
+    duration: float | None = None
+    width: int | None = None
+    height: int | None = None
+    thumbnail: str | None = None
+    audio_only: bool = False
+    ext: str = "mp4"
+    size: int | None = None
+    adult: bool = False
+
+
+def _opt_int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return int(value)
+
+
+def _opt_str(*values: object) -> str:
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def first_video(info: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The video of an extraction result: itself, or a playlist's first entry."""
+    if info.get("_type", "video") != "playlist":
+        return info
+    for entry in info.get("entries") or ():
+        if isinstance(entry, Mapping):
+            return first_video(entry)
+    return None
+
+
+def video_info(info: Mapping[str, Any], fallback_url: str) -> VideoInfo:
+    """Pure: the fields of a (sanitized) yt-dlp info dict that the bot uses.
+
+    Raises:
+        PostUnavailable: a live or upcoming stream (it would never end).
+    """
+    if info.get("is_live") or info.get("live_status") in ("is_live", "is_upcoming"):
+        raise PostUnavailable(LIVE)
+    url = _opt_str(info.get("webpage_url"), info.get("original_url"), fallback_url)
+    extractor = _opt_str(info.get("extractor_key"), info.get("extractor"), "generic")
+    ext = _opt_str(info.get("ext")).lower()
+    return VideoInfo(
+        key=cache_key(extractor, _opt_str(info.get("id")), url),
+        url=url,
+        title=_opt_str(info.get("title"), info.get("fulltitle")),
+        uploader=_opt_str(
+            info.get("uploader"), info.get("channel"), info.get("creator"), info.get("artist")
+        ),
+        duration=float(d) if (d := _opt_int(info.get("duration"))) else None,
+        width=_opt_int(info.get("width")),
+        height=_opt_int(info.get("height")),
+        thumbnail=_opt_str(info.get("thumbnail")) or None,
+        audio_only=info.get("vcodec") == "none",
+        ext=ext if re.fullmatch(r"[a-z0-9]{1,5}", ext) else "mp4",
+        size=_opt_int(info.get("filesize")) or _opt_int(info.get("filesize_approx")),
+        adult=(_opt_int(info.get("age_limit")) or 0) >= 18,
+    )
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what it wraps: ``DownloadError.exc_info``, ``ExtractorError.cause``, chains."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo and len(seen) < 10:
+        current = todo.pop(0)
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        yield current
+        exc_info = getattr(current, "exc_info", None)
+        wrapped = exc_info[1] if isinstance(exc_info, tuple) and len(exc_info) > 1 else None
+        for inner in (
+            wrapped,
+            getattr(current, "cause", None),
+            current.__cause__,
+            current.__context__,
+        ):
+            if isinstance(inner, BaseException):
+                todo.append(inner)
+
+
+def _message(exc: BaseException) -> str:
+    """The words of one error, for the patterns: without URLs (a path may say "login")."""
+    from yt_dlp.utils import DownloadError
+
+    exc_info = getattr(exc, "exc_info", None)
+    if isinstance(exc, DownloadError) and exc_info and exc_info[1] is not None:
+        return ""  # it repeats its cause's words, with the video id before them
+    # ExtractorError keeps the site's sentence without the "ERROR: [site] id:" prefix.
+    text = getattr(exc, "orig_msg", None) or str(exc)
+    return _URL.sub(" ", str(text)).lower()
+
+
+def translate(exc: BaseException) -> FetchError:
+    """The one translation of yt-dlp's errors. Pure: a table of cases in the tests."""
+    from yt_dlp.networking.exceptions import HTTPError, TransportError
+    from yt_dlp.utils import ExtractorError, GeoRestrictedError, UnsupportedError
+
+    chain = list(_causes(exc))
+    for e in chain:
+        if isinstance(e, FetchError):  # our own guard, raised inside yt-dlp
+            return e
+    text = " | ".join(_message(e) for e in chain)
+    if any(isinstance(e, GeoRestrictedError) for e in chain):
+        return PostUnavailable(GEO_BLOCKED)
+    if any(isinstance(e, UnsupportedError) for e in chain) or re.search(
+        r"unsupported url|no suitable extractor", text
+    ):
+        return UnsupportedLink(UNSUPPORTED)
+    if "requested format is not available" in text:
+        return TooLarge(NO_FORMAT_FITS)
+    if _LIVE.search(text):
+        return PostUnavailable(LIVE)
+    # "Private video. Sign in if you've been granted access": private wins over login.
+    if _GONE.search(text):
+        return PostUnavailable(GONE)
+    if _GEO.search(text):
+        return PostUnavailable(GEO_BLOCKED)
+    if _LOGIN.search(text):
+        return PostUnavailable(LOGIN_REQUIRED)
+    for e in chain:
+        if isinstance(e, HTTPError):
+            status = e.status
+            if status in (404, 410):
+                return PostUnavailable(GONE)
+            if status == 401:
+                return PostUnavailable(LOGIN_REQUIRED)
+            if status == 451:
+                return PostUnavailable(GEO_BLOCKED)
+            if status == 429 or status >= 500:
+                return TransientFetch(f"{SITE_FAILED} (HTTP {status})")
+            return PostUnavailable(REFUSED)
+    if any(isinstance(e, TransportError | OSError | TimeoutError) for e in chain):
+        return TransientFetch(SITE_FAILED)
+    if any(isinstance(e, ExtractorError) and e.expected for e in chain):
+        return PostUnavailable(REFUSED)
+    return TransientFetch(SITE_FAILED)
+
+
+# --- the job ---------------------------------------------------------------------------
+
+
+class _Logger:
+    """yt-dlp's messages go to our log, never to stderr. Its errors are raised as well
+    (and logged once with the task), so they stay below WARNING here."""
+
+    def debug(self, msg: str) -> None:
+        log.debug("yt-dlp %s", msg)
+
+    def info(self, msg: str) -> None:
+        log.debug("yt-dlp %s", msg)
+
+    def warning(self, msg: str) -> None:
+        log.debug("yt-dlp warning %s", msg)
+
+    def error(self, msg: str) -> None:
+        log.info("yt-dlp %s", msg)
+
+
+async def _blocking_resolver(host: str, port: int) -> list[str]:
+    # Runs in the yt-dlp thread, inside a throwaway loop: blocking is fine there.
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def host_guard(allow_private: bool) -> Callable[[str], None]:
+    """A check for every URL yt-dlp requests (pages, embeds, media, fragments).
+
+    The same policy as `netguard`: scheme, no user info, and every address
+    the host resolves to must be public. A host is resolved once per job.
+    """
+    checked: set[tuple[str, int]] = set()
+
+    def guard(url: str) -> None:
+        netguard.check_url(url, allow_private)
+        if allow_private:
+            return
+        parsed = httpx.URL(url)
+        where = (parsed.host, parsed.port or (443 if parsed.scheme == "https" else 80))
+        if where in checked:
+            return
+        asyncio.run(netguard.resolve_and_check(*where, allow_private, resolver=_blocking_resolver))
+        checked.add(where)
+
+    return guard
+
+
+@functools.cache
+def _guarded_youtubedl() -> type[Any]:
+    """A `YoutubeDL` whose every request passes the job's `before_request` first.
+
+    ``YoutubeDL.urlopen`` is where extractors and downloaders (HTTP, fragments)
+    send requests; checking there covers embeds and media on other hosts.
+    """
+    import yt_dlp
+
+    class GuardedYoutubeDL(yt_dlp.YoutubeDL):  # type: ignore[misc]
+        before_request: Callable[[str], None] = staticmethod(lambda url: None)
+
+        def urlopen(self, req: Any) -> Any:
+            url = req if isinstance(req, str) else getattr(req, "url", None) or req.get_full_url()
+            self.before_request(str(url))
+            response = super().urlopen(req)
+            final = getattr(response, "url", None)
+            if isinstance(final, str) and final != url:
+                # Redirects are followed inside yt-dlp's handler, where no hook runs:
+                # the request went out, but what a refused address answered is not used.
+                try:
+                    self.before_request(final)
+                except BaseException:
+                    response.close()
+                    raise
+            # A download stopped by the hook leaves its response open (yt-dlp closes
+            # it only on success): keep hold of it so the job can close its socket.
+            opened = [r for r in getattr(self, "_xbot_opened", ()) if not r.closed]
+            self._xbot_opened = [*opened, response]
+            return response
+
+        def close_responses(self) -> None:
+            for response in getattr(self, "_xbot_opened", ()):
+                with contextlib.suppress(Exception):
+                    response.close()
+            self._xbot_opened = []
+
+    return GuardedYoutubeDL
+
+
+@attrs.define
+class YtdlpJob:
+    """One link through yt-dlp: `extract`, then (on a cache miss) `download`.
+
+    ``async with YtdlpJob(url, folder, config) as job``; the files land in
+    `folder` (the caller's prefixed temp folder, which it removes).
+
+    Attributes:
+        on_progress: called on the event loop with each `Snapshot`.
+        guard: checks each URL yt-dlp requests (default: `host_guard`).
+    """
+
+    url: str
+    folder: Path
+    config: YtdlpConfig
+    on_progress: Callable[[Snapshot], None] | None = None
+    guard: Callable[[str], None] | None = None
+    _ydl: Any = attrs.field(default=None, init=False)
+    _raw: Mapping[str, Any] | None = attrs.field(default=None, init=False)
+    _cancel: threading.Event = attrs.field(factory=threading.Event, init=False)
+    _over_cap: bool = attrs.field(default=False, init=False)
+    _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
+    _busy: asyncio.Future[Any] | None = attrs.field(default=None, init=False)
+    _reported: float = attrs.field(default=0.0, init=False)
+
+    async def __aenter__(self) -> YtdlpJob:
+        self._loop = asyncio.get_running_loop()
+        if self.guard is None:
+            self.guard = host_guard(self.config.allow_private)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._ydl is None:
+            return
+        if self._busy is not None and not self._busy.done():
+            # The thread outlived its grace: it closes the YoutubeDL when it ends.
+            self._busy.add_done_callback(lambda _: self._close_sync())
+            return
+        await asyncio.to_thread(self._close_sync)
+
+    async def extract(self) -> VideoInfo:
+        """What the link is (no download yet): its cache key, title, size, …"""
+        raw = await self._in_thread(self._extract_sync)
+        self._raw = raw
+        return video_info(raw, self.url)
+
+    async def download(self) -> Path:
+        """Download what `extract` chose; the file is inside `folder` and under the cap."""
+        if self._raw is None:
+            raise RuntimeError("extract() first")
+        path: Path = await self._in_thread(self._download_sync, self._raw)
+        return path
+
+    def cancel(self) -> None:
+        """Stop the thread at its next block or request (also done on cancellation)."""
+        self._cancel.set()
+
+    # -- the loop side ---------------------------------------------------------------
+
+    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        self._busy = work
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            self.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(work), self.config.cancel_grace)
+            if not work.done():
+                # Still blocked (a stalled socket): clean up after it when it ends.
+                folder = self.folder
+                work.add_done_callback(lambda _: shutil.rmtree(folder, ignore_errors=True))
+            raise
+        except Exception as exc:
+            if self._over_cap:
+                raise TooLarge(OVER_LIMIT) from exc
+            error = translate(exc)
+            log.info("yt-dlp failed %s", kv(url=self.url, error=error))
+            raise error from exc
+
+    def _report(self, snapshot: Snapshot) -> None:
+        if self.on_progress is None or self._loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closing: nobody is watching
+            self._loop.call_soon_threadsafe(self.on_progress, snapshot)
+
+    # -- the thread side -------------------------------------------------------------
+
+    def _before_request(self, url: str) -> None:
+        from yt_dlp.utils import DownloadCancelled
+
+        if self._cancel.is_set():
+            raise DownloadCancelled("the job was cancelled")
+        assert self.guard is not None
+        self.guard(url)
+
+    def _new_ydl(self) -> Any:
+        ydl = _guarded_youtubedl()(build_options(self.config, self.folder, self._hook))
+        ydl.before_request = self._before_request
+        return ydl
+
+    def _extract_sync(self) -> Mapping[str, Any]:
+        if self._ydl is None:
+            self._ydl = self._new_ydl()
+        try:
+            info = self._ydl.extract_info(self.url, download=False)
+        finally:
+            self._ydl.close_responses()
+        video = first_video(info or {})
+        if video is None:
+            raise UnsupportedLink(UNSUPPORTED)
+        sanitized: Mapping[str, Any] = self._ydl.sanitize_info(video)
+        return sanitized
+
+    def _download_sync(self, raw: Mapping[str, Any]) -> Path:
+        try:
+            result = self._ydl.process_ie_result(dict(raw), download=True)
+        finally:
+            self._ydl.close_responses()
+        downloads = result.get("requested_downloads") or ()
+        paths = [Path(d["filepath"]) for d in downloads if d.get("filepath")]
+        if not paths or not paths[0].is_file():
+            raise TransientFetch(SITE_FAILED)
+        path = paths[0].resolve()
+        if not path.is_relative_to(self.folder.resolve()):
+            raise TransientFetch(SITE_FAILED)  # never hand out a file from elsewhere
+        if path.stat().st_size > self.config.limit_bytes:
+            self._over_cap = True
+            raise TooLarge(OVER_LIMIT)
+        return path
+
+    def _hook(self, status: dict[str, Any]) -> None:
+        """yt-dlp's progress hook (its thread): the cap, cancellation, then progress."""
+        from yt_dlp.utils import DownloadCancelled
+
+        if self._cancel.is_set():
+            raise DownloadCancelled("the job was cancelled")
+        done = _opt_int(status.get("downloaded_bytes")) or 0
+        total = _opt_int(status.get("total_bytes"))
+        limit = self.config.limit_bytes
+        if done > limit or (total is not None and total > limit):
+            self._over_cap = True
+            raise DownloadCancelled("over the upload limit")
+        now = time.monotonic()
+        finished = status.get("status") == "finished"
+        if finished or now - self._reported >= REPORT_EVERY:
+            self._reported = now
+            estimate = total or _opt_int(status.get("total_bytes_estimate"))
+            self._report(Snapshot("download", done, estimate))
+
+    def _close_sync(self) -> None:
+        ydl, self._ydl = self._ydl, None
+        if ydl is not None:
+            with contextlib.suppress(Exception):
+                ydl.close()

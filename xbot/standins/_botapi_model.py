@@ -1,0 +1,765 @@
+"""What the Bot API stand-in does as Telegram: chats, messages, updates, files.
+
+`TelegramModel` holds the state and implements the methods (``_m_<method>``,
+each taking the decoded parameters and uploaded parts); `BotApiServer` in
+`botapi.py` puts it behind HTTP and adds the test instrumentation. State is
+guarded by one re-entrant lock, because tests drive it from their own thread
+while the server runs on its loop; the lock is never held across an await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
+from xbot.standins._botapi_files import FileStore, StoredFile, media_content
+from xbot.standins._botapi_wire import (
+    CAPTION_LIMIT,
+    CHAT_NOT_FOUND,
+    EDIT_NOT_FOUND,
+    GETFILE_LIMIT,
+    JSON,
+    NOT_MODIFIED,
+    QUERY_TOO_OLD,
+    REPLY_NOT_FOUND,
+    TEXT_EMPTY,
+    TEXT_LIMIT,
+    UPLOAD_LIMIT,
+    URL_FETCH_FAILED,
+    URL_WRONG_TYPE,
+    ApiError,
+    Upload,
+    as_int,
+    as_json,
+    bad_request,
+    parse_markup,
+    text_of,
+)
+
+_CHAT_ACTIONS = frozenset(
+    {
+        "typing",
+        "upload_photo",
+        "record_video",
+        "upload_video",
+        "record_voice",
+        "upload_voice",
+        "upload_document",
+        "choose_sticker",
+        "find_location",
+        "record_video_note",
+        "upload_video_note",
+    }
+)
+_MAX_LONG_POLL = 50.0
+_CONFLICT = (
+    "Conflict: terminated by other getUpdates request; "
+    "make sure that only one bot instance is running"
+)
+
+MethodFn = Callable[[JSON, dict[str, Upload]], Awaitable[Any]]
+
+
+class TelegramModel:
+    """Telegram's side of the conversation, without HTTP.
+
+    Attributes:
+        token: the token it accepts (``<bot id>:<secret>``).
+        bot_user: the User dict of the bot (its id is the token's number).
+        callback_answers: callback query id -> the answerCallbackQuery parameters.
+    """
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        allow_url_fetch_from_loopback: bool = False,
+        url_fetch_timeout: float = 10.0,
+        upload_limit: int = UPLOAD_LIMIT,
+        bot_username: str = "xbot_standin_bot",
+        bot_first_name: str = "XBot",
+        callback_answer_window: float = 15.0,
+        max_records: int = 200_000,
+        seed: int | None = None,
+    ) -> None:
+        self.token = token
+        self.bot_user: JSON = {
+            "id": int(token.split(":", 1)[0]),
+            "is_bot": True,
+            "first_name": bot_first_name,
+            "username": bot_username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+            "can_connect_to_business": False,
+            "has_main_web_app": False,
+        }
+        self.callback_answer_window = callback_answer_window
+        self._lock = threading.RLock()
+        self._rng = random.Random(seed)
+        self._chats = ChatRegistry(self.bot_user)
+        self._files = FileStore(
+            allow_loopback=allow_url_fetch_from_loopback,
+            fetch_timeout=url_fetch_timeout,
+            upload_limit=upload_limit,
+        )
+        self._next_message_id: dict[int, int] = {}
+        self._messages: dict[tuple[int, int], JSON] = {}
+        self._sent_order: deque[tuple[int, int]] = deque(maxlen=max_records)
+        self._deleted: set[tuple[int, int]] = set()
+        self._updates: list[JSON] = []
+        self._next_update_id = 100_000_001
+        self._allowed_updates: list[str] = []
+        self._poll_generation = 0
+        self._poll_waiters: set[asyncio.Event] = set()
+        self._webhook_url = ""
+        self._commands: dict[str, list[JSON]] = {}
+        self._callbacks: dict[str, tuple[float, JSON]] = {}
+        self.callback_answers: dict[str, JSON] = {}
+
+    @property
+    def allow_url_fetch_from_loopback(self) -> bool:
+        return self._files.allow_loopback
+
+    @allow_url_fetch_from_loopback.setter
+    def allow_url_fetch_from_loopback(self, value: bool) -> None:
+        self._files.allow_loopback = value
+
+    @property
+    def url_fetch_timeout(self) -> float:
+        return self._files.fetch_timeout
+
+    @url_fetch_timeout.setter
+    def url_fetch_timeout(self, value: float) -> None:
+        self._files.fetch_timeout = value
+
+    @property
+    def held_polls(self) -> int:
+        """getUpdates requests being held open right now."""
+        with self._lock:
+            return len(self._poll_waiters)
+
+    def _call_soon(self, fn: Callable[[], None]) -> None:
+        """Run `fn` on the loop that serves requests (the server overrides this)."""
+        fn()
+
+    def method_table(self) -> dict[str, tuple[str, MethodFn]]:
+        """lower-case method name -> (canonical name, implementation)."""
+        return {
+            name[3:].lower(): (name[3:], getattr(self, name))
+            for name in dir(type(self))
+            if name.startswith("_m_")
+        }
+
+    # ------------------------------------------------------------------ inspection
+
+    def sent_messages(self, chat_id: int, *, include_deleted: bool = False) -> list[JSON]:
+        """The bot's messages in `chat_id`, oldest first, as they are now (edits applied)."""
+        with self._lock:
+            return [
+                self._messages[key]
+                for key in self._sent_order
+                if key[0] == chat_id
+                and key in self._messages
+                and (include_deleted or key not in self._deleted)
+            ]
+
+    def message(self, chat_id: int, message_id: int) -> JSON | None:
+        with self._lock:
+            return self._messages.get((chat_id, message_id))
+
+    def file_info(self, file_id: str) -> StoredFile | None:
+        return self._files.get(file_id)
+
+    def file_bytes(self, file_id: str) -> bytes:
+        info = self._files.get(file_id)
+        if info is None:
+            raise KeyError(file_id)
+        return info.path.read_bytes()
+
+    def invalidate_file_id(self, file_id: str) -> None:
+        """Make `file_id` (and the other sizes of its photo) unusable, like an expired one."""
+        self._files.invalidate(file_id)
+
+    # ------------------------------------------------------------------ chats
+
+    def add_chat(
+        self,
+        chat_id: int,
+        type: str = "supergroup",
+        title: str | None = None,
+        *,
+        username: str | None = None,
+        admins: Iterable[int] = (),
+        creator: int | None = None,
+        bot_is_admin: bool = True,
+        bot_can_post: bool = True,
+        linked_chat_id: int | None = None,
+        members: dict[int, str] | None = None,
+    ) -> ChatInfo:
+        """Register a chat for getChat/getChatMember/sending (type: group, supergroup, channel)."""
+        chat = ChatInfo(
+            id=chat_id,
+            type=type,
+            title=title,
+            username=username.lstrip("@") if username else None,
+            admins=list(admins),
+            creator=creator,
+            bot_is_admin=bot_is_admin,
+            bot_can_post=bot_can_post,
+            linked_chat_id=linked_chat_id,
+            members=dict(members or {}),
+        )
+        with self._lock:
+            return self._chats.add(chat)
+
+    def chat(self, chat_id: int) -> ChatInfo | None:
+        with self._lock:
+            return self._chats.get(chat_id)
+
+    def block_bot(self, chat_id: int, blocked: bool = True) -> None:
+        """The user blocked the bot (private) or the bot was removed (group, channel)."""
+        with self._lock:
+            chat = self._chats.get(chat_id)
+            if chat is None:
+                raise KeyError(chat_id)
+            chat.bot_blocked = blocked
+
+    # ------------------------------------------------------------------ updates
+
+    def inject_update(self, update: JSON) -> JSON:
+        """Queue an update for getUpdates; an `update_id` is assigned if missing."""
+        with self._lock:
+            if "update_id" not in update:
+                update = {"update_id": self._next_update_id, **update}
+            self._next_update_id = max(self._next_update_id, update["update_id"] + 1)
+            self._updates.append(update)
+            self._wake_pollers()
+        return update
+
+    def _wake_pollers(self) -> None:
+        for event in list(self._poll_waiters):
+            self._call_soon(event.set)
+
+    async def _m_getUpdates(self, params: JSON, files: dict[str, Upload]) -> Any:
+        offset = as_int(params.get("offset", 0), "offset")
+        limit = min(100, max(1, as_int(params.get("limit", 100), "limit")))
+        timeout = min(_MAX_LONG_POLL, max(0.0, float(params.get("timeout", 0) or 0)))
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._webhook_url:
+                raise ApiError(
+                    409,
+                    "Conflict: can't use getUpdates method while webhook is active; "
+                    "use deleteWebhook to delete the webhook first",
+                )
+            if "allowed_updates" in params:
+                allowed = as_json(params["allowed_updates"], "allowed_updates")
+                self._allowed_updates = list(allowed or [])
+            self._poll_generation += 1
+            generation = self._poll_generation
+            self._wake_pollers()  # an older long poll ends with 409, as on Telegram
+        while True:
+            event = asyncio.Event()
+            with self._lock:
+                if generation != self._poll_generation:
+                    raise ApiError(409, _CONFLICT)
+                if offset:
+                    self._confirm(offset)
+                batch = self._deliverable(offset, limit)
+                remaining = deadline - time.monotonic()
+                if batch or remaining <= 0:
+                    return batch
+                self._poll_waiters.add(event)
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except TimeoutError:
+                pass
+            finally:
+                with self._lock:
+                    self._poll_waiters.discard(event)
+
+    def _confirm(self, offset: int) -> None:
+        if offset > 0:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+        else:  # negative: keep the last -offset updates
+            self._updates = self._updates[offset:]
+
+    def _deliverable(self, offset: int, limit: int) -> list[JSON]:
+        allowed = set(self._allowed_updates)
+        out = [
+            u
+            for u in self._updates
+            if u["update_id"] >= offset
+            and (not allowed or any(k in allowed for k in u if k != "update_id"))
+        ]
+        return out[:limit]
+
+    async def _m_deleteWebhook(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            self._webhook_url = ""
+            if params.get("drop_pending_updates"):
+                self._updates.clear()
+        return True
+
+    async def _m_setWebhook(self, params: JSON, files: dict[str, Upload]) -> Any:
+        url = str(params.get("url", ""))
+        with self._lock:
+            self._webhook_url = url
+            if params.get("drop_pending_updates"):
+                self._updates.clear()
+        return True
+
+    async def _m_getWebhookInfo(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            return {
+                "url": self._webhook_url,
+                "has_custom_certificate": False,
+                "pending_update_count": len(self._updates),
+            }
+
+    # ------------------------------------------------------------------ bot
+
+    async def _m_getMe(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return self.bot_user
+
+    async def _m_setMyCommands(self, params: JSON, files: dict[str, Upload]) -> Any:
+        commands = as_json(params.get("commands", "[]"), "commands")
+        if not isinstance(commands, list) or len(commands) > 100:
+            raise bad_request("Bad Request: can't parse commands JSON object")
+        for cmd in commands:
+            name = str(cmd.get("command", ""))
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name):
+                raise bad_request("Bad Request: BOT_COMMAND_INVALID")
+            if not 1 <= len(str(cmd.get("description", ""))) <= 256:
+                raise bad_request("Bad Request: command description must be non-empty")
+        key = _commands_key(params)
+        with self._lock:
+            self._commands[key] = [
+                {"command": c["command"], "description": c["description"]} for c in commands
+            ]
+        return True
+
+    async def _m_getMyCommands(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            return list(self._commands.get(_commands_key(params), []))
+
+    async def _m_deleteMyCommands(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            self._commands.pop(_commands_key(params), None)
+        return True
+
+    # ------------------------------------------------------------------ messages
+
+    def _take_message_id(self, chat_id: int) -> int:
+        n = self._next_message_id.get(chat_id, 1)
+        self._next_message_id[chat_id] = n + 1
+        return n
+
+    def _remember(self, msg: JSON) -> None:
+        self._messages[(msg["chat"]["id"], msg["message_id"])] = msg
+
+    def _new_message(
+        self,
+        chat: ChatInfo,
+        content: JSON,
+        *,
+        reply: JSON | None = None,
+        markup: JSON | None = None,
+        extra: JSON | None = None,
+    ) -> JSON:
+        msg: JSON = {
+            "message_id": self._take_message_id(chat.id),
+            "date": int(time.time()),
+            "chat": chat.as_message_chat(),
+        }
+        if chat.type == "channel":
+            msg["sender_chat"] = chat.as_message_chat()
+        else:
+            msg["from"] = self.bot_user_short
+        msg.update(content)
+        if extra:
+            msg.update(extra)
+        if reply is not None:
+            msg["reply_to_message"] = without_reply(reply)
+        if markup is not None:
+            msg["reply_markup"] = markup
+        self._remember(msg)
+        self._sent_order.append((chat.id, msg["message_id"]))
+        return msg
+
+    @property
+    def bot_user_short(self) -> JSON:
+        return {k: self.bot_user[k] for k in ("id", "is_bot", "first_name", "username")}
+
+    def _reply_target(self, chat: ChatInfo, params: JSON) -> JSON | None:
+        reply_params = params.get("reply_parameters")
+        if reply_params is not None:
+            rp = as_json(reply_params, "reply parameters")
+            if not isinstance(rp, dict) or "message_id" not in rp:
+                raise bad_request("Bad Request: can't parse reply parameters JSON object")
+            target_chat = self._chats.resolve_id(rp.get("chat_id", chat.id))
+            message_id = as_int(rp["message_id"], "message_id")
+            allow = bool(rp.get("allow_sending_without_reply"))
+        elif params.get("reply_to_message_id") is not None:
+            target_chat = chat.id
+            message_id = as_int(params["reply_to_message_id"], "reply_to_message_id")
+            allow = bool(params.get("allow_sending_without_reply"))
+        else:
+            return None
+        key = (target_chat if target_chat is not None else chat.id, message_id)
+        found = self._messages.get(key)
+        if found is None or key in self._deleted:
+            if allow:
+                return None
+            raise bad_request(REPLY_NOT_FOUND)
+        return found
+
+    async def _m_sendMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            chat = self._chats.require(params)
+        text, entities = text_of(params, "text", "entities", TEXT_LIMIT)
+        if not text.strip():
+            raise bad_request(TEXT_EMPTY)
+        markup = parse_markup(params)
+        with self._lock:
+            reply = self._reply_target(chat, params)
+            content: JSON = {"text": text}
+            if entities:
+                content["entities"] = entities
+            if params.get("link_preview_options") is not None:
+                content["link_preview_options"] = as_json(
+                    params["link_preview_options"], "link preview options"
+                )
+            return self._new_message(chat, content, reply=reply, markup=markup)
+
+    async def _send_media(self, kind: str, params: JSON, files: dict[str, Upload]) -> JSON:
+        with self._lock:
+            chat = self._chats.require(params)
+        caption, caption_entities = text_of(params, "caption", "caption_entities", CAPTION_LIMIT)
+        markup = parse_markup(params)
+        stored = await self._files.resolve(kind, params.get(kind), files.get(kind), files, params)
+        with self._lock:
+            reply = self._reply_target(chat, params)
+            content = media_content(kind, stored, params)
+            if caption:
+                content["caption"] = caption
+            if caption_entities:
+                content["caption_entities"] = caption_entities
+            if params.get("has_spoiler"):
+                content["has_media_spoiler"] = True
+            if params.get("show_caption_above_media"):
+                content["show_caption_above_media"] = True
+            return self._new_message(chat, content, reply=reply, markup=markup)
+
+    async def _m_sendPhoto(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return await self._send_media("photo", params, files)
+
+    async def _m_sendVideo(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return await self._send_media("video", params, files)
+
+    async def _m_sendAnimation(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return await self._send_media("animation", params, files)
+
+    async def _m_sendDocument(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return await self._send_media("document", params, files)
+
+    async def _m_sendMediaGroup(self, params: JSON, files: dict[str, Upload]) -> Any:
+        """Albums. Over 10 items uses Telegram's own (odd) wording; fewer than 2 is ours.
+
+        A URL an item cannot be fetched from fails the whole album with
+        ``failed to send message #N with the error message "..."``, as Telegram does.
+        """
+        with self._lock:
+            chat = self._chats.require(params)
+        media = as_json(params.get("media"), "media")
+        if not isinstance(media, list) or not media:
+            raise bad_request("Bad Request: media to send are not specified")
+        if len(media) > 10:
+            raise bad_request("Bad Request: too much messages to send as an album")
+        if len(media) < 2:
+            raise bad_request("Bad Request: media group must include 2-10 items")
+        for item in media:
+            # An InputFile sent without attach=True arrives as a part named "media" and
+            # items without a "media" field: Telegram refuses the album with these words.
+            if not isinstance(item, dict) or "media" not in item:
+                raise bad_request("Bad Request: can't parse InputMedia: media not found")
+            if not isinstance(item["media"], str):
+                raise bad_request(
+                    'Bad Request: can\'t parse InputMedia: Field "media" must be of type String'
+                )
+        kinds = [str(item.get("type", "")) for item in media]
+        for kind in kinds:
+            if kind not in ("photo", "video", "document", "audio"):
+                raise bad_request(
+                    f'Bad Request: can\'t parse InputMedia: type "{kind}" '
+                    "can't be used in sendMediaGroup"
+                )
+        for special in ("document", "audio"):
+            if special in kinds and any(k != special for k in kinds):
+                raise bad_request(f"Bad Request: {special} can't be mixed with other media types")
+        texts = [text_of(item, "caption", "caption_entities", CAPTION_LIMIT) for item in media]
+        stored: list[StoredFile] = []
+        for index, item in enumerate(media):
+            try:
+                stored.append(
+                    await self._files.resolve(item["type"], item.get("media"), None, files, item)
+                )
+            except ApiError as exc:
+                if exc.description in (URL_FETCH_FAILED, URL_WRONG_TYPE):
+                    inner = exc.description.removeprefix("Bad Request: ")
+                    inner = inner[0].upper() + inner[1:]
+                    raise bad_request(
+                        f"Bad Request: failed to send message #{index + 1} "
+                        f'with the error message "{inner}"'
+                    ) from None
+                raise
+        group_id = str(self._rng.getrandbits(60))
+        with self._lock:
+            reply = self._reply_target(chat, params)
+            out = []
+            for item, info, (caption, entities) in zip(media, stored, texts, strict=True):
+                content = media_content(item["type"], info, item)
+                content["media_group_id"] = group_id
+                if caption:
+                    content["caption"] = caption
+                if entities:
+                    content["caption_entities"] = entities
+                out.append(self._new_message(chat, content, reply=reply))
+            return out
+
+    async def _m_sendChatAction(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            self._chats.require(params)
+        if params.get("action") not in _CHAT_ACTIONS:
+            raise bad_request("Bad Request: wrong parameter action in request")
+        return True
+
+    def _own_message(self, params: JSON) -> tuple[ChatInfo, JSON]:
+        chat = self._chats.require(params, posting=False)
+        if params.get("message_id") is None:
+            raise bad_request("Bad Request: message identifier is not specified")
+        key = (chat.id, as_int(params["message_id"], "message_id"))
+        msg = self._messages.get(key)
+        if msg is None or key in self._deleted:
+            raise bad_request(EDIT_NOT_FOUND)
+        if "from" in msg and msg["from"]["id"] != self.bot_user["id"]:
+            raise bad_request("Bad Request: message can't be edited")
+        return chat, msg
+
+    def _apply_edit(self, msg: JSON, changes: JSON, markup: JSON | None) -> JSON:
+        new = dict(msg)
+        for key, value in changes.items():
+            if value in (None, [], ""):
+                new.pop(key, None)
+            else:
+                new[key] = value
+        if markup is None:
+            new.pop("reply_markup", None)
+        else:
+            new["reply_markup"] = markup
+        if new == msg:
+            raise bad_request(NOT_MODIFIED)
+        new["edit_date"] = int(time.time())
+        self._remember(new)
+        return new
+
+    async def _m_editMessageText(self, params: JSON, files: dict[str, Upload]) -> Any:
+        text, entities = text_of(params, "text", "entities", TEXT_LIMIT)
+        if not text.strip():
+            raise bad_request(TEXT_EMPTY)
+        markup = parse_markup(params)
+        with self._lock:
+            _, msg = self._own_message(params)
+            if "text" not in msg:
+                raise bad_request("Bad Request: there is no text in the message to edit")
+            return self._apply_edit(msg, {"text": text, "entities": entities}, markup)
+
+    async def _m_editMessageCaption(self, params: JSON, files: dict[str, Upload]) -> Any:
+        caption, entities = text_of(params, "caption", "caption_entities", CAPTION_LIMIT)
+        markup = parse_markup(params)
+        with self._lock:
+            _, msg = self._own_message(params)
+            if "text" in msg:
+                raise bad_request("Bad Request: there is no caption in the message to edit")
+            return self._apply_edit(msg, {"caption": caption, "caption_entities": entities}, markup)
+
+    async def _m_editMessageReplyMarkup(self, params: JSON, files: dict[str, Upload]) -> Any:
+        markup = parse_markup(params)
+        with self._lock:
+            _, msg = self._own_message(params)
+            return self._apply_edit(msg, {}, markup)
+
+    async def _m_deleteMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            chat = self._chats.require(params, posting=False)
+            key = (chat.id, as_int(params.get("message_id"), "message_id"))
+            if key not in self._messages or key in self._deleted:
+                raise bad_request("Bad Request: message to delete not found")
+            self._deleted.add(key)
+        return True
+
+    async def _m_answerCallbackQuery(self, params: JSON, files: dict[str, Upload]) -> Any:
+        query_id = str(params.get("callback_query_id", ""))
+        with self._lock:
+            entry = self._callbacks.get(query_id)
+            too_old = entry is None or time.monotonic() - entry[0] > self.callback_answer_window
+            if too_old or query_id in self.callback_answers:
+                raise bad_request(QUERY_TOO_OLD)
+            self.callback_answers[query_id] = dict(params)
+        return True
+
+    def _source_message(self, params: JSON, verb: str) -> JSON:
+        from_chat = self._chats.resolve_id(params.get("from_chat_id"))
+        if from_chat is None or self._chats.get(from_chat) is None:
+            raise bad_request(CHAT_NOT_FOUND)
+        key = (from_chat, as_int(params.get("message_id"), "message_id"))
+        msg = self._messages.get(key)
+        if msg is None or key in self._deleted:
+            raise bad_request(f"Bad Request: message to {verb} not found")
+        return msg
+
+    def _copy_into(self, chat: ChatInfo, src: JSON, params: JSON, group: str | None) -> JSON:
+        content = {
+            k: v
+            for k, v in src.items()
+            if k
+            in (
+                "text",
+                "entities",
+                "photo",
+                "video",
+                "animation",
+                "document",
+                "caption",
+                "caption_entities",
+                "show_caption_above_media",
+                "has_media_spoiler",
+            )
+        }
+        if "caption" in params and "text" not in src:
+            caption, entities = text_of(params, "caption", "caption_entities", CAPTION_LIMIT)
+            content.pop("caption", None)
+            content.pop("caption_entities", None)
+            if caption:
+                content["caption"] = caption
+            if entities:
+                content["caption_entities"] = entities
+        if group is not None:
+            content["media_group_id"] = group
+        reply = self._reply_target(chat, params)
+        return self._new_message(chat, content, reply=reply, markup=parse_markup(params))
+
+    async def _m_copyMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            chat = self._chats.require(params)
+            src = self._source_message(params, "copy")
+            msg = self._copy_into(chat, src, params, None)
+            return {"message_id": msg["message_id"]}
+
+    async def _m_copyMessages(self, params: JSON, files: dict[str, Upload]) -> Any:
+        ids = as_json(params.get("message_ids"), "message identifiers")
+        if not isinstance(ids, list) or not 1 <= len(ids) <= 100:
+            raise bad_request("Bad Request: message identifiers are not specified")
+        with self._lock:
+            chat = self._chats.require(params)
+            sources = []
+            for mid in sorted(as_int(i, "message_id") for i in ids):
+                try:
+                    sources.append(self._source_message({**params, "message_id": mid}, "copy"))
+                except ApiError:
+                    continue  # Telegram skips what it cannot find
+            if not sources:
+                raise bad_request("Bad Request: there are no messages to copy")
+            groups: dict[str, str] = {}
+            out = []
+            for src in sources:
+                old = src.get("media_group_id")
+                new = groups.setdefault(old, str(self._rng.getrandbits(60))) if old else None
+                plain = {k: v for k, v in params.items() if k not in ("caption", "reply_markup")}
+                out.append({"message_id": self._copy_into(chat, src, plain, new)["message_id"]})
+            return out
+
+    async def _m_forwardMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            chat = self._chats.require(params)
+            src = self._source_message(params, "forward")
+            origin_chat = src["chat"]
+            if origin_chat["type"] == "channel":
+                origin: JSON = {
+                    "type": "channel",
+                    "date": src["date"],
+                    "chat": origin_chat,
+                    "message_id": src["message_id"],
+                }
+            elif "sender_chat" in src:
+                origin = {"type": "chat", "date": src["date"], "sender_chat": src["sender_chat"]}
+            else:
+                origin = {"type": "user", "date": src["date"], "sender_user": src["from"]}
+            content = {
+                k: v
+                for k, v in src.items()
+                if k
+                not in (
+                    "message_id",
+                    "date",
+                    "chat",
+                    "from",
+                    "sender_chat",
+                    "reply_to_message",
+                    "reply_markup",
+                    "edit_date",
+                    "media_group_id",
+                )
+            }
+            return self._new_message(chat, content, extra={"forward_origin": origin})
+
+    # ------------------------------------------------------------------ chat info
+
+    async def _m_getChat(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            return self._chats.require(params, posting=False).full_info()
+
+    async def _m_getChatMember(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            chat = self._chats.require(params, posting=False)
+            return self._chats.member(chat, as_int(params.get("user_id"), "user_id"))
+
+    async def _m_getChatAdministrators(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._lock:
+            return self._chats.administrators(self._chats.require(params, posting=False))
+
+    # ------------------------------------------------------------------ files
+
+    async def _m_getFile(self, params: JSON, files: dict[str, Upload]) -> Any:
+        file_id = str(params.get("file_id", ""))
+        info = self._files.get(file_id)
+        if info is None:
+            raise bad_request("Bad Request: invalid file_id")
+        if info.size > GETFILE_LIMIT:
+            raise bad_request("Bad Request: file is too big")
+        return {
+            "file_id": file_id,
+            "file_unique_id": info.file_unique_id,
+            "file_size": info.size,
+            "file_path": info.file_path,
+        }
+
+
+def without_reply(msg: JSON) -> JSON:
+    """Telegram nests one level of reply only."""
+    return {k: v for k, v in msg.items() if k != "reply_to_message"}
+
+
+def _commands_key(params: JSON) -> str:
+    scope = params.get("scope")
+    scope_key = json.dumps(as_json(scope, "scope"), sort_keys=True) if scope else "default"
+    return f"{scope_key}|{params.get('language_code', '')}"

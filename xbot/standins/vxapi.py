@@ -1,0 +1,185 @@
+"""A local stand-in for a vxtwitter-compatible API (BetterTwitFix), serving the same posts.
+
+    with VxApiServer() as vx:
+        vx.add_post("100", author=("Alice", "alice"), photos=[photo_url])  # fxapi's arguments
+        vx.add_status(fx.add_post(...))   # or mirror what the fxtwitter stand-in serves
+        # GET {vx.url}/{any handle}/status/100
+
+The answer is the object BetterTwitFix's ``vxApi.getApiResponse`` builds
+(``tweetID``, ``text``, ``user_name``, ``user_screen_name``, ``media_extended[]``,
+``qrt``, …), converted from the fxtwitter stand-in's status object so both
+describe one post. A post it cannot show (private, deleted, unknown) is what
+BetterTwitFix answers then: an HTML "failed to scan" page with status 200.
+Outages: see `xbot.standins._outage` (``set_outage``, ``refuse``/``accept``).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+import threading
+from typing import Any
+
+from xbot.standins._http import HttpServer, Request, Response, serve_forever_main
+from xbot.standins._outage import HTML_PAGE, Outages
+from xbot.standins.fxapi import build_status
+
+__all__ = ["VxApiServer", "vx_from_fx"]
+
+JSON = dict[str, Any]
+_STATUS_RE = re.compile(r"^/(?:[A-Za-z0-9_]{1,15}/)?status/(?P<id>\d{1,25})/?$")
+
+
+def _best_mp4(item: JSON) -> str:
+    """BetterTwitFix's getBestMediaUrl: the highest-bitrate non-HEVC mp4, ``?tag=`` cut."""
+    best, rate = str(item.get("url", "")), -1
+    for f in item.get("formats") or item.get("variants") or []:
+        mp4 = f.get("container") == "mp4" or f.get("content_type") == "video/mp4"
+        hevc = f.get("codec") == "hevc" or "/hevc/" in str(f.get("url", ""))
+        if mp4 and not hevc and int(f.get("bitrate") or 0) > rate:
+            best, rate = str(f["url"]), int(f.get("bitrate") or 0)
+    return best.split("?tag=", 1)[0]
+
+
+def _media_entry(item: JSON) -> JSON:
+    size = {"width": item.get("width", 0), "height": item.get("height", 0)}
+    if item.get("type") == "photo":
+        url = str(item["url"]).split("?name=", 1)[0]
+        return {"url": url, "type": "image", "size": size, "thumbnail_url": url,
+                "altText": item.get("altText") or None, "id_str": None}  # fmt: skip
+    return {
+        "url": _best_mp4(item),
+        "type": "gif" if item.get("type") == "gif" else "video",
+        "size": size,
+        "duration_millis": round(float(item.get("duration") or 0) * 1000),
+        "thumbnail_url": item.get("thumbnail_url"),
+        "altText": None,
+        "id_str": None,
+    }
+
+
+def vx_from_fx(status: JSON, *, with_quote: bool = True) -> JSON:
+    """The vxtwitter object for the post an fxtwitter status object describes."""
+    author = status.get("author") or {}
+    handle = str(author.get("screen_name", ""))
+    media = [_media_entry(m) for m in (status.get("media") or {}).get("all", [])]
+    quote = status.get("quote") if with_quote else None
+    kinds = {m["type"] for m in media}
+    out: JSON = {
+        "text": status.get("text", ""),
+        "likes": status.get("likes", 0),
+        "retweets": status.get("retweets", 0),
+        "replies": status.get("replies", 0),
+        "date": status.get("created_at", ""),
+        "date_epoch": status.get("created_timestamp", 0),
+        "user_screen_name": handle,
+        "user_name": author.get("name", ""),
+        "user_profile_image_url": author.get("avatar_url", ""),
+        "tweetURL": f"https://twitter.com/{handle}/status/{status.get('id', '')}",
+        "tweetID": str(status.get("id", "")),
+        "conversationID": str(status.get("id", "")),
+        "mediaURLs": [m["url"] for m in media],
+        "media_extended": media,
+        "possibly_sensitive": bool(status.get("possibly_sensitive", False)),
+        "hashtags": [],
+        "qrtURL": f"https://twitter.com/i/status/{quote['id']}"
+        if isinstance(quote, dict)
+        else None,
+        "communityNote": None,
+        "allSameType": len(kinds) <= 1,
+        "hasMedia": bool(media),
+        "combinedMediaUrl": None,
+        "pollData": None,
+        "article": None,
+        "lang": status.get("lang"),
+        "replyingTo": status.get("replying_to"),
+        "replyingToID": None,
+        "fetched_on": status.get("created_timestamp", 0),
+        "retweetURL": None,
+        "translation": None,
+        "qrt": None,
+        "retweet": None,
+    }
+    if isinstance(quote, dict) and quote.get("type") != "tombstone":
+        out["qrt"] = vx_from_fx(quote, with_quote=False)
+    return out
+
+
+class VxApiServer(Outages):
+    """The vxtwitter-compatible API stand-in. Thread-safe.
+
+    Attributes:
+        hits: requests per path.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._outage_lock = threading.Lock()
+        self._posts: dict[str, JSON] = {}
+        self.hits: collections.Counter[str] = collections.Counter()
+        self._http = HttpServer(self._handle, host=host, port=port, name="vxapi-standin")
+
+    def add_post(self, post_id: str | int, **fx_arguments: Any) -> None:
+        """Register a post with the fxtwitter stand-in's `add_post` arguments."""
+        if fx_arguments.pop("private", False) or fx_arguments.pop("deleted", False):
+            self.remove_post(post_id)
+            return
+        for fx_only in ("fault", "fault_count", "delay"):  # the fxtwitter stand-in's switches
+            fx_arguments.pop(fx_only, None)
+        media = fx_arguments.pop("media", None)
+        if media is None:
+            media = [
+                *(("photo", p) for p in fx_arguments.pop("photos", ())),
+                *(("video", v) for v in fx_arguments.pop("videos", ())),
+                *(("gif", g) for g in fx_arguments.pop("gifs", ())),
+            ]
+        self.add_status(build_status(str(post_id), media=media, **fx_arguments))
+
+    def add_status(self, status: JSON | None, post_id: str | int | None = None) -> None:
+        """Serve the post an fxtwitter status object describes (None: a post it cannot show)."""
+        if status is None:
+            if post_id is not None:
+                self.remove_post(post_id)
+            return
+        with self._lock:
+            self._posts[str(status["id"])] = vx_from_fx(status)
+
+    def add_raw(self, post_id: str | int, body: JSON) -> None:
+        with self._lock:
+            self._posts[str(post_id)] = body
+
+    def remove_post(self, post_id: str | int) -> None:
+        with self._lock:
+            self._posts.pop(str(post_id), None)
+
+    async def _handle(self, request: Request) -> Response:
+        with self._lock:
+            self.hits[request.path] += 1
+        outage = await self.outage_answer()
+        if outage is not None:
+            return outage
+        m = _STATUS_RE.match(request.path)
+        with self._lock:
+            post = self._posts.get(m.group("id")) if m else None
+        if post is None:
+            # BetterTwitFix: getTweetData() is None → message(msgs.failedToScan), status 200.
+            return Response(200, HTML_PAGE, {"content-type": "text/html; charset=utf-8"})
+        body = json.dumps(post, ensure_ascii=False).encode()
+        return Response(200, body, {"content-type": "application/json"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m xbot.standins.vxapi [--port N]``: one sample post."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Local vxtwitter-compatible API stand-in")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    server = VxApiServer(port=args.port)
+    server.add_post("20", author=("jack", "jack"), text="just setting up my twttr")
+    serve_forever_main(server, "vxapi-standin")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,814 @@
+"""The durable task queue: the ``tasks`` table, leases fenced by a token.
+
+The rules, each pinned by tests in tests/test_queue*.py:
+
+- ``lease_next`` claims in one statement (``UPDATE … WHERE id = (SELECT …
+  LIMIT 1) RETURNING``) and stamps a random token and an expiry. It never
+  leases a task of a chat that holds a live lease or is on hold (Telegram's
+  ``retry_after``): tasks of one chat run one at a time, in ``(run_after,
+  id)`` order; different chats run in parallel, the oldest runnable first.
+- Every later write-back matches id, token and ``state = 'running'``. A holder
+  whose lease expired and was handed to someone else matches no row and gets
+  `LeaseLost`; a 0-row update is never silent.
+- An attempt is counted when a task is leased and stands when the task
+  itself fails (``reschedule``); ``reschedule(count_attempt=False)`` gives it
+  back (rate limits are not failures).
+- A *lost* lease (the process died: reclaimed at startup; or it expired: the
+  periodic sweep and the inline repair at every ``lease_next``) is not a
+  failure: its attempt is given back and it counts in ``lost_leases``
+  instead, against a larger budget, and only while the task makes no
+  progress (`judge_lost_lease`, a pure function with its table of cases in
+  tests/test_queue_lost.py). A task that kills the process every time still
+  dies; one caught in a crash loop, a deploy loop or an OOM kill of the
+  service does not. Handed back, a task keeps its ``run_after``, so it keeps
+  its place at the front of its chat.
+- Progress: `save_progress` (an album recorded) marks the lease as having
+  made progress; the lost lease of a task that progressed is not held
+  against it and its ``lost_leases`` starts again from 0.
+- Every way into ``dead`` goes through `_bury`: the failed attempt, the dead
+  letter, the inline repair, the sweep's repair, the startup reclaim. In the
+  same transaction it queues the task's one dead-letter notice (a ``notice``
+  task in the same chat, dedup key ``notice:<id>``), unless the dead task is
+  itself a notice or the caller said the chat was told already; the front
+  door logs one ``dead-lettered`` line with the reason. No silent death.
+- The payload is the raw JSON text: the queue never parses it, so a payload
+  that no longer parses cannot break leasing; the worker dead-letters it and
+  `xbot.tasks.payloads.payload_identity` reads what it can for the notice.
+
+Time is always passed in (``now``, float epoch seconds); nothing here reads a
+clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
+callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue` runs
+the same functions on one connection (other processes, tests). SQL here is assembled only from
+this module's constants, never from input (hence the ``noqa: S608``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, Final, TypeVar
+
+import apsw
+import attrs
+
+from xbot.errors import LeaseLost
+from xbot.logs import kv
+from xbot.storage.db import DbPool
+from xbot.storage.group_commit import GroupCommit
+from xbot.storage.lost_leases import POISON_TELL, judge_lost_lease
+from xbot.tasks.payloads import BuriedNotice
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+# A write that belongs with a task's progress record (e.g. the link cache entry
+# of what was just sent): run inside the record's own transaction.
+Effect = Callable[[apsw.Connection], object]
+
+STATES: Final = ("pending", "running", "done", "dead")
+DEFAULT_LEASE: Final = 90.0
+# prune_done deletes in chunks so a big backlog of done rows never holds the
+# write lock for long; leases interleave between the chunks.
+PRUNE_CHUNK: Final = 2000
+
+# The dead-letter notice is a task of this kind (xbot.tasks.notices runs it).
+NOTICE_KIND: Final = "notice"
+NOTICE_MAX_ATTEMPTS: Final = 8
+
+# The columns of tasks in table order, which is also the field order of Task.
+_COLUMNS: Final = (
+    "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
+    "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed"
+)
+
+
+@attrs.frozen
+class Lease:
+    """The right to write back to one task: its id and the token of this claim."""
+
+    task_id: int
+    token: str
+
+
+@attrs.frozen
+class Task:
+    """One row of ``tasks``. ``payload`` is the raw JSON text, never parsed here."""
+
+    id: int
+    kind: str
+    chat_id: int
+    payload: str
+    state: str
+    dedup_key: str | None
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_token: str | None
+    lease_expires: float | None
+    last_error: str | None
+    created_at: float
+    updated_at: float
+    lost_leases: int = 0
+    progressed: int = 0
+
+    @property
+    def lease(self) -> Lease:
+        if self.lease_token is None:
+            raise ValueError(f"task {self.id} is not leased (state {self.state})")
+        return Lease(self.id, self.lease_token)
+
+
+@attrs.frozen
+class QueueStats:
+    """What an operator asks first.
+
+    Attributes:
+        counts_by_state: every state, with 0 for an empty one.
+        oldest_pending_age: seconds the most overdue pending task has been
+            runnable (``now - run_after``, at least 0); None when none is pending.
+        dead: dead letters waiting for an operator.
+        held_chats: chats on hold (Telegram's retry_after) at ``now``.
+    """
+
+    counts_by_state: dict[str, int]
+    oldest_pending_age: float | None
+    dead: int
+    held_chats: int
+
+
+def _task(row: apsw.SQLiteValues) -> Task:
+    return Task(*row)  # type: ignore[arg-type]
+
+
+def _encode(payload: Mapping[str, Any] | str) -> str:
+    if isinstance(payload, str):
+        return payload
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- the operations: plain functions of a connection, run inside a transaction -----------
+
+
+@attrs.frozen
+class Burial:
+    """A task that went dead in a transaction, and whether its notice was queued."""
+
+    task: Task
+    reason: str
+    notice: str  # "queued", or "none: <why>" (a notice itself, the chat is gone, …)
+
+
+def _bury(
+    conn: apsw.Connection,
+    task: Task,
+    reason: str,
+    now: float,
+    *,
+    tell: str | None = None,
+    untold: str | None = None,
+) -> Burial:
+    """``task`` (already written as dead) gets its one notice, in the same transaction.
+
+    ``tell`` is the reason in the chat's words (default ``reason``); ``untold``
+    says why no notice goes (the chat is gone, the task told it itself). The
+    notice carries the dead task's kind and payload: `xbot.tasks.notices` words it
+    when it runs, so the queue needs no knowledge of kinds.
+    """
+    if task.kind == NOTICE_KIND:
+        return Burial(task, reason, "none: a notice itself")
+    if untold is not None:
+        return Burial(task, reason, f"none: {untold}")
+    payload = BuriedNotice(task.id, tell or reason, task.kind, task.payload).to_dict()
+    fields = _enqueue_fields(
+        kind=NOTICE_KIND,
+        payload=payload,
+        chat_id=task.chat_id,
+        now=now,
+        run_after=None,
+        dedup_key=f"notice:{task.id}",
+        max_attempts=NOTICE_MAX_ATTEMPTS,
+    )
+    _enqueue(conn, fields)
+    return Burial(task, reason, "queued")
+
+
+def log_burials(burials: builtins.list[Burial], path: str) -> None:
+    """The one log line of each dead letter, after its transaction committed."""
+    for b in burials:
+        log.warning(
+            "dead-lettered %s",
+            kv(
+                task=b.task.id,
+                kind=b.task.kind,
+                chat=b.task.chat_id,
+                path=path,
+                reason=b.reason,
+                notice=b.notice,
+            ),
+        )
+
+
+# Expired leases are found through tasks_running_chat, whose rows are the
+# live leases (one per busy worker, a handful): the repair runs at every
+# lease, so it has no index of its own to keep up. Usually it finds nothing.
+_EXPIRED_SQL: Final = f"""
+SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_running_chat
+WHERE state = 'running' AND lease_expires <= +:now
+"""  # noqa: S608
+
+# Every lease, live or not: only for a process that holds the instance lock
+# (xbot.ops.instance), to which every lease in the file belongs to a dead process.
+_ORPHANS_SQL: Final = _EXPIRED_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
+if _ORPHANS_SQL == _EXPIRED_SQL:  # the text moved: reclaim would wait out every lease
+    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
+
+# A lost lease handed back or buried: the attempt it used is given back.
+_LOST_SQL: Final = f"""
+UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = :lost,
+    progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
+    updated_at = :now
+WHERE id = :id AND lease_token = :token AND state = 'running'
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+
+# What a repair wrote: every row it handed back or buried, and the buried.
+Handed = tuple[builtins.list[Task], builtins.list[Burial]]
+
+
+def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
+    """Judge every lost lease ``sql`` finds; returns (rows written, the buried among them)."""
+    written: builtins.list[Task] = []
+    buried: builtins.list[Burial] = []
+    for found in [_task(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
+        verdict = judge_lost_lease(
+            progressed=bool(found.progressed),
+            lost_leases=found.lost_leases,
+            max_attempts=found.max_attempts,
+        )
+        params = {
+            "state": verdict.state,
+            "lost": verdict.lost_leases,
+            "error": verdict.reason,
+            "now": now,
+            "id": found.id,
+            "token": found.lease_token,
+        }
+        rows = conn.execute(_LOST_SQL, params).fetchall()
+        if not rows:
+            continue
+        task = _task(rows[0])
+        written.append(task)
+        if verdict.state == "dead":
+            buried.append(_bury(conn, task, verdict.reason, now, tell=POISON_TELL))
+    return written, buried
+
+
+def _repair(conn: apsw.Connection, now: float) -> Handed:
+    return _hand_back_lost(conn, _EXPIRED_SQL, now)
+
+
+def _reclaim(
+    conn: apsw.Connection, now: float
+) -> tuple[builtins.list[Task], builtins.list[Burial]]:
+    return _hand_back_lost(conn, _ORPHANS_SQL, now)
+
+
+# The claim, in one statement. It walks chat lanes (one row per chat with
+# pending work, naming its head; see migrations_sql/0002_chat_lanes.sql)
+# oldest head first and skips chats with a live lease or a hold: one row per
+# busy or held chat, whatever their backlogs. Claiming only heads keeps each
+# chat in (run_after, id) order; the lane triggers move the head along.
+# INDEXED BY: without statistics the planner preferred a full sort. ``+:now``:
+# once PRAGMA optimize has gathered STAT4 samples, SQLite re-prepares a
+# statement each time a parameter used in a range constraint changes value
+# (and :now always does): the claim and its trigger programs were compiled
+# again on every call, 5x its cost. The unary plus hides the value from the
+# planner; the plan is pinned by INDEXED BY anyway.
+_CLAIM_SQL: Final = f"""
+UPDATE tasks SET
+    state = 'running', lease_token = :token, lease_expires = :expires,
+    attempts = attempts + 1, progressed = 0, updated_at = :now
+WHERE state = 'pending' AND id = (
+    SELECT l.head_id FROM chat_lanes AS l INDEXED BY chat_lanes_order
+    WHERE l.head_run_after <= +:now
+      AND NOT EXISTS (
+        SELECT 1 FROM tasks AS r INDEXED BY tasks_running_chat
+        WHERE r.state = 'running' AND r.chat_id = l.chat_id AND r.lease_expires > +:now)
+      AND NOT EXISTS (
+        SELECT 1 FROM chat_holds AS h WHERE h.chat_id = l.chat_id AND h.not_before > +:now)
+    ORDER BY l.head_run_after, l.head_id
+    LIMIT 1)
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+_FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
+_FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
+
+
+Leased = tuple[Task | None, builtins.list[Burial]]
+
+
+def _lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Leased:
+    """The inline repair, then the claim; returns the task and whatever the repair buried."""
+    _, buried = _repair(conn, now)
+    params = {"token": secrets.token_hex(16), "expires": now + lease_for, "now": now}
+    # fetchall(), always: an unfinished RETURNING statement keeps the write lock.
+    rows = conn.execute(_CLAIM_SQL, params).fetchall()
+    return (_task(rows[0]) if rows else None), buried
+
+
+def _fenced(
+    conn: apsw.Connection, lease: Lease, op: str, sets: str, params: dict[str, Any]
+) -> Task:
+    """One fenced UPDATE; 0 rows matched means someone else holds the task now."""
+    sql = f"UPDATE tasks SET {sets} WHERE {_FENCE} RETURNING {_COLUMNS}"  # noqa: S608
+    rows = conn.execute(sql, {"id": lease.task_id, "token": lease.token, **params}).fetchall()
+    if not rows:
+        raise LeaseLost(lease.task_id, op)
+    return _task(rows[0])
+
+
+_INSERT_SQL: Final = f"""
+INSERT INTO tasks (kind, chat_id, payload, state, dedup_key, attempts, max_attempts,
+                   run_after, created_at, updated_at)
+VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now)
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+
+def _enqueue(conn: apsw.Connection, fields: dict[str, Any]) -> Task:
+    if fields["dedup_key"] is not None:
+        # Inside BEGIN IMMEDIATE nobody slips in between this look-up and the
+        # insert; the unique partial index tasks_dedup_live is the backstop.
+        sql = (
+            f"SELECT {_COLUMNS} FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')"  # noqa: S608
+        )
+        existing = conn.execute(sql, (fields["dedup_key"],)).fetchall()
+        if existing:
+            return _task(existing[0])
+    rows = conn.execute(_INSERT_SQL, fields).fetchall()
+    return _task(rows[0])
+
+
+def _heartbeat(conn: apsw.Connection, lease: Lease, now: float, lease_for: float) -> float:
+    sets = "lease_expires = :expires, updated_at = :now"
+    task = _fenced(conn, lease, "heartbeat", sets, {"expires": now + lease_for, "now": now})
+    assert task.lease_expires is not None
+    return task.lease_expires
+
+
+_DONE_SQL: Final = (
+    f"UPDATE tasks SET state = 'done', payload = coalesce(:payload, payload), {_FREE}"  # noqa: S608
+    f" WHERE {_FENCE}"
+)
+
+
+def _mark_done(conn: apsw.Connection, lease: Lease, now: float, payload: str | None = None) -> None:
+    # With a payload: the task's last progress record rides on its done mark.
+    # No RETURNING: the statement runs to its end inside execute(), and
+    # changes() counts the rows it matched itself (never a trigger's).
+    params = {"id": lease.task_id, "token": lease.token, "now": now, "payload": payload}
+    conn.execute(_DONE_SQL, params)
+    if conn.changes() != 1:
+        raise LeaseLost(lease.task_id, "mark_done")
+
+
+def _done_and_lease_next(
+    conn: apsw.Connection, lease: Lease, now: float, lease_for: float, payload: str | None = None
+) -> Leased:
+    _mark_done(conn, lease, now, payload)  # raises before anything is written
+    return _lease_next(conn, now, lease_for)
+
+
+def _reschedule(
+    conn: apsw.Connection, lease: Lease, *, now: float, delay: float, error: str, count: bool
+) -> tuple[Task, Burial | None]:
+    # Out of attempts: that was the last try, so the task dies here rather
+    # than being leased once more than it may be.
+    sets = f"""attempts = attempts - :give_back,
+        state = CASE WHEN attempts - :give_back >= max_attempts THEN 'dead' ELSE 'pending' END,
+        run_after = :run_after, last_error = :error, {_FREE}"""
+    params = {
+        "give_back": 0 if count else 1,
+        "run_after": now + max(0.0, delay),
+        "error": error,
+        "now": now,
+    }
+    task = _fenced(conn, lease, "reschedule", sets, params)
+    return task, (_bury(conn, task, error, now) if task.state == "dead" else None)
+
+
+def _dead_letter(
+    conn: apsw.Connection,
+    lease: Lease,
+    now: float,
+    error: str,
+    op: str,
+    *,
+    tell: str | None = None,
+    untold: str | None = None,
+) -> Burial:
+    sets = f"state = 'dead', last_error = :error, {_FREE}"
+    task = _fenced(conn, lease, op, sets, {"error": error, "now": now})
+    return _bury(conn, task, error, now, tell=tell, untold=untold)
+
+
+def _replace_payload(conn: apsw.Connection, lease: Lease, payload: str, now: float) -> None:
+    sets = "payload = :payload, updated_at = :now"
+    _fenced(conn, lease, "replace_payload", sets, {"payload": payload, "now": now})
+
+
+def _save_progress(
+    conn: apsw.Connection,
+    lease: Lease,
+    now: float,
+    payload: str | None,
+    effects: tuple[Effect, ...],
+) -> None:
+    """The payload (if any) and other writes in one transaction, all under the lease.
+
+    Recorded progress: a lease lost after it is not held against the task.
+    """
+    sets = "payload = coalesce(:payload, payload), progressed = 1, updated_at = :now"
+    _fenced(conn, lease, "save_progress", sets, {"payload": payload, "now": now})
+    for effect in effects:
+        effect(conn)
+
+
+def _delete(conn: apsw.Connection, lease: Lease) -> None:
+    rows = conn.execute(
+        f"DELETE FROM tasks WHERE {_FENCE} RETURNING id",  # noqa: S608
+        {"id": lease.task_id, "token": lease.token},
+    ).fetchall()
+    if not rows:
+        raise LeaseLost(lease.task_id, "delete")
+
+
+def _hold_chat(conn: apsw.Connection, chat_id: int, until: float) -> float:
+    rows = conn.execute(
+        "INSERT INTO chat_holds (chat_id, not_before) VALUES (?, ?)"
+        " ON CONFLICT (chat_id) DO UPDATE SET not_before = max(not_before, excluded.not_before)"
+        " RETURNING not_before",
+        (chat_id, until),
+    ).fetchall()
+    return float(rows[0][0])  # type: ignore[arg-type]
+
+
+def _rate_limited(
+    conn: apsw.Connection, lease: Lease, now: float, until: float, error: str
+) -> Task | None:
+    """Hold the chat, then put the task back; None (hold kept) if the lease was lost."""
+    row = conn.execute("SELECT chat_id FROM tasks WHERE id = ?", (lease.task_id,)).fetchall()
+    if row:
+        # The hold stands even if this lease was lost: Telegram said so for the chat.
+        until = _hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
+    try:
+        task, _ = _reschedule(conn, lease, now=now, delay=until - now, error=error, count=False)
+    except LeaseLost:
+        return None
+    return task  # an attempt given back never makes a task dead
+
+
+def _release_expired_holds(conn: apsw.Connection, now: float) -> int:
+    # One row per held chat, a handful at most: the scan is fine.
+    rows = conn.execute("DELETE FROM chat_holds WHERE not_before <= ? RETURNING 1", (now,))
+    return len(rows.fetchall())
+
+
+def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
+    rows = conn.execute(
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_done_updated"
+        " WHERE state = 'done' AND updated_at < ? LIMIT ?) RETURNING 1",
+        (before, chunk),
+    )
+    return len(rows.fetchall())
+
+
+def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    return conn.execute(sql, params).fetchall()[0][0]
+
+
+# Each state is counted on its own partial index (tasks_chat_pending,
+# tasks_running_chat, tasks_done_updated, tasks_dead_updated): the state
+# must be a literal for SQLite to use a partial index, so one statement each.
+_COUNT_SQL: Final = {
+    state: f"SELECT count(*) FROM tasks WHERE state = '{state}'"  # noqa: S608
+    for state in STATES
+}
+
+
+def _stats(conn: apsw.Connection, now: float) -> QueueStats:
+    counts = {state: int(_scalar(conn, sql)) for state, sql in _COUNT_SQL.items()}
+    # A lane's head is its chat's first pending task by (run_after, id), so
+    # the oldest head is the oldest pending task: one seek in chat_lanes_order.
+    oldest = _scalar(conn, "SELECT min(head_run_after) FROM chat_lanes")
+    age = None if oldest is None else max(0.0, now - float(oldest))
+    held = int(_scalar(conn, "SELECT count(*) FROM chat_holds WHERE not_before > ?", (now,)))
+    return QueueStats(counts, age, counts["dead"], held)
+
+
+def _list(
+    conn: apsw.Connection, state: str | None, chat_id: int | None, limit: int
+) -> builtins.list[Task]:
+    where: builtins.list[str] = []
+    params: builtins.list[object] = []
+    if state in STATES:
+        # A literal, so the state's partial index serves it (tasks_dead_updated …).
+        where.append(f"state = '{state}'")
+    elif state is not None:
+        where.append("state = ?")
+        params.append(state)
+    if chat_id is not None:
+        where.append("chat_id = ?")
+        params.append(chat_id)
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    # Newest first; for done and dead, their (updated_at) index serves the order.
+    order = "updated_at DESC, id DESC" if state is not None else "id DESC"
+    sql = f"SELECT {_COLUMNS} FROM tasks {clause} ORDER BY {order} LIMIT ?"  # noqa: S608
+    return [_task(r) for r in conn.execute(sql, (*params, limit)).fetchall()]
+
+
+def _get(conn: apsw.Connection, task_id: int) -> Task | None:
+    rows = conn.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchall()  # noqa: S608
+    return _task(rows[0]) if rows else None
+
+
+def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
+    # If a live task with the same dedup key already does this job, leave the dead one.
+    rows = conn.execute(
+        f"""UPDATE tasks SET state = 'pending', attempts = 0, lost_leases = 0,
+               run_after = :now, {_FREE}
+           WHERE id = :id AND state = 'dead' AND (dedup_key IS NULL OR NOT EXISTS (
+               SELECT 1 FROM tasks AS o WHERE o.dedup_key = tasks.dedup_key
+               AND o.state IN ('pending', 'running')))
+           RETURNING 1""",  # noqa: S608
+        {"id": task_id, "now": now},
+    ).fetchall()
+    return bool(rows)
+
+
+def _purge_dead(conn: apsw.Connection, now: float, older_than: float | None) -> int:
+    before = float("inf") if older_than is None else now - older_than
+    rows = conn.execute(
+        "DELETE FROM tasks WHERE state = 'dead' AND updated_at < ? RETURNING 1", (before,)
+    )
+    return len(rows.fetchall())
+
+
+def _move_chat(conn: apsw.Connection, old_chat_id: int, new_chat_id: int) -> int:
+    """A group became a supergroup: its tasks and its hold follow it (rare: a scan is fine)."""
+    moved = conn.execute(
+        "UPDATE tasks SET chat_id = ? WHERE chat_id = ? RETURNING 1", (new_chat_id, old_chat_id)
+    ).fetchall()
+    hold = conn.execute(
+        "DELETE FROM chat_holds WHERE chat_id = ? RETURNING not_before", (old_chat_id,)
+    ).fetchall()
+    if hold:
+        _hold_chat(conn, new_chat_id, float(hold[0][0]))  # type: ignore[arg-type]
+    return len(moved)
+
+
+def _enqueue_fields(
+    *,
+    kind: str,
+    payload: Mapping[str, Any] | str,
+    chat_id: int,
+    now: float,
+    run_after: float | None,
+    dedup_key: str | None,
+    max_attempts: int,
+) -> dict[str, Any]:
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    return {
+        "kind": kind,
+        "payload": _encode(payload),
+        "chat_id": chat_id,
+        "now": now,
+        "run_after": now if run_after is None else run_after,
+        "dedup_key": dedup_key,
+        "max_attempts": max_attempts,
+    }
+
+
+# --- the two front doors --------------------------------------------------------------------
+
+
+@attrs.define
+class TaskQueue:
+    """The queue on the asyncio pool, as the bot uses it.
+
+    Attributes:
+        pool: the open `DbPool`.
+    """
+
+    _pool: DbPool
+    _commits: GroupCommit = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._commits = GroupCommit(self._pool)
+
+    async def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """Run ``fn`` in a write transaction, batched with concurrent callers."""
+        return await self._commits.write(fn)
+
+    async def enqueue(
+        self,
+        kind: str,
+        payload: Mapping[str, Any] | str,
+        chat_id: int,
+        *,
+        now: float,
+        run_after: float | None = None,
+        dedup_key: str | None = None,
+        max_attempts: int = 5,
+    ) -> Task:
+        """Add a task; with a ``dedup_key`` already pending or running, return that task."""
+        fields = _enqueue_fields(
+            kind=kind,
+            payload=payload,
+            chat_id=chat_id,
+            now=now,
+            run_after=run_after,
+            dedup_key=dedup_key,
+            max_attempts=max_attempts,
+        )
+        return await self._write(partial(_enqueue, fields=fields))
+
+    async def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
+        """Hand back expired leases, then claim the oldest runnable task (or None)."""
+        task, buried = await self._write(partial(_lease_next, now=now, lease_for=lease_for))
+        log_burials(buried, "lease repair")
+        return task
+
+    async def heartbeat(self, lease: Lease, now: float, lease_for: float = DEFAULT_LEASE) -> float:
+        """Extend the lease to ``now + lease_for``; returns the new expiry."""
+        return await self._write(partial(_heartbeat, lease=lease, now=now, lease_for=lease_for))
+
+    async def mark_done(self, lease: Lease, now: float, *, payload: str | None = None) -> None:
+        """Done; with ``payload``, the task's last progress record is written with it."""
+        await self._write(partial(_mark_done, lease=lease, now=now, payload=payload))
+
+    async def mark_done_and_lease_next(
+        self,
+        lease: Lease,
+        now: float,
+        lease_for: float = DEFAULT_LEASE,
+        *,
+        payload: str | None = None,
+    ) -> Task | None:
+        """`mark_done`, then `lease_next`, in one transaction (how a worker goes on).
+
+        A lost lease writes and leases nothing (`LeaseLost`).
+        """
+        fn = partial(
+            _done_and_lease_next, lease=lease, now=now, lease_for=lease_for, payload=payload
+        )
+        task, buried = await self._write(fn)
+        log_burials(buried, "lease repair")
+        return task
+
+    async def save_progress(
+        self,
+        lease: Lease,
+        now: float,
+        *,
+        payload: str | None = None,
+        effects: tuple[Effect, ...] = (),
+    ) -> None:
+        """Record progress (the payload, if given) and ``effects`` in one fenced transaction."""
+        fn = partial(_save_progress, lease=lease, now=now, payload=payload, effects=effects)
+        await self._write(fn)
+
+    async def reschedule(
+        self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True
+    ) -> Task:
+        """Back to pending at ``now + delay``; dead instead if that was the last attempt.
+
+        ``count_attempt=False`` gives back the attempt counted at lease time.
+        Dead (out of attempts): its notice is queued in the same transaction.
+        """
+        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
+        task, burial = await self._write(partial(fn, count=count_attempt))
+        log_burials([burial] if burial else [], "out of attempts")
+        return task
+
+    async def dead_letter(
+        self,
+        lease: Lease,
+        now: float,
+        error: str,
+        *,
+        tell: str | None = None,
+        untold: str | None = None,
+    ) -> Task:
+        """Dead now; its notice queued in the same transaction.
+
+        ``tell``: the reason in the chat's words (default ``error``). ``untold``:
+        why no notice goes (the chat is gone; the task told the chat itself).
+        """
+        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter")
+        burial = await self._write(partial(fn, tell=tell, untold=untold))
+        log_burials([burial], "dead letter")
+        return burial.task
+
+    async def dead_letter_raw(
+        self, lease: Lease, now: float, error: str, *, tell: str | None = None
+    ) -> Task:
+        """Dead-letter a task whose payload does not parse.
+
+        The returned row names it (id, chat, kind); its notice names the post
+        from what `xbot.tasks.payloads.payload_identity` can read of the payload.
+        """
+        fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter_raw")
+        burial = await self._write(partial(fn, tell=tell))
+        log_burials([burial], "unreadable payload")
+        return burial.task
+
+    async def replace_payload(
+        self, lease: Lease, payload: Mapping[str, Any] | str, now: float
+    ) -> None:
+        """Rewrite a running task's payload (two-phase delivery); the lease goes on."""
+        fn = partial(_replace_payload, lease=lease, payload=_encode(payload), now=now)
+        await self._write(fn)
+
+    async def delete(self, lease: Lease) -> None:
+        await self._write(partial(_delete, lease=lease))
+
+    async def hold_chat(self, chat_id: int, until: float) -> float:
+        """No task of the chat starts before ``until`` (the later of old and new); returns it."""
+        return await self._write(partial(_hold_chat, chat_id=chat_id, until=until))
+
+    async def rate_limited(self, lease: Lease, now: float, until: float, error: str) -> Task:
+        """Telegram said retry_after: hold the chat and put the task back, attempt not counted.
+
+        The hold is written even when the lease was lost (then `LeaseLost` is raised).
+        """
+        fn = partial(_rate_limited, lease=lease, now=now, until=until, error=error)
+        task = await self._write(fn)
+        if task is None:
+            raise LeaseLost(lease.task_id, "rate_limited")
+        return task
+
+    async def release_expired_holds(self, now: float) -> int:
+        return await self._write(partial(_release_expired_holds, now=now))
+
+    async def repair_expired(self, now: float) -> int:
+        """Hand expired leases back (`judge_lost_lease`); returns how many."""
+        written, buried = await self._write(partial(_repair, now=now))
+        log_burials(buried, "sweep repair")
+        return len(written)
+
+    async def reclaim_orphans(self, now: float) -> int:
+        """At startup, under the instance lock: hand back every lease, expired or not.
+
+        A process death is not the task's failure: the attempt is given back
+        and the loss judged by `judge_lost_lease`, so a task that kills the
+        process every time still dies, with its notice, and one caught in a
+        crash loop does not.
+        """
+        written, buried = await self._write(partial(_reclaim, now=now))
+        log_burials(buried, "startup reclaim")
+        return len(written)
+
+    async def prune_done(self, now: float, older_than: float = 86400.0) -> int:
+        """Delete done tasks last touched before ``now - older_than``, in short chunks."""
+        total = 0
+        while True:
+            fn = partial(_prune_done_chunk, before=now - older_than, chunk=PRUNE_CHUNK)
+            n = await self._write(fn)
+            total += n
+            if n < PRUNE_CHUNK:
+                return total
+
+    async def stats(self, now: float) -> QueueStats:
+        return await self._pool.read(partial(_stats, now=now))
+
+    async def list(
+        self, state: str | None = None, chat_id: int | None = None, limit: int = 50
+    ) -> builtins.list[Task]:
+        """Newest first, filtered by state and/or chat."""
+        return await self._pool.read(partial(_list, state=state, chat_id=chat_id, limit=limit))
+
+    async def get(self, task_id: int) -> Task | None:
+        return await self._pool.run(partial(_get, task_id=task_id))
+
+    async def retry(self, task_id: int, now: float) -> bool:
+        """A dead task back to pending with fresh attempts.
+
+        False if it is not dead, or a live task with its dedup key does its job.
+        """
+        return await self._write(partial(_retry, task_id=task_id, now=now))
+
+    async def purge_dead(self, now: float, older_than: float | None = None) -> int:
+        """Delete dead tasks (those older than ``older_than`` seconds, if given)."""
+        return await self._write(partial(_purge_dead, now=now, older_than=older_than))
+
+    async def move_chat(self, old_chat_id: int, new_chat_id: int) -> int:
+        fn = partial(_move_chat, old_chat_id=old_chat_id, new_chat_id=new_chat_id)
+        return await self._write(fn)

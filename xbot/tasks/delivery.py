@@ -1,0 +1,467 @@
+"""The task behind every link: fetch the post, send its media, remember what was sent.
+
+Two-phase delivery: the payload records each album right after Telegram
+confirms it (`TaskContext.stage_payload`, fenced by the lease) and the record
+is written before the next album goes out (`TaskContext.flush`), so a crash
+between albums resumes with the next album and never resends one; the last
+album's record rides on the task's done mark, or on the link cache entry's
+write. The link cache is read first (one Bot API call per album, no
+download) and written last; one fetch is in flight per key (the outbox's
+flights). Sending, recording and the follow-up are the `Outbox`'s; which
+source fetches the post is the `PostSource`'s (`xbot.sources`). Links to
+other sites go to `xbot.tasks.other_sites`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+import attrs
+import httpx
+
+from xbot.config import Settings
+from xbot.errors import (
+    AllSourcesDown,
+    FetchError,
+    OutageRetry,
+    Permanent,
+    PostUnavailable,
+    RetryLater,
+    StaleFileId,
+    TooLarge,
+    TransientFetch,
+    UrlNotFetched,
+)
+from xbot.links import classify
+from xbot.logs import kv
+from xbot.media import thumbnail as thumbnails
+from xbot.media.download import DownloadResult, download
+from xbot.media.models import MediaItem, Post, Variant
+from xbot.media.mp4info import probe_mp4
+from xbot.media.tempfiles import temp_folder
+from xbot.sending import video_choice
+from xbot.sending.albums import PlanKind, one_send, plan_sends
+from xbot.sending.caption import build_caption, build_text_reply, caption_parts, post_from_parts
+from xbot.sending.outbox import Outbox
+from xbot.sending.progress import ChatAction, keep_chat_action
+from xbot.sending.sender import OutMedia, Sender
+from xbot.sources import PostSource
+from xbot.sources.chain import DOWN
+from xbot.sources.x_api import card_link, expand_tco
+from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
+from xbot.storage.state import ChatSettings, ChatStore
+from xbot.tasks.payloads import DELIVER, DeliverPayload, OutKind, SentItem
+from xbot.tasks.worker import TaskContext
+
+log = logging.getLogger(__name__)
+
+KIND = DELIVER
+URL_PHOTO_LIMIT = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
+URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
+UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
+# Long work shows progress; a link answered sooner (a cache hit, a quick fetch)
+# needs no "sending a photo…" status, and skipping it halves the Bot API calls
+# of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
+CHAT_ACTION_AFTER = 1.0
+# Every X source down: the link waits up to an hour (then a dead-letter notice), and
+# the chat hears one sentence once the outage is more than a blip.
+OUTAGE_BUDGET = 3600.0
+OUTAGE_TELL_AFTER = 30.0
+
+
+OtherSiteDelivery = Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]]
+
+
+@attrs.define
+class Delivery:
+    """Everything a deliver task needs, wired once by the app.
+
+    Attributes:
+        outbox: sends, records and announces (the forward prompt hangs there).
+        source: fetches a post (`xbot.sources.SourceRouter`: by the link's kind).
+        guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
+        other_sites: delivers a link to another site (yt-dlp).
+    """
+
+    settings: Settings
+    outbox: Outbox
+    source: PostSource
+    chats: ChatStore
+    guarded: httpx.AsyncClient
+    other_sites: OtherSiteDelivery
+
+    @property
+    def sender(self) -> Sender:
+        return self.outbox.sender
+
+    async def run(self, ctx: TaskContext) -> None:
+        payload = DeliverPayload.from_task(ctx.task)
+        now = ctx.clock()
+        chat = await self.chats.get(ctx.task.chat_id, now)
+        if payload.kind == "tco":
+            payload = await self._expand(ctx, payload)
+        if payload.kind == "other":
+            await self.other_sites(ctx, payload, chat.settings)
+            return
+        resolved = await self._resolve(ctx, payload)
+        if resolved is None:
+            return
+        payload = resolved
+        async with keep_chat_action(
+            self.sender, payload.dest, "upload_photo", after=CHAT_ACTION_AFTER
+        ) as action:
+            await self._deliver_post(ctx, payload, chat.settings, action)
+
+    async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
+        try:
+            target = await expand_tco(self.guarded, payload.url)
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            await self._say(ctx, payload, "That t.co link does not lead anywhere I can fetch.")
+            raise Permanent(exc.reason, notify=False) from exc
+        link = classify(target)
+        if link is None or link.kind == "tco":
+            await self._say(ctx, payload, "That t.co link does not lead anywhere I can fetch.")
+            raise Permanent("t.co target unsupported", notify=False)
+        expanded = attrs.evolve(
+            payload, url=link.url, key=link.key, kind=link.kind, post_id=link.post_id,
+            handle=link.handle,
+        )  # fmt: skip
+        await ctx.save_payload(expanded.to_json())
+        return expanded
+
+    async def _resolve(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload | None:
+        """The link under its final cache key (a Bluesky handle becomes its DID); None: answered."""
+        resolve = getattr(self.source, "resolve", None)
+        if resolve is None:
+            return payload
+        try:
+            link = await resolve(payload.link)
+        except PostUnavailable as exc:
+            await self._say(ctx, payload, exc.reason)
+            return None
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        if link.key == payload.key:
+            return payload
+        resolved = attrs.evolve(payload, url=link.url, key=link.key, handle=link.handle)
+        await ctx.save_payload(resolved.to_json())
+        return resolved
+
+    async def _deliver_post(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        action: ChatAction,
+    ) -> None:
+        # Photos sent as files are other file_ids than photos: their own entry.
+        key = entry_key(payload.key, as_documents=settings.photos_as_documents)
+        async with self.outbox.hold(key):
+            cached = await self.outbox.lookup(key, ctx.clock())
+            if cached is not None:
+                try:
+                    payload = await self._send_cached(ctx, payload, cached, settings)
+                    await self.outbox.announce(ctx, payload, cached.url, cached.caption_parts)
+                    return
+                except StaleFileId:
+                    log.info("stale file_id, refetching %s", kv(key=key))
+                    await self.outbox.forget(key)
+                    payload = DeliverPayload.from_task(ctx.task)
+            post = await self._fetch(ctx, payload, settings)
+            if post is None:
+                return
+            if any(m.kind != "photo" for m in post.media):
+                action.value = "upload_video"
+            payload = await self._send_fresh(ctx, payload, post, settings)
+            await self.outbox.announce(ctx, payload, post.url, caption_parts(post))
+
+    async def _fetch(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> Post | None:
+        try:
+            post = await self.source.fetch(payload.link)
+        except PostUnavailable as exc:
+            await self._say(ctx, payload, exc.reason)
+            return None
+        except AllSourcesDown as exc:
+            raise self._outage(ctx, payload, exc) from exc
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        if not post.media:
+            await self._say(ctx, payload, build_text_reply(post), html=True)
+            card = card_link(post)
+            if card and settings.ytdlp_enabled(payload.chat_type):
+                # An external card (a YouTube link in the post): its own task, once.
+                card_payload = DeliverPayload.for_link(card, payload.dest, user_id=payload.user_id)
+                await ctx.queue.enqueue(
+                    KIND, card_payload.to_json(), ctx.task.chat_id, now=ctx.clock(),
+                    dedup_key=f"card:{ctx.task.id}:{card.key}",
+                )  # fmt: skip
+            return None
+        return post
+
+    def _outage(
+        self, ctx: TaskContext, payload: DeliverPayload, exc: AllSourcesDown
+    ) -> OutageRetry:
+        """Every X source is down: wait it out (counted in time), and say so once.
+
+        The sentence waits for a real outage (every breaker open, or the link
+        waiting for half a minute): a one-request blip is retried in silence.
+        The worker says it only once the retry is written (`OutageRetry.then`).
+        """
+        age = ctx.clock() - ctx.task.created_at
+        tell = not payload.told_down and (exc.all_open or age >= OUTAGE_TELL_AFTER)
+        then = None
+        if tell:
+            ctx.stage_payload(attrs.evolve(payload, told_down=True).to_json())
+
+            async def then() -> None:
+                await self._say(ctx, payload, DOWN)
+
+        return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, then=then)
+
+    async def _send_cached(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        cached: CachedPost,
+        settings: ChatSettings,
+    ) -> DeliverPayload:
+        post = post_from_parts(cached.key, cached.url, cached.caption_parts)
+        box = [payload]
+
+        async def record(index: int, sent: list[SentItem]) -> None:
+            box[0] = self.outbox.record(ctx, box[0], index, sent)
+
+        await self.outbox.send_file_ids(
+            ctx,
+            payload.dest,
+            [SentItem(i.kind, i.file_id) for i in cached.items],
+            caption=self._caption(post, settings),
+            spoiler=post.sensitive and settings.spoiler_sensitive,
+            done=payload.steps_sent(),
+            record=record,
+        )
+        return box[0]
+
+    async def _send_fresh(
+        self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
+    ) -> DeliverPayload:
+        caption = self._caption(post, settings)
+        as_docs = settings.photos_as_documents
+        kinds: list[PlanKind] = [
+            "document" if as_docs and m.kind == "photo" else m.kind for m in post.media
+        ]
+        steps = plan_sends(kinds)
+        spoiler = post.sensitive and settings.spoiler_sensitive
+        for index, step in enumerate(steps):
+            if any(s.step == index for s in payload.sent):
+                continue
+            await ctx.flush()  # the album before is recorded before this one goes out
+            media = [post.media[i] for i in step.items]
+            sent, skipped = await self._send_step(
+                ctx, payload, media, caption if index == 0 else None, spoiler, as_docs=as_docs
+            )
+            payload = self.outbox.record(ctx, payload, index, sent, skipped=skipped)
+        entry = None
+        if payload.skipped == 0:
+            key = entry_key(post.key, as_documents=as_docs)
+            entry = self._cache_entry(post, payload, ctx.clock(), key)
+        # The last album's record and the cache entry in one write, before the
+        # flight ends: whoever waits for this key reads the entry next.
+        await self.outbox.remember(ctx, entry)
+        return payload
+
+    async def _send_step(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        media: Sequence[MediaItem],
+        caption: str | None,
+        spoiler: bool,
+        *,
+        as_docs: bool = False,
+    ) -> tuple[list[SentItem], int]:
+        """URL first (Telegram fetches it), upload when Telegram could not.
+
+        Photos as documents always upload: Telegram takes documents by URL
+        only for GIF, PDF and ZIP files.
+        """
+        dest = payload.dest
+        limit = self.settings.upload_limit
+        by_url = [None if as_docs and m.kind == "photo" else _by_url(m, limit) for m in media]
+        if all(o is not None for o in by_url):
+            try:
+                sent = await self.outbox.send_step(
+                    dest, [o for o in by_url if o is not None], caption=caption, spoiler=spoiler
+                )
+                return sent, 0
+            except UrlNotFetched as exc:
+                log.info("telegram could not fetch, uploading %s", kv(key=payload.key, error=exc))
+        with temp_folder(self.settings.data_dir) as folder:
+            uploads: list[OutMedia] = []
+            too_large: list[MediaItem] = []
+            for n, item in enumerate(media):
+                try:
+                    uploads.append(await self._download(item, folder, n, as_docs=as_docs))
+                except TooLarge:
+                    too_large.append(item)
+            sent_items: list[SentItem] = []
+            if uploads:
+                if one_send([u.kind for u in uploads]):
+                    groups = [uploads]
+                else:  # a photo turned document: keep the order, one message each
+                    groups = [[u] for u in uploads]
+                for i, group in enumerate(groups):
+                    sent_items.extend(
+                        await self.outbox.send_step(
+                            dest, group, caption=caption if i == 0 else None, spoiler=spoiler
+                        )
+                    )
+        if too_large:
+            limit = self.settings.upload_limit_mb
+            await self._say(
+                ctx,
+                payload,
+                f"{len(too_large)} of the post's files is over the {limit} MB upload limit, "
+                f"so I left it out: {payload.url}",
+                html=False,
+            )
+            if not sent_items:
+                return [], len(too_large)
+        return sent_items, len(too_large)
+
+    async def _download(
+        self, item: MediaItem, folder: Path, n: int, *, as_docs: bool = False
+    ) -> OutMedia:
+        limit = self.settings.upload_limit
+        suffix = ".jpg" if item.kind == "photo" else ".mp4"
+        dest = folder / f"{n}{suffix}"
+        if item.kind == "photo":
+            try:
+                result = await self._get(item.url, dest, item)
+            except TooLarge:
+                if not item.fallback_url:
+                    raise
+                # Over the upload limit even as a file: the smaller rendition is all that can go.
+                result = await self._get(item.fallback_url, dest, item)
+                item = attrs.evolve(item, width=None, height=None, fallback_url=None)
+        else:
+            result = await self._download_video(item, dest, limit)
+        kind: OutKind = item.kind
+        if kind == "photo" and (
+            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
+        ):
+            kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
+            if not as_docs and item.fallback_url and _photo_ratio_ok(item):
+                # A smaller rendition the source offers (pixiv's "regular") goes as a photo.
+                smaller = await self._get(item.fallback_url, folder / f"{n}.small.jpg", item)
+                if smaller.size <= UPLOAD_PHOTO_LIMIT:
+                    result, kind = smaller, "photo"
+        # The player's still (best effort: None when missing, failed or not one Telegram takes).
+        thumb = None
+        if kind == "video" and item.thumbnail_url:
+            thumb_dest = folder / f"{n}.thumb.jpg"
+            thumb = await thumbnails.fetch(self.guarded, item.thumbnail_url, thumb_dest)
+        duration = item.duration
+        if kind == "video" and duration is None:
+            # The source did not say (Bluesky's view has no length): the file's header does.
+            duration = (await asyncio.to_thread(probe_mp4, result.path)).duration
+        return OutMedia(
+            kind, result.path, "upload", item.width, item.height, duration,
+            filename=dest.name, thumbnail=thumb,
+        )  # fmt: skip
+
+    async def _get(
+        self, url: str, dest: Path, item: MediaItem, limit: int | None = None
+    ) -> DownloadResult:
+        """One media file through the guard, with the headers its host insists on.
+
+        TooLarge is raised as it is (the caller may step down); other failures
+        become the task's outcome.
+        """
+        try:
+            return await download(
+                self.guarded, url, dest, max_bytes=limit or self.settings.upload_limit,
+                headers=dict(item.headers) or None,
+            )  # fmt: skip
+        except TooLarge:
+            raise
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+
+    async def _download_video(self, item: MediaItem, dest: Path, limit: int) -> DownloadResult:
+        """The best variant that fits; a smaller one each time a download proves too large."""
+        tried: list[Variant] = []
+        while (pick := video_choice.step_down(item, limit, tried)) is not None:
+            try:
+                return await self._get(pick.variant.url, dest, item, limit)
+            except TooLarge:
+                log.info("variant too large, stepping down %s", kv(url=pick.variant.url))
+                tried.append(pick.variant)
+        raise TooLarge("no version of this video fits the upload limit")
+
+    @staticmethod
+    def _cache_entry(
+        post: Post, payload: DeliverPayload, now: float, key: str
+    ) -> CachedPost | None:
+        """What the link cache keeps of a post sent whole; None if an item is missing."""
+        items: list[CachedItem] = []
+        for step in sorted(payload.sent, key=lambda s: s.step):
+            items.extend(CachedItem(kind=i.kind, file_id=i.file_id) for i in step.items)
+        if len(items) != len(post.media):
+            return None
+        return CachedPost(
+            key=key, url=post.url, caption_parts=caption_parts(post), items=tuple(items),
+            created_at=now,
+        )  # fmt: skip
+
+    def _caption(self, post: Post, settings: ChatSettings) -> str:
+        return build_caption(post, style=settings.caption_style, template=settings.caption_template)
+
+    async def _say(
+        self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False
+    ) -> None:
+        """One plain sentence in answer to the link."""
+        await self.outbox.say(payload.dest, text, html=html)
+
+
+def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
+    """The item as a URL Telegram can fetch itself, or None when it should be uploaded."""
+    if item.upload_only:
+        return None
+    if item.kind == "photo":
+        if item.size is not None and item.size > URL_PHOTO_LIMIT:
+            return None
+        if not _photo_shape_ok(item):
+            return None
+        return OutMedia("photo", item.url, "url", item.width, item.height)
+    pick = video_choice.choose(item, upload_limit=upload_limit, url_limit=URL_OTHER_LIMIT)
+    if pick is None or pick.path != "url":
+        return None  # a better version fits the upload, or none fits (the upload says so)
+    return OutMedia(item.kind, pick.variant.url, "url", item.width, item.height, item.duration)
+
+
+def _photo_shape_ok(item: MediaItem) -> bool:
+    """Telegram's photo rules: width + height ≤ 10000 and aspect ratio ≤ 20."""
+    w, h = item.width or 0, item.height or 0
+    if not w or not h:
+        return True
+    return w + h <= 10000 and max(w, h) / min(w, h) <= 20
+
+
+def _photo_ratio_ok(item: MediaItem) -> bool:
+    """Aspect ratio ≤ 20: a smaller rendition of the same picture cannot fix a wider one."""
+    w, h = item.width or 0, item.height or 0
+    return not w or not h or max(w, h) / min(w, h) <= 20

@@ -1,0 +1,325 @@
+"""A link to another site (YouTube, TikTok, Reddit, … through yt-dlp) becomes its video.
+
+The deliver task of a link whose kind is ``other`` lands here
+(`Delivery.other_sites`); it sends, records and announces through the same
+`Outbox` as X posts. The same rules as for X posts hold:
+
+- **SSRF first.** The URL's host is checked and resolved before yt-dlp
+  sees it (`xbot.media.netguard`); inside yt-dlp every request passes the
+  same check (`xbot.sources.ytdlp_api.host_guard`).
+- **Link cache.** The link arrives as ``url:{normalised url}``; only
+  yt-dlp knows which video it is (``yt:{extractor}:{id}``). Entries are
+  written under both keys: the same URL again is answered without asking
+  the site at all, and another spelling of the same video costs one
+  extraction and no download.
+- **Single flight.** One job per link key and per video key at a time; the
+  second waits, then finds the cache filled.
+- **Two-phase.** The payload records the sent video right after Telegram
+  confirms it, in one write with the cache entries (`Outbox.remember`); a
+  task resumed after that point only finishes up.
+- **Progress.** The chat action runs meanwhile; a job longer than a few
+  seconds gets one status message (`xbot.sending.progress`), deleted when the video
+  is sent or turned into the error sentence.
+- **Errors** arrive as xbot's own (`xbot.sources.ytdlp_api.translate`) and leave as
+  one sentence in the chat, or as `RetryLater` when the site may recover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import attrs
+import httpx
+
+from xbot.config import Settings
+from xbot.errors import (
+    BlockedAddress,
+    FetchError,
+    RetryLater,
+    StaleFileId,
+    TooLarge,
+    TransientFetch,
+    UnsupportedLink,
+)
+from xbot.logs import kv
+from xbot.media import thumbnail as thumbnails
+from xbot.media.models import Post
+from xbot.media.mp4info import Mp4Info, probe_mp4
+from xbot.media.tempfiles import temp_folder
+from xbot.sending.caption import build_caption
+from xbot.sending.outbox import Outbox
+from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
+from xbot.sending.sender import OutMedia, Sender
+from xbot.sources.ytdlp import YtdlpSource
+from xbot.sources.ytdlp_api import VideoInfo
+from xbot.storage.link_cache import CachedItem, CachedPost
+from xbot.storage.state import ChatSettings
+from xbot.tasks.payloads import DeliverPayload, SentItem
+from xbot.tasks.worker import TaskContext
+
+log = logging.getLogger(__name__)
+
+
+X_ONLY = "I can only fetch posts from X (twitter.com / x.com) here."
+
+
+def too_large_sentence(limit_mb: int, url: str) -> str:
+    """What a user reads when the video cannot fit; the link lets them open it themselves."""
+    return f"That video does not fit the {limit_mb} MB upload limit, so I cannot send it: {url}"
+
+
+def sentence_for(error: FetchError, *, url: str, limit_mb: int, group: bool) -> str | None:
+    """The one sentence a failed link gets in its chat, or None to stay quiet.
+
+    A link nothing can fetch is ignored in groups (people paste links for
+    each other there, not for the bot) and gets one sentence in private.
+    """
+    if isinstance(error, TooLarge):
+        return too_large_sentence(limit_mb, url)
+    if isinstance(error, UnsupportedLink | BlockedAddress):
+        return None if group else error.reason
+    return error.reason
+
+
+def fill_from_header(info: VideoInfo, header: Mp4Info) -> VideoInfo:
+    """What the site did not say, from the file's own header (a direct link says nothing).
+
+    The picture size is taken as a pair, never a site's width with the file's height.
+    """
+    width, height = info.width, info.height
+    if not (width and height) and header.width and header.height:
+        width, height = header.width, header.height
+    return attrs.evolve(info, width=width, height=height, duration=info.duration or header.duration)
+
+
+def caption_parts(info: VideoInfo) -> dict[str, str]:
+    """What the cache keeps to rebuild the caption in each chat's style."""
+    return {
+        "author_name": info.uploader,
+        "author_handle": "",
+        "text": info.title,
+        "sensitive": "1" if info.adult else "0",
+        "source": "ytdlp",
+        "ytdlp_key": info.key,
+    }
+
+
+def cache_entries(
+    info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
+) -> list[CachedPost]:
+    """What the cache keeps: under the video's key, and under the link's spelling too."""
+    items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
+    entry = CachedPost(
+        key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
+        created_at=now,
+    )  # fmt: skip
+    if link_key == info.key:
+        return [entry]
+    return [entry, attrs.evolve(entry, key=link_key)]
+
+
+def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
+    return Post(
+        key=key,
+        url=url,
+        author_name=parts.get("author_name", ""),
+        author_handle="",
+        text=parts.get("text", ""),
+        sensitive=parts.get("sensitive") == "1",
+        source="ytdlp",
+    )
+
+
+@attrs.define
+class OtherSites:
+    """Delivers non-X links through yt-dlp; `xbot.app` hands it to `Delivery`.
+
+    Attributes:
+        outbox: sends, records, announces; its flights are shared with X posts.
+        source: yt-dlp (options, sites, the SSRF pre-check) and its jobs.
+        guarded: the HTTP client for URLs from the site (the thumbnail).
+        progress_first, progress_every: the status message's timings (tests shorten them).
+        clock: monotonic seconds for the status message.
+    """
+
+    settings: Settings
+    outbox: Outbox
+    source: YtdlpSource
+    guarded: httpx.AsyncClient
+    progress_first: float = FIRST_AFTER
+    progress_every: float = EVERY
+    clock: Callable[[], float] = time.monotonic
+
+    @property
+    def sender(self) -> Sender:
+        return self.outbox.sender
+
+    async def __call__(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> None:
+        if any(step.step == 0 for step in payload.sent):
+            await self._resume(ctx, payload)
+            return
+        if not settings.ytdlp_enabled(payload.chat_type):
+            # Turned off since the link was queued, or reached through a t.co link
+            # the handler could not see through: the chat's choice holds either way.
+            if not payload.is_group:
+                await self._say(ctx, payload, X_ONLY)
+            return
+        try:
+            await self.source.precheck(payload.url)
+        except (BlockedAddress, UnsupportedLink) as exc:
+            await self._say_for(ctx, payload, exc)
+            return
+        async with self.outbox.hold(payload.key):
+            if await self._from_cache(ctx, payload, payload.key, settings):
+                return
+            await self._fetch(ctx, payload, settings)
+
+    async def _fetch(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> None:
+        status = StatusReporter(
+            self.sender,
+            payload.dest,
+            first_after=self.progress_first,
+            every=self.progress_every,
+            clock=self.clock,
+        )
+        async with status:
+            try:
+                done = await self._download_and_send(ctx, payload, settings, status)
+            except TransientFetch as exc:
+                raise RetryLater(exc.reason) from exc  # the status message goes with the block
+            except FetchError as exc:
+                sentence = self._sentence(payload, exc)
+                if sentence is not None:
+                    await status.fail(sentence)
+                return
+            await status.done()
+        if done is not None:
+            payload, url, parts = done
+            await self.outbox.announce(ctx, payload, url, parts)
+
+    async def _download_and_send(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        status: StatusReporter,
+    ) -> tuple[DeliverPayload, str, Mapping[str, str]] | None:
+        """Extract, then (on a cache miss under the video's key) download and send.
+
+        Returns what `announce` needs, or None when the cache answered (it announced).
+        """
+        with temp_folder(self.settings.data_dir) as folder:
+            async with self.source.open_job(payload.url, folder, status.update) as job:
+                info = await job.extract()
+                async with self.outbox.hold_also(info.key, payload.key):
+                    if await self._from_cache(ctx, payload, info.key, settings):
+                        return None
+                    status.update(Snapshot("download", 0, info.size))
+                    path = await job.download()
+                    if not info.audio_only:
+                        info = fill_from_header(info, await asyncio.to_thread(probe_mp4, path))
+                    thumbnail = await self._thumbnail(info, folder)
+                    size = path.stat().st_size
+                    status.update(Snapshot("upload", size))
+                    out = OutMedia(
+                        "document" if info.audio_only else "video",
+                        path,
+                        "upload",
+                        info.width,
+                        info.height,
+                        info.duration,
+                        filename=f"video.{info.ext}",
+                        thumbnail=thumbnail,
+                    )
+                    parts = caption_parts(info)
+                    items = await self.outbox.send_step(
+                        payload.dest,
+                        [out],
+                        caption=self._caption(info.key, info.url, parts, settings),
+                        spoiler=info.adult and settings.spoiler_sensitive,
+                    )
+                    # Phase one: the record and the cache entries, in one write at once.
+                    payload = self.outbox.record(ctx, payload, 0, items)
+                    await self.outbox.remember(
+                        ctx, *cache_entries(info, payload.key, items, ctx.clock())
+                    )
+                    log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
+        return payload, info.url, parts
+
+    async def _thumbnail(self, info: VideoInfo, folder: Path) -> Path | None:
+        """The site's still for the player, if it gives one Telegram takes; never fails the video.
+
+        The URL comes from the site, so it goes through the guarded client like the media.
+        """
+        if info.audio_only or not info.thumbnail:
+            return None
+        dest = folder / thumbnails.FILENAME
+        return await thumbnails.fetch(self.guarded, info.thumbnail, dest)
+
+    async def _from_cache(
+        self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
+    ) -> bool:
+        """Answer from the link cache by file_id; False on a miss or a stale file_id."""
+        cached = await self.outbox.lookup(key, ctx.clock())
+        if cached is None or not cached.items:
+            return False
+        parts = cached.caption_parts
+        item = cached.items[0]
+        try:
+            sent = await self.outbox.send_step(
+                payload.dest,
+                [OutMedia(item.kind, item.file_id, "file_id")],
+                caption=self._caption(key, cached.url, parts, settings),
+                spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
+            )
+        except StaleFileId:
+            log.info("stale file_id, fetching again %s", kv(key=key))
+            await self.outbox.forget(key, payload.key, parts.get("ytdlp_key", key))
+            return False
+        payload = self.outbox.record(ctx, payload, 0, sent)
+        # Found by the video's key: the link's spelling hits next time. Written at once,
+        # with the record, before anything else goes out.
+        alias = None
+        if key != payload.key:
+            alias = attrs.evolve(cached, key=payload.key, created_at=ctx.clock())
+        await self.outbox.remember(ctx, alias)
+        await self.outbox.announce(ctx, payload, cached.url, parts)
+        return True
+
+    async def _resume(self, ctx: TaskContext, payload: DeliverPayload) -> None:
+        """The video went out before a crash: only the follow-up (the prompt) is left."""
+        cached = await self.outbox.lookup(payload.key, ctx.clock())
+        url = cached.url if cached else payload.url
+        parts = cached.caption_parts if cached else {}
+        await self.outbox.announce(ctx, payload, url, parts)
+
+    def _caption(self, key: str, url: str, parts: Mapping[str, str], settings: ChatSettings) -> str:
+        return build_caption(
+            post_of(key, url, parts),
+            style=settings.caption_style,
+            template=settings.caption_template,
+        )
+
+    def _sentence(self, payload: DeliverPayload, error: FetchError) -> str | None:
+        return sentence_for(
+            error,
+            url=payload.url,
+            limit_mb=self.settings.upload_limit_mb,
+            group=payload.is_group,
+        )
+
+    async def _say_for(self, ctx: TaskContext, payload: DeliverPayload, error: FetchError) -> None:
+        sentence = self._sentence(payload, error)
+        if sentence is not None:
+            await self._say(ctx, payload, sentence)
+
+    async def _say(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
+        await self.outbox.say(payload.dest, sentence)

@@ -1,0 +1,432 @@
+"""Workers: lease a task, keep its lease alive, run it, and write back what happened.
+
+Tasks raise outcomes (`RetryLater`, `RateLimited`, `Permanent`); the ladder in
+`Workers._execute` alone maps them to queue write-backs, log lines and the
+dead-letter notice. Every write-back is fenced by the lease token: a worker
+whose lease was lost stops and writes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from xbot.errors import (
+    ChatMoved,
+    ChatUnavailable,
+    LeaseLost,
+    OutageRetry,
+    PayloadError,
+    Permanent,
+    RateLimited,
+    RetryLater,
+    StoreError,
+)
+from xbot.logs import kv
+from xbot.storage.queue import Effect, Task, TaskQueue
+from xbot.tasks.backoff import compute_backoff, compute_outage_delay
+
+log = logging.getLogger(__name__)
+
+# After a hold or a backoff, the worker looks again this much later: the
+# queue compares run_after with a clock read a little after the timer fires.
+WAKE_MARGIN = 0.02
+
+
+class Notifier(Protocol):
+    """Told after a task went dead; its notice is already queued (in the same transaction)."""
+
+    async def __call__(self, task: Task, reason: str) -> None: ...
+
+
+@attrs.define
+class TaskContext:
+    """What a running task may do to its own row (always under its lease).
+
+    Progress is recorded in the payload (two-phase delivery). `save_payload`
+    writes it at once; `stage_payload` keeps it until the task's ending
+    writes it (the done mark, or any other write-back) or `flush` does. A
+    staged record costs no transaction of its own: the last step of a task
+    rides on its done mark. The rule that keeps that safe: `flush` before
+    any effect outside the database that must not be repeated (the next
+    album, a prompt), so a crash never repeats one already recorded.
+    """
+
+    task: Task
+    queue: TaskQueue
+    clock: Callable[[], float]
+    _staged: bool = attrs.field(default=False, init=False)
+
+    async def save_payload(
+        self, payload: str | Mapping[str, object], *, effects: tuple[Effect, ...] = ()
+    ) -> None:
+        """Record progress now, with ``effects`` in the same transaction.
+
+        Raises `LeaseLost` if the lease is gone (nothing is written then).
+        """
+        self.stage_payload(payload)
+        await self.flush(effects=effects)
+
+    def stage_payload(self, payload: str | Mapping[str, object]) -> None:
+        """Record progress, written with the task's ending or the next `flush`."""
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        self.task = attrs.evolve(self.task, payload=text)
+        self._staged = True
+
+    async def flush(self, *, effects: tuple[Effect, ...] = ()) -> None:
+        """Write the staged record (and ``effects``) now; nothing to do, no transaction."""
+        payload = self.take_staged()
+        if payload is None and not effects:
+            return
+        await self.queue.save_progress(
+            self.task.lease, self.clock(), payload=payload, effects=effects
+        )
+
+    def take_staged(self) -> str | None:
+        """The staged payload, handed to whoever writes it next (None: nothing staged)."""
+        if not self._staged:
+            return None
+        self._staged = False
+        return self.task.payload
+
+
+TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
+ChatMovedHook = Callable[[int, int], Coroutine[Any, Any, None]]
+
+
+@attrs.define
+class Workers:
+    """A fixed number of asyncio workers sharing one queue.
+
+    Attributes:
+        handlers: task kind → coroutine doing the work.
+        notify: told after a task went dead with a notice for its chat (which the
+            queue has already queued with the dead mark): e.g. wakes a worker for it.
+        lease_for: seconds a lease lasts without a heartbeat.
+        heartbeat_every: seconds between heartbeats (a third of the lease).
+        idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
+        on_chat_moved: after a group became a supergroup and its tasks moved,
+            moves the rest of what the chat owns (settings, records): (old, new).
+    """
+
+    queue: TaskQueue
+    handlers: Mapping[str, TaskHandler]
+    notify: Notifier
+    count: int = 4
+    lease_for: float = 90.0
+    heartbeat_every: float = 30.0
+    idle_poll: float = 1.0
+    clock: Callable[[], float] = time.time
+    on_chat_moved: ChatMovedHook | None = None
+    _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
+    _running: set[int] = attrs.field(factory=set, init=False)
+    _stopping: bool = attrs.field(default=False, init=False)
+    done_count: int = attrs.field(default=0, init=False)
+
+    def wake(self) -> None:
+        """Called after an enqueue: an idle worker looks at the queue at once."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._stopping = False
+        self._loops = [
+            asyncio.create_task(self._loop(i), name=f"xbot-worker-{i}") for i in range(self.count)
+        ]
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._running)
+
+    async def stop(self, grace: float = 6.0) -> None:
+        """Stop leasing; let running tasks finish for `grace` s, then hand their leases back.
+
+        A worker runs its task in its own asyncio task: each ends by itself
+        after the task in hand (one leased in passing, with the done mark of
+        the last, is handed back); those still busy after `grace` are
+        cancelled, and their task goes back without an attempt counted.
+        """
+        self._stopping = True
+        self._wake.set()
+        if self._loops:
+            _, busy = await asyncio.wait(self._loops, timeout=grace)
+            for loop in busy:
+                loop.cancel()
+            if busy:
+                _, stuck = await asyncio.wait(busy, timeout=2.0)
+                for loop in stuck:  # the hand-back itself hangs (a locked database)
+                    loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops.clear()
+
+    async def _loop(self, index: int) -> None:
+        task: Task | None = None
+        while not self._stopping:
+            if task is None:
+                try:
+                    task = await self.queue.lease_next(self.clock(), self.lease_for)
+                except StoreError as exc:
+                    log.warning("lease failed %s", kv(worker=index, error=exc))
+                    await self._nap(5.0)
+                    continue
+            if task is None:
+                await self._nap(self.idle_poll)
+                continue
+            running = task.id
+            self._running.add(running)
+            try:
+                task = await self._execute(task)
+            finally:
+                self._running.discard(running)
+        if task is not None:
+            await self._hand_back(task)
+
+    async def _hand_back(self, task: Task) -> None:
+        """Give a task back at once, its attempt given back (stopping, or interrupted)."""
+        with contextlib.suppress(LeaseLost, StoreError):
+            await self.queue.reschedule(
+                task.lease, self.clock(), 0.0, "interrupted", count_attempt=False
+            )
+
+    def _wake_after(self, seconds: float) -> None:
+        """Look at the queue again when a held or backed-off task becomes runnable.
+
+        Without it the task waited its ``retry_after`` and then up to an idle
+        poll more: a 429 costs exactly what Telegram asked, not a nap on top.
+        """
+        asyncio.get_running_loop().call_later(max(0.0, seconds) + WAKE_MARGIN, self._wake.set)
+
+    async def _nap(self, seconds: float) -> None:
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+
+    async def _heartbeat(self, ctx: TaskContext, lost: Callable[[], None]) -> None:
+        while True:
+            try:
+                await self.queue.heartbeat(ctx.task.lease, self.clock(), self.lease_for)
+            except LeaseLost:
+                log.warning("lease lost %s", kv(task=ctx.task.id, chat=ctx.task.chat_id))
+                lost()
+                return
+            except StoreError as exc:
+                log.warning("heartbeat failed %s", kv(task=ctx.task.id, error=exc))
+            await asyncio.sleep(self.heartbeat_every)
+
+    async def _execute(self, task: Task) -> Task | None:
+        """Run one task; returns the next one when its done mark leased it in passing."""
+        try:
+            return await self._ladder(task)
+        except LeaseLost:
+            log.warning("lease lost during write-back %s", kv(task=task.id, chat=task.chat_id))
+        except StoreError as exc:
+            # The write-back did not land; the lease expires and repair hands it back.
+            log.error("write-back failed %s", kv(task=task.id, chat=task.chat_id, error=exc))
+        return None
+
+    async def _ladder(self, task: Task) -> Task | None:
+        """Run the task, then settle its ending; one log line per task."""
+        ctx = TaskContext(task, self.queue, self.clock)
+        following: Task | None = None
+        started = time.monotonic()
+        fields: dict[str, object] = {
+            "task": task.id,
+            "kind": task.kind,
+            "chat": task.chat_id,
+            "attempt": task.attempts,
+        }
+        outcome = "done"
+        try:
+            await self._run(ctx)
+            following = await self._done(ctx)
+            self.done_count += 1
+        except asyncio.CancelledError:
+            outcome = "handed_back"
+            # Shutdown or a lost lease: give the task back at once, without an attempt.
+            with contextlib.suppress(LeaseLost, StoreError):
+                await ctx.flush()
+                await self._hand_back(ctx.task)
+            raise
+        except Exception as exc:  # noqa: BLE001 - every ending is settled, none escapes
+            outcome = "write_back_failed"  # what the line says if the settling write fails
+            outcome = await self._settle(ctx, exc, fields)
+        finally:
+            fields["outcome"] = outcome
+            fields["duration"] = f"{time.monotonic() - started:.3f}"
+            log.info("task %s", kv(**fields))
+        return following
+
+    async def _done(self, ctx: TaskContext) -> Task | None:
+        """The done mark (with any staged record) and, unless stopping, the next lease.
+
+        One transaction for both: a thread hop and a commit fewer per task
+        (docs/benchmarks.md, "Queue").
+        """
+        payload = ctx.take_staged()
+        if self._stopping:
+            await self.queue.mark_done(ctx.task.lease, self.clock(), payload=payload)
+            return None
+        return await self.queue.mark_done_and_lease_next(
+            ctx.task.lease, self.clock(), self.lease_for, payload=payload
+        )
+
+    async def _run(self, ctx: TaskContext) -> None:
+        """The task's handler, in this worker's own asyncio task, its lease kept alive.
+
+        Heartbeats start only once the task has run `heartbeat_every` seconds
+        (a timer, not a task: most tasks end long before). A lost lease
+        cancels the handler and ends as `LeaseLost`: nothing more is written.
+        """
+        handler = self.handlers.get(ctx.task.kind)
+        if handler is None:
+            raise PayloadError(f"no handler for task kind {ctx.task.kind!r}")
+        me = asyncio.current_task()
+        assert me is not None
+        state = {"running": True, "lost": False}
+        beat: list[asyncio.Task[None]] = []
+
+        def lost() -> None:
+            if state["running"]:
+                state["lost"] = True
+                me.cancel()
+
+        def start_beating() -> None:
+            beat.append(asyncio.create_task(self._heartbeat(ctx, lost)))
+
+        timer = asyncio.get_running_loop().call_later(self.heartbeat_every, start_beating)
+        try:
+            await handler(ctx)
+        except asyncio.CancelledError:
+            if state["lost"] and me.uncancel() == 0:  # ours alone, not a shutdown
+                raise LeaseLost(ctx.task.id, "heartbeat") from None
+            raise
+        finally:
+            state["running"] = False
+            timer.cancel()
+            for t in beat:
+                t.cancel()
+
+    async def _settle(self, ctx: TaskContext, exc: Exception, fields: dict[str, object]) -> str:
+        """The one ladder: a task's failure becomes a write-back, a log field, a notice."""
+        task, now = ctx.task, self.clock()
+        if isinstance(exc, LeaseLost):
+            return "lease_lost"  # someone else holds it now: write nothing
+        if isinstance(exc, StoreError):
+            # The database refused the task's own write (locked, disk full): a
+            # write-back would meet the same refusal. The lease runs out and the
+            # sweep hands the task back; nothing here is a bug to trace.
+            fields["error"] = str(exc)
+            return "store_unavailable"
+        # What the task recorded but did not write yet goes first: a retry must
+        # not repeat what was already done.
+        await ctx.flush()
+        if isinstance(exc, RateLimited):
+            # Hold the whole chat (every pending task of it), and give this one back
+            # without counting an attempt: a 429 is Telegram's pace, not a failure.
+            await self.queue.rate_limited(task.lease, now, now + exc.retry_after, str(exc))
+            fields["retry_after"] = round(exc.retry_after, 2)
+            self._wake_after(exc.retry_after)
+            return "rate_limited"
+        if isinstance(exc, ChatUnavailable):
+            # No notice: there is no one left in the chat to read it.
+            error = f"chat unavailable: {exc}"
+            await self.queue.dead_letter(task.lease, now, error, untold="the chat is gone")
+            return "chat_unavailable"
+        if isinstance(exc, Permanent):
+            fields["error"] = exc.reason
+            untold = None if exc.notify else "the task told the chat itself"
+            await self.queue.dead_letter(task.lease, now, exc.reason, untold=untold)
+            if exc.notify:
+                await self._notify(task, exc.reason)
+            return "dead"
+        if isinstance(exc, PayloadError):
+            reason = "the task could not be read"
+            fields["error"] = str(exc)
+            await self.queue.dead_letter_raw(task.lease, now, str(exc), tell=reason)
+            await self._notify(task, reason)
+            return "dead"
+        if isinstance(exc, ChatMoved) and exc.new_chat_id != task.chat_id:
+            return await self._moved(ctx, exc, fields)
+        if isinstance(exc, OutageRetry):
+            return await self._outage(ctx, exc, fields)
+        retry = exc if isinstance(exc, RetryLater) else None
+        reason = retry.reason if retry else f"internal error ({type(exc).__name__})"
+        fields["error"] = reason
+        if retry is None:
+            log.error("task failed unexpectedly %s", kv(**fields), exc_info=exc)
+        if task.attempts >= task.max_attempts:
+            await self.queue.dead_letter(task.lease, now, reason, tell=_plain(reason))
+            await self._notify(task, _plain(reason))
+            return "dead"
+        delay = compute_backoff(
+            task.attempts, jitter=random.random(), retry_after=retry.delay if retry else None
+        )
+        await self.queue.reschedule(task.lease, now, delay, reason)
+        fields["delay"] = round(delay, 1)
+        self._wake_after(delay)
+        return "retry"
+
+    async def _moved(self, ctx: TaskContext, exc: ChatMoved, fields: dict[str, object]) -> str:
+        """The group became a supergroup: all its tasks (this one included), its hold and
+        its state move to the new id; then this one runs again there, no attempt counted."""
+        task = ctx.task
+        await self.queue.move_chat(task.chat_id, exc.new_chat_id)
+        if self.on_chat_moved is not None:
+            # Before the task is handed back, so it finds the chat's settings under the new id.
+            try:
+                await self.on_chat_moved(task.chat_id, exc.new_chat_id)
+            except Exception as hook_exc:  # noqa: BLE001 - the tasks moved; log the rest
+                log.warning(
+                    "chat move hook failed %s",
+                    kv(chat=task.chat_id, new=exc.new_chat_id, error=type(hook_exc).__name__),
+                )
+        await self.queue.reschedule(task.lease, self.clock(), 0.0, exc.reason, count_attempt=False)
+        fields["moved_to"] = exc.new_chat_id
+        return "chat_moved"
+
+    async def _outage(self, ctx: TaskContext, exc: OutageRetry, fields: dict[str, object]) -> str:
+        """Every source is down: retry until the task is `exc.budget` old, no attempt counted.
+
+        `exc.then` (the one "I will send this when it is back") runs only after
+        the retry is written: a chat is never promised a retry that is not there.
+        """
+        task, now = ctx.task, self.clock()
+        age = now - task.created_at
+        fields["error"] = exc.reason
+        if age >= exc.budget:
+            reason = f"X did not answer for {exc.budget / 60:.0f} minutes"
+            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({reason})")
+            await self._notify(task, reason)
+            return "dead"
+        delay = compute_outage_delay(age, jitter=random.random(), at_least=exc.delay)
+        await self.queue.reschedule(task.lease, now, delay, exc.reason, count_attempt=False)
+        fields["delay"] = round(delay, 1)
+        if exc.then is not None:
+            try:
+                await exc.then()
+            except Exception as then_exc:  # noqa: BLE001 - the retry is written; this is a courtesy
+                log.warning(
+                    "outage notice failed %s", kv(task=task.id, error=type(then_exc).__name__)
+                )
+        return "outage_retry"
+
+    async def _notify(self, task: Task, reason: str) -> None:
+        try:
+            await self.notify(task, reason)
+        except Exception as exc:  # noqa: BLE001 - best effort; the dead letter is written
+            log.warning("dead-letter notice failed %s", kv(task=task.id, error=type(exc).__name__))
+
+
+def _plain(reason: str) -> str:
+    """Internal reasons are not for users; keep the sentence short and human."""
+    if reason.startswith("internal error"):
+        return "something went wrong on my side"
+    return reason
