@@ -18,6 +18,7 @@ from xbot.sources.bsky import BskySource, ParsedPost, parse_thread, pds_endpoint
 DATA = Path(__file__).parent / "data" / "bsky"
 DID = "did:plc:z72i7hdynmk6r22z27h6tvur"
 PDS = "https://puffball.us-east.host.bsky.network"
+QUOTED_DID = "did:plc:ewvi7nxzyoun6zhxrhs64oiz"
 
 
 def load(name: str) -> Any:
@@ -64,7 +65,20 @@ def test_video_is_the_blob_on_the_authors_pds_never_the_playlist() -> None:
 def test_quote_with_media_sends_its_own_then_the_quoted_when_all_fit_one_album() -> None:
     post = parsed("thread_record_with_media.json", "3lbquotemedia").to_post({})
     assert [DID in m.url for m in post.media] == [True, False]  # own first, then the quoted
-    assert post.text == "Mine is better\n\nQuoting Jay 🦋 (@jay.bsky.team): what a view"
+    assert (post.text, post.own_media) == ("Mine is better", 1)
+    quote = post.quote
+    assert quote is not None
+    assert quote.key == f"bsky:{QUOTED_DID}/3laaaaaaaaa22"
+    assert quote.url == "https://bsky.app/profile/jay.bsky.team/post/3laaaaaaaaa22"
+    assert (quote.author_name, quote.author_handle, quote.text) == (
+        "Jay 🦋",
+        "jay.bsky.team",
+        "what a view",
+    )
+    caption = build_caption(post)
+    assert caption.startswith("<b>Bluesky</b> (@bsky.app)\n\nMine is better\n\n↪ quoting ")
+    assert "<b>Jay 🦋</b> (@jay.bsky.team):\nwhat a view" in caption
+    assert caption.count('href="https://bsky.app/profile/') == 2  # both posts linked
 
 
 def test_quote_media_that_would_add_an_album_stays_out() -> None:
@@ -74,12 +88,53 @@ def test_quote_media_that_would_add_an_album_stays_out() -> None:
     post = parse_thread(data, rkey="x").to_post({})
     assert len(post.media) == 10
     assert all(DID in m.url for m in post.media)
+    assert post.own_media is None  # all of them are its own
+    assert post.quote is not None  # still named and linked in the caption
 
 
 def test_plain_quote_sends_the_quoted_posts_media() -> None:
     post = parsed("thread_quote.json", "3lbquoteonly1").to_post({})
     assert [m.url.rsplit("/", 1)[1] for m in post.media] == ["bafkreiquotedimage@jpeg"]
-    assert post.text.startswith("this!\n\nQuoting Jay")
+    assert (post.text, post.own_media) == ("this!", 0)
+    assert post.quote is not None
+    assert post.quote.author_handle == "jay.bsky.team"
+
+
+def test_a_quoted_video_not_sent_needs_no_pds() -> None:
+    """Own media that fill an album leave the quote's video out: no PDS is looked up."""
+    data = load("thread_record_with_media.json")
+    embed = data["thread"]["post"]["embed"]
+    embed["media"]["images"] = embed["media"]["images"] * 10
+    video = load("thread_video.json")["thread"]["post"]
+    quoted = embed["record"]["record"]
+    quoted["embeds"] = [video["embed"]]
+    quoted["value"]["embed"] = video["record"]["embed"]
+    result = parse_thread(data, rkey="x")
+    assert result.video_dids == frozenset()
+    post = result.to_post({})
+    assert post.quote is not None
+    assert post.quote.media == ()
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {
+            "$type": "app.bsky.embed.record#viewNotFound",
+            "uri": "at://did:plc:a/app.bsky.feed.post/1",
+        },
+        {
+            "$type": "app.bsky.embed.record#viewBlocked",
+            "uri": "at://did:plc:a/app.bsky.feed.post/1",
+        },
+    ],
+    ids=["not-found", "blocked"],
+)
+def test_a_quote_that_is_gone_is_no_quote(record: dict[str, str]) -> None:
+    data = load("thread_quote.json")
+    data["thread"]["post"]["embed"]["record"] = record
+    post = parse_thread(data, rkey="x").to_post({})
+    assert (post.media, post.text, post.quote) == ((), "this!", None)
 
 
 def test_an_external_card_thumbnail_is_not_media() -> None:
@@ -290,4 +345,4 @@ def test_a_quoted_author_who_wants_signed_in_viewers_is_left_out() -> None:
         {"val": "!no-unauthenticated", "src": "did:plc:ewvi7nxzyoun6zhxrhs64oiz"}
     ]
     post = parse_thread(data, rkey="x").to_post({})
-    assert (post.media, post.text) == ((), "this!")
+    assert (post.media, post.text, post.quote) == ((), "this!", None)

@@ -97,16 +97,71 @@ async def test_bluesky_video_is_uploaded_from_the_pds_with_its_thumbnail(harness
     assert not [p for p in h.bsky.hits if p.endswith(".m3u8")], "the playlist is never fetched"
 
 
-async def test_bluesky_quote_with_media(harness: Harness) -> None:
+BOB = "bob.bsky.social"
+CHANNEL = -1009601
+
+
+def prompt_buttons(message: dict[str, Any]) -> dict[str, str]:
+    rows = message.get("reply_markup", {}).get("inline_keyboard", [])
+    return {b["text"]: b["callback_data"] for row in rows for b in row}
+
+
+def quote_caption_ok(caption: str, own_rkey: str) -> None:
+    """Both authors named, both posts linked, and no "Quoting …" line in the text."""
+    assert caption.startswith(f"<b>Alice</b> (@{ALICE})\n\nmine:\n\n↪ quoting "), caption
+    assert f"<b>Bob</b> (@{BOB}):\na view" in caption
+    assert f'href="https://bsky.app/profile/{BOB}/post/3lbquoted1234"' in caption
+    assert f'href="https://bsky.app/profile/{ALICE}/post/{own_rkey}"' in caption
+    assert "Quoting" not in caption
+
+
+async def test_bluesky_quote_names_both_authors_fresh_cached_and_forwarded(
+    harness: Harness,
+) -> None:
     h = harness
-    quoted = h.bsky.build_post("bob.bsky.social", "3lbquoted1234", name="Bob", text="a view",
+    quoted = h.bsky.build_post(BOB, "3lbquoted1234", name="Bob", text="a view",
                                images=[h.photo("q")])  # fmt: skip
-    h.bsky.add_post(ALICE, "3lbquoting123", text="mine:", images=[h.photo("own")], quote=quoted)
+    h.bsky.add_post(ALICE, "3lbquoting123", name="Alice", text="mine:", images=[h.photo("own")],
+                    quote=quoted)  # fmt: skip
+    h.api.add_chat(CHANNEL, "channel", title="Chan", username="chan", creator=CHAT + 1)
+    await h.services.chats.set_settings(CHAT + 1, h.clock(), channel_id=CHANNEL,
+                                        channel_title="Chan")  # fmt: skip
     await send_and_settle(h, CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbquoting123")
     (call,) = ok_media_calls(h, CHAT)
     assert call.method == "sendMediaGroup"
     assert [m["media"].rsplit("/", 1)[1] for m in call.params["media"]] == ["own.jpg", "q.jpg"]
-    assert "Quoting Bob (@bob.bsky.social): a view" in call.params["media"][0]["caption"]
+    quote_caption_ok(call.params["media"][0]["caption"], "3lbquoting123")
+
+    # The same post again, by its DID on a mirror: from the link cache, both authors kept;
+    # this chat has a channel, so the forward prompt follows and the forward keeps them too.
+    did = did_for(ALICE)
+    h.api.user_message(CHAT + 1, f"https://fxbsky.app/profile/{did}/post/3lbquoting123")
+    prompts = lambda: [m for m in h.sent(CHAT + 1) if prompt_buttons(m)]  # noqa: E731
+    await h.api.wait_for(prompts, 15)
+    await h.wait_idle(15)
+    (again,) = ok_media_calls(h, CHAT + 1)
+    assert all(not m["media"].startswith("http") for m in again.params["media"]), "file_ids"
+    quote_caption_ok(again.params["media"][0]["caption"], "3lbquoting123")
+    prompt = prompts()[-1]
+    update = h.api.callback_query(CHAT + 1, prompt["message_id"],
+                                  prompt_buttons(prompt)["Forward to channel"])  # fmt: skip
+    await h.api.wait_for(lambda: update["callback_query"]["id"] in h.api.callback_answers, 5)
+    await h.api.wait_for(lambda: h.sent(CHANNEL), 15)
+    await h.wait_idle(15)
+    (forward,) = [c for c in h.api.calls_for("sendMediaGroup", CHANNEL) if c.status == 200]
+    quote_caption_ok(forward.params["media"][0]["caption"], "3lbquoting123")
+
+
+async def test_bluesky_quote_without_own_media_sends_the_quoted_media(harness: Harness) -> None:
+    h = harness
+    quoted = h.bsky.build_post(BOB, "3lbquoted1234", name="Bob", text="a view",
+                               images=[h.photo("q")])  # fmt: skip
+    h.bsky.add_post(ALICE, "3lbquoteonly1", name="Alice", text="mine:", quote=quoted)
+    await send_and_settle(h, CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbquoteonly1")
+    (call,) = ok_media_calls(h, CHAT)
+    assert call.method == "sendPhoto"
+    assert call.params["photo"].endswith("/q.jpg")
+    quote_caption_ok(call.params["caption"], "3lbquoteonly1")
 
 
 async def test_bluesky_answers_in_one_sentence(harness: Harness) -> None:

@@ -5,9 +5,10 @@
 ``#blockedPost`` are answers too) into a `ParsedPost`, and raises nothing but
 `FetchError` and its subclasses. Images (``app.bsky.embed.images#view``) keep
 their order. A quote (``app.bsky.embed.record#view``, or
-``recordWithMedia#view`` when the post has media of its own) follows the X
-rule: the quoted post's media when the post has none, after its own only when
-all of them fit one album; the quoted post's words follow the text. An
+``recordWithMedia#view`` when the post has media of its own) is the post's
+`Post.quote`, and its media follow the X rule (`x_api.with_quote_media`): the
+quoted post's media when the post has none, after its own only when all of
+them fit one album. The caption names both authors and links both posts. An
 external link card's thumbnail is not media.
 
 A video's view names only an HLS playlist; the file itself is the blob the
@@ -39,6 +40,7 @@ from xbot.links import Link
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sources.bsky_links import post_key, post_url
 from xbot.sources.jsonget import count, get_json, obj, objs, text, web_url
+from xbot.sources.x_api import with_quote_media
 
 DEFAULT_API_URL = "https://public.api.bsky.app"
 DEFAULT_PLC_URL = "https://plc.directory"
@@ -57,7 +59,6 @@ _SENSITIVE = frozenset({"porn", "sexual", "nudity", "graphic-media", "gore"})
 _HIDDEN = frozenset({"!takedown", "!hide"})
 _NO_UNAUTHENTICATED = "!no-unauthenticated"
 _CONTAINERS = {"video/mp4": "mp4", "video/quicktime": "mov", "video/webm": "webm"}
-MAX_ALBUM = 10  # Telegram's album size
 _DID_TTL = 3600.0
 _CACHE_MAX = 10_000
 USER_AGENT = f"xbot/{__version__} (Telegram bot)"
@@ -81,7 +82,12 @@ Item = MediaItem | VideoRef
 
 @attrs.frozen
 class ParsedPost:
-    """A post as the AppView described it; `to_post` finishes it once videos' PDSes are known."""
+    """A post as the AppView described it; `to_post` finishes it once videos' PDSes are known.
+
+    Attributes:
+        items: the post's own media (a quote's are the quote's `items`).
+        quote: the post it quotes, when that one is readable.
+    """
 
     did: str
     handle: str
@@ -90,19 +96,32 @@ class ParsedPost:
     text: str
     items: tuple[Item, ...] = ()
     sensitive: bool = False
+    quote: ParsedPost | None = None
+
+    @property
+    def shown(self) -> tuple[tuple[Item, ...], int | None]:
+        """What the chat receives, and how many are the post's own (X's rule)."""
+        return with_quote_media(self.items, self.quote.items if self.quote else ())
 
     @property
     def video_dids(self) -> frozenset[str]:
-        return frozenset(i.did for i in self.items if isinstance(i, VideoRef))
+        return frozenset(i.did for i in self.shown[0] if isinstance(i, VideoRef))
 
     def to_post(self, pds: Mapping[str, str]) -> Post:
         """The `Post`; `pds` maps each of `video_dids` to its PDS base URL."""
+        shown, own = self.shown
+        quote = self.quote._post(self.quote.items, pds) if self.quote else None
+        post = self._post(shown, pds)
+        sensitive = self.sensitive or bool(quote and own is not None and quote.sensitive)
+        return attrs.evolve(post, quote=quote, own_media=own, sensitive=sensitive)
+
+    def _post(self, items: tuple[Item, ...], pds: Mapping[str, str]) -> Post:
+        # A quoted video that is not sent needs no PDS: it is left out of the quote's media.
         media = tuple(_video_item(i, pds[i.did]) if isinstance(i, VideoRef) else i
-                      for i in self.items)  # fmt: skip
-        shown = self.handle or self.did
+                      for i in items if not isinstance(i, VideoRef) or i.did in pds)  # fmt: skip
         return Post(
             key=post_key(self.did, self.rkey),
-            url=post_url(shown, self.rkey),
+            url=post_url(self.handle or self.did, self.rkey),
             author_name=self.name,
             author_handle=self.handle,
             text=self.text,
@@ -229,14 +248,26 @@ def _author(author: Mapping[str, Any]) -> tuple[str, str, str]:
     return did, handle, text(author.get("displayName")).strip()
 
 
-def _quote_line(quoted: Mapping[str, Any]) -> str:
-    if _type(quoted) != "app.bsky.embed.record#viewRecord":
-        return ""
-    _, handle, name = _author(obj(quoted.get("author")))
-    words = _with_links(text(obj(quoted.get("value")).get("text")),
-                        obj(quoted.get("value")).get("facets"))  # fmt: skip
-    who = f"{name} (@{handle})" if name and handle else f"@{handle}" if handle else name
-    return f"Quoting {who}: {words}".rstrip(": ") if who or words else ""
+def _quoted(quoted: Mapping[str, Any]) -> ParsedPost | None:
+    """The quoted post (``#viewRecord``) with its media; None: gone, blocked, unreadable."""
+    if _type(quoted) != "app.bsky.embed.record#viewRecord" or _labels(quoted) & _HIDDEN:
+        return None
+    did, handle, name = _author(obj(quoted.get("author")))
+    at, _, rkey = text(quoted.get("uri")).rpartition("/")
+    if not did.startswith("did:") or not at.endswith("/app.bsky.feed.post") or not rkey:
+        return None
+    value = obj(quoted.get("value"))
+    value_embed = obj(value.get("embed"))
+    items: list[Item] = []
+    for view in objs(quoted.get("embeds"))[:1]:
+        if _type(view).startswith("app.bsky.embed.recordWithMedia"):
+            items = _media(obj(view.get("media")), obj(value_embed.get("media")), did)
+        else:
+            items = _media(view, value_embed, did)
+    return ParsedPost(did=did, handle=handle, name=name, rkey=rkey,
+                      text=_with_links(text(value.get("text")), value.get("facets")),
+                      items=tuple(items),
+                      sensitive=bool(_labels(quoted) & _SENSITIVE))  # fmt: skip
 
 
 def parse_thread(data: object, *, rkey: str) -> ParsedPost:
@@ -278,24 +309,9 @@ def parse_thread(data: object, *, rkey: str) -> ParsedPost:
         items = _media(embed, record_embed, did)
     if _NO_UNAUTHENTICATED in _labels(obj(quoted.get("author"))):
         quoted = {}  # the quoted author shows their posts only to people signed in
-    if quoted:
-        # As for X: the quoted post's media when the post has none of its own;
-        # after its own only when all of them fit one album (a quote adds no send).
-        qdid = text(obj(quoted.get("author")).get("did"))
-        qvalue_embed = obj(obj(quoted.get("value")).get("embed"))
-        theirs: list[Item] = []
-        for view in objs(quoted.get("embeds"))[:1]:
-            if _type(view).startswith("app.bsky.embed.recordWithMedia"):
-                theirs = _media(obj(view.get("media")), obj(qvalue_embed.get("media")), qdid)
-            else:
-                theirs = _media(view, qvalue_embed, qdid)
-        if theirs and len(items) + len(theirs) <= MAX_ALBUM:
-            items = items + theirs
-            labels |= _labels(quoted)
-    line = _quote_line(quoted) if quoted else ""
-    full = f"{body}\n\n{line}" if body and line else body or line
-    return ParsedPost(did=did, handle=handle, name=name, rkey=rkey, text=full,
-                      items=tuple(items), sensitive=bool(labels & _SENSITIVE))  # fmt: skip
+    return ParsedPost(did=did, handle=handle, name=name, rkey=rkey, text=body,
+                      items=tuple(items), sensitive=bool(labels & _SENSITIVE),
+                      quote=_quoted(quoted) if quoted else None)  # fmt: skip
 
 
 def pds_endpoint(document: object) -> str | None:

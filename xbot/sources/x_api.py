@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import httpx
@@ -310,10 +310,16 @@ def _article(status: Mapping[str, Any]) -> tuple[str, MediaItem | None]:
     return title, image
 
 
+_Item = TypeVar("_Item")
+
+
 def with_quote_media(
-    own: tuple[MediaItem, ...], quoted: tuple[MediaItem, ...]
-) -> tuple[tuple[MediaItem, ...], int | None]:
+    own: tuple[_Item, ...], quoted: tuple[_Item, ...]
+) -> tuple[tuple[_Item, ...], int | None]:
     """The media a post with a quote is answered with, and how many are its own.
+
+    The one owner of the rule for every site (Bluesky's items may still be
+    videos whose file is to be located, hence the type variable).
 
     - No media of its own: the quoted post's media (own count 0).
     - Its own media first; the quoted post's follow only when all of them
