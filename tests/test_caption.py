@@ -460,6 +460,7 @@ def test_caption_parts_round_trip_rebuilds_the_same_caption() -> None:
         poll=POLL_CLOSED,
         note="a note",
         article_title="T",
+        title="A work's title",
         sensitive=True,
         media=(MediaItem("photo", "https://pbs.twimg.com/media/a.jpg", alt_text="a cat"),),
     )
@@ -468,6 +469,45 @@ def test_caption_parts_round_trip_rebuilds_the_same_caption() -> None:
     again = post_from_parts(p.key, p.url, parts)
     assert build_caption(again) == build_caption(p)
     assert again.sensitive
+
+
+PIXIV = "https://www.pixiv.net/artworks/1"
+
+
+def pixiv_work(**kw: object) -> Post:
+    base: dict[str, object] = {"key": "pixiv:1", "url": PIXIV, "author_name": "みつき",
+                               "author_handle": "mitsuki_art", "text": "#tag #blue_sky",
+                               "source": "pixiv", "title": "夏の空"}  # fmt: skip
+    base.update(kw)
+    return post(**base)
+
+
+def test_a_title_comes_first_then_the_artist_the_tags_and_the_link() -> None:
+    caption = build_caption(pixiv_work())
+    assert caption == (
+        "<b>夏の空</b>\n\n<b>みつき</b> (@mitsuki_art)\n\n#tag #blue_sky\n\n"
+        f'<a href="{PIXIV}">{PIXIV}</a>'
+    )
+    parse_telegram_html(caption)
+    again = post_from_parts("pixiv:1", PIXIV, caption_parts(pixiv_work()))
+    assert build_caption(again) == caption  # the link cache and forwards: the same order
+
+
+@pytest.mark.parametrize("style", ["full", "short"], ids=["full", "short"])
+def test_a_long_title_is_cut_and_the_author_line_and_the_link_survive(style: str) -> None:
+    p = pixiv_work(title="題" * 300, text="#tag " * 300)
+    caption = build_caption(p, style=style, limit=MIN_LIMIT)  # type: ignore[arg-type]
+    visible = parse_telegram_html(caption).visible
+    assert visible_length(caption) <= MIN_LIMIT
+    assert visible.startswith("題" * 10)
+    assert "(@mitsuki_art)" in visible
+    assert visible.endswith(PIXIV)
+
+
+def test_a_template_shows_the_title_at_the_head_of_text() -> None:
+    rendered = render_template("{author}: {text} {url}", pixiv_work())
+    assert rendered.startswith("みつき: 夏の空\n\n#tag #blue_sky <a href=")
+    assert build_caption(pixiv_work(), template="{text}").startswith("夏の空\n\n#tag")
 
 
 def test_caption_parts_of_a_plain_post_stay_the_four_old_keys() -> None:

@@ -32,7 +32,7 @@ def test_single_page_work_caption_parts_and_the_referer_rule() -> None:
     post = to_post(work, (work.first,))
     assert (post.key, post.url) == ("pixiv:124000001", "https://www.pixiv.net/artworks/124000001")
     assert (post.author_name, post.author_handle, post.source) == ("みつき", "mitsuki_art", "pixiv")
-    assert post.text == "夏の空\n\n#オリジナル #女の子 #blue_sky"
+    assert (post.title, post.text) == ("夏の空", "#オリジナル #女の子 #blue_sky")
     (item,) = post.media
     assert item.url.endswith("/img-original/img/2024/11/20/18/00/05/124000001_p0.png")
     assert item.fallback_url is not None

@@ -207,7 +207,9 @@ async def test_pixiv_work_is_downloaded_with_the_referer_and_uploaded(harness: H
     assert "photo" in call.files, "uploaded: Telegram cannot fetch pixiv's images by URL"
     assert h.pixiv.refused == 0
     caption = call.params["caption"]
-    assert caption.startswith("<b>みつき</b> (@mitsuki_art)\n\n夏の空\n\n#オリジナル #blue_sky")
+    assert caption.startswith(
+        "<b>夏の空</b>\n\n<b>みつき</b> (@mitsuki_art)\n\n#オリジナル #blue_sky"
+    )
     assert 'href="https://www.pixiv.net/artworks/120000001"' in caption
 
 
@@ -242,7 +244,7 @@ async def test_pixiv_original_over_the_photo_limit_sends_the_regular_size(harnes
 
 async def test_pixiv_link_again_is_answered_from_the_cache(harness: Harness) -> None:
     h = harness
-    h.pixiv.add_work("120000003", pages=2)
+    h.pixiv.add_work("120000003", title="Two", pages=2)
     await send_and_settle(h, CHAT, "https://www.pixiv.net/artworks/120000003")
     asked, images = h.pixiv.hits["/ajax/illust/120000003"], image_requests(h)
     await send_and_settle(
@@ -252,6 +254,7 @@ async def test_pixiv_link_again_is_answered_from_the_cache(harness: Harness) -> 
     assert call.method == "sendMediaGroup"
     assert not call.files
     assert (h.pixiv.hits["/ajax/illust/120000003"], image_requests(h)) == (asked, images)
+    assert call.params["media"][0]["caption"].startswith("<b>Two</b>\n\n<b>"), "title first"
 
 
 async def test_pixiv_answers_in_one_sentence(harness: Harness) -> None:

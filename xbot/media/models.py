@@ -104,6 +104,8 @@ class Post:
         note: a community note's text shown under the post ("" when none).
         card_url: an external link card's target (a YouTube video, say), "" when none.
         article_title: the title of an X article the post carries ("" when none).
+        title: a heading the caption shows above the author line (a pixiv
+            work's title; "" when none).
         own_media: how many of `media` are the post's own (the rest came from
             `quote`); None when all of them are.
     """
@@ -122,3 +124,4 @@ class Post:
     card_url: str = ""
     article_title: str = ""
     own_media: int | None = None
+    title: str = ""

@@ -31,6 +31,10 @@ A post that quotes another names both authors and carries both links::
 
     <a href="https://x.com/handle/status/1">https://x.com/handle/status/1</a>
 
+A post with a `Post.title` (a pixiv work) shows it first, in bold, above the
+author line; it is cut to `TITLE_MAX` units so the author line and the link
+still fit.
+
 The quoted text is cut before the post's own. A poll (its choices, and the
 result once it closed), an article's title and a community note are part
 of the post text, in that order after it, so they are cut before the text
@@ -40,6 +44,8 @@ User templates (``/format``) use the placeholders ``{author}``,
 ``{handle}``, ``{text}`` and ``{url}``. They are parsed with
 `string.Formatter.parse` and substituted by hand: nothing is ever looked up
 on an object, so ``{author.__class__}`` is just an unknown placeholder.
+A title rides at the head of ``{text}``, so a template written before
+titles existed still shows it.
 """
 
 from __future__ import annotations
@@ -87,6 +93,8 @@ SHORT_TEXT = 200
 LINK_TEXT_MAX = 96
 # X handles are at most 15 characters; anything longer is garbage to cut.
 HANDLE_MAX = 32
+# A title longer than this is cut (pixiv's own limit is 32 characters).
+TITLE_MAX = 64
 # A whole word is kept when the cut falls this close to a space.
 WORD_SLACK = 30
 
@@ -181,6 +189,7 @@ class _Fields:
     text: str
     url: str
     link_text: str
+    title: str = ""
     q_name: str = ""
     q_handle: str = ""
     q_text: str = ""
@@ -225,7 +234,12 @@ def _fields(post: Post) -> _Fields:
     name, handle = _names(post)
     url = _clean(post.url, one_line=True)
     fields = _Fields(
-        name=name, handle=handle, text=_full_text(post), url=url, link_text=_cut(url, LINK_TEXT_MAX)
+        name=name,
+        handle=handle,
+        text=_full_text(post),
+        url=url,
+        link_text=_cut(url, LINK_TEXT_MAX),
+        title=_cut(_clean(post.title, one_line=True), TITLE_MAX),
     )
     quote = post.quote
     if quote is None or not quote.url:
@@ -272,8 +286,12 @@ def _quote_block(f: _Fields) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def _title(f: _Fields) -> str:
+    return f"<b>{_esc(f.title)}</b>" if f.title else ""
+
+
 def _render_default(f: _Fields) -> str:
-    blocks = [_author(f), _esc(f.text), _quote_block(f), _link(f)]
+    blocks = [_title(f), _author(f), _esc(f.text), _quote_block(f), _link(f)]
     return "\n\n".join(b for b in blocks if b)
 
 
@@ -365,8 +383,8 @@ def build_caption(
     if rendered is None and fields.q_url:
         # Two overlong links leave no room: the post's own link wins.
         rendered = _fit(_render_default, attrs.evolve(fields, q_url=""), limit)
-    # With limit >= MIN_LIMIT the handle (<= 32) and the link text (<= 96)
-    # leave the name over a hundred units, so this cannot be None.
+    # With limit >= MIN_LIMIT the title (<= 64), the handle (<= 32) and the
+    # link text (<= 96) leave the name over fifty units, so this cannot be None.
     assert rendered is not None
     return rendered
 
@@ -411,7 +429,7 @@ def _template_renderer(template: str) -> Render:
         values = {
             "author": _esc(f.name),
             "handle": _esc(f.handle),
-            "text": _esc(f.text),
+            "text": _esc("\n\n".join(t for t in (f.title, f.text) if t)),
             "url": _link(f),
         }
         out = "".join(_esc(lit) + (values[field] if field else "") for lit, field in parsed)
@@ -483,6 +501,8 @@ def caption_parts(post: Post) -> dict[str, str]:
         parts["note"] = post.note
     if post.article_title:
         parts["article_title"] = post.article_title
+    if post.title:
+        parts["title"] = post.title
     if any(m.alt_text for m in post.media):
         parts["alt"] = json.dumps([m.alt_text for m in post.media], ensure_ascii=False)
     return parts
@@ -523,4 +543,5 @@ def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
         poll=_parts_poll(parts.get("poll")),
         note=parts.get("note", ""),
         article_title=parts.get("article_title", ""),
+        title=parts.get("title", ""),
     )

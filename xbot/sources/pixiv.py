@@ -152,17 +152,16 @@ def hashtag(tag: str) -> str:
 
 
 def to_post(work: Work, media: tuple[MediaItem, ...]) -> Post:
-    """The caption's parts: ``Artist (@pixiv id)``, then the title and the tags as text."""
-    tags = " ".join(hashtag(t) for t in work.tags)
-    body = "\n\n".join(part for part in (work.title, tags) if part)
+    """The caption's parts: the title first, ``Artist (@pixiv id)``, the tags as text."""
     return Post(
         key=f"pixiv:{work.work_id}",
         url=work_url(work.work_id),
         author_name=work.user_name or work.user_account,
         author_handle=work.user_account,
-        text=body,
+        text=" ".join(hashtag(t) for t in work.tags),
         media=media,
         source="pixiv",
+        title=work.title,
     )
 
 
