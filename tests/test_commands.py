@@ -11,6 +11,7 @@ import pytest
 
 from xbot.handlers.commands import COMMANDS, format_problems
 from xbot.handlers.messages import NOT_ALLOWED
+from xbot.standins.bskyapi import did_for
 from xbot.standins.harness import Harness
 
 USER = 1001
@@ -347,10 +348,46 @@ async def test_debug_unhappy(h: Harness) -> None:
         ("", "Usage: /debug <link to a post>"),
         ("hello", "Usage: /debug <link to a post>"),
         ("https://x.com/a/status/404404", "Fetcher: PostUnavailable"),
-        ("https://example.com/video", "Not an X post"),
+        ("https://example.com/video", "No post source serves this kind"),
+        (
+            "https://bsky.app/profile/nobody.example.com/post/3lbnobody1234",
+            "Resolve: PostUnavailable: This Bluesky account does not exist",
+        ),
     ]:
         text = await said(h, OPERATOR, f"/debug {arg}".strip())
         assert expected in text, (arg, text)
+
+
+async def test_debug_resolves_a_bluesky_handle_before_asking_the_cache(h: Harness) -> None:
+    """A handle link finds the entry the delivery stored under the DID, and /debug
+    shows what the Bluesky source fetched: the quote too."""
+    quoted = h.bsky.build_post("bob.bsky.social", "3lbquoted1234", name="Bob", text="q",
+                               images=[h.photo("bq")])  # fmt: skip
+    h.bsky.add_post("deb.bsky.social", "3lbdebug12345", name="Deb", text="words",
+                    images=[h.photo("b1")], quote=quoted)  # fmt: skip
+    link = "https://bsky.app/profile/deb.bsky.social/post/3lbdebug12345"
+    h.api.user_message(USER, link)
+    await h.api.wait_for(lambda: h.sent(USER), 10)
+    await h.wait_idle()
+    text = await said(h, OPERATOR, f"/debug {link}")
+    did = did_for("deb.bsky.social")
+    assert f"Kind: bsky, key: bsky:{did}/3lbdebug12345" in text
+    assert f"Cache: 2 items by file_id (bsky:{did}/3lbdebug12345)" in text
+    assert "Source: bsky" in text
+    assert "Author: Deb (@deb.bsky.social)" in text
+    assert "Quotes: Bob (@bob.bsky.social) https://bsky.app/profile/bob.bsky.social/post/" in text
+    assert "Media: 2 item(s), 1 its own" in text
+
+
+async def test_debug_shows_a_pixiv_work(h: Harness) -> None:
+    h.pixiv.add_work("120000077", title="Debug me", pages=2)
+    text = await said(h, OPERATOR, "/debug https://www.pixiv.net/en/artworks/120000077")
+    assert "Kind: pixiv, key: pixiv:120000077" in text
+    assert "Cache: no entry" in text
+    assert "Source: pixiv" in text
+    assert "Title: Debug me" in text
+    assert "Media: 2 item(s)" in text
+    assert h.media_hits() == 0, "nothing downloaded"
 
 
 async def test_dead_lists_dead_letters(h: Harness) -> None:

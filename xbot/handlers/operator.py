@@ -17,6 +17,7 @@ from xbot.ops import versions
 from xbot.services import XContext
 from xbot.sources import PostSource
 from xbot.sources.chain import SourceChain
+from xbot.storage.link_cache import entry_keys
 from xbot.storage.queue import Task
 from xbot.tasks.payloads import payload_identity
 
@@ -95,16 +96,27 @@ async def cmd_debug(update: Update, context: XContext) -> None:
     if link is None:
         await reply(context, message, "Usage: /debug <link to a post>")
         return
-    lines = [f"Link: {link.url}", f"Kind: {link.kind}, key: {link.key}"]
-    cached = await services.cache.get(link.key, services.clock(), services.settings.cache_ttl)
-    lines.append(
-        "Cache: no entry" if cached is None else f"Cache: {len(cached.items)} items by file_id"
-    )
-    source = services.sources.source_for(link)
+    lines = [f"Link: {link.url}"]
+    router = services.sources
+    source = router.source_for(link)
+    try:
+        # As the delivery does: a Bluesky handle becomes its DID, the key the cache knows.
+        link = await router.resolve(link)
+    except FetchError as exc:
+        lines.append(f"Resolve: {type(exc).__name__}: {exc.reason}")
+        source = None  # its fetch would only resolve again and fail the same way
+    lines.append(f"Kind: {link.kind}, key: {link.key}")
+    now, ttl = services.clock(), services.settings.cache_ttl
+    for key in entry_keys(link.key):
+        cached = await services.cache.get(key, now, ttl)
+        if cached is not None:
+            lines.append(f"Cache: {len(cached.items)} items by file_id ({key})")
+    if not any(line.startswith("Cache:") for line in lines):
+        lines.append("Cache: no entry")
     if source is not None:
         lines += await _debug_post(source, link)
-    else:
-        lines.append("Not an X post: the fetcher for other sites decides when it is sent.")
+    elif not router.serves(link):
+        lines.append("No post source serves this kind: the fetcher for other sites decides.")
     await reply(context, message, "\n".join(lines)[:4000])
 
 
@@ -113,12 +125,19 @@ async def _debug_post(source: PostSource, link: Link) -> list[str]:
     try:
         post = await source.fetch(link)
     except FetchError as exc:
-        return [f"Fetcher: {type(exc).__name__}: {exc.reason}"]
-    lines = [
+        return [f"Source: {source.name}", f"Fetcher: {type(exc).__name__}: {exc.reason}"]
+    lines = [f"Source: {source.name} (post from {post.source})"]
+    if post.title:
+        lines.append(f"Title: {post.title}")
+    lines += [
         f"Author: {post.author_name} (@{post.author_handle})",
         f"Text: {len(post.text)} characters; sensitive: {'yes' if post.sensitive else 'no'}",
-        f"Media: {len(post.media)} item(s)",
     ]
+    if post.quote is not None:
+        lines.append(f"Quotes: {post.quote.author_name} (@{post.quote.author_handle}) "
+                     f"{post.quote.url}")  # fmt: skip
+    own = "" if post.own_media is None else f", {post.own_media} its own"
+    lines.append(f"Media: {len(post.media)} item(s){own}")
     for n, item in enumerate(post.media, 1):
         size = f", {item.size} bytes" if item.size else ""
         shape = f", {item.width}x{item.height}" if item.width and item.height else ""
