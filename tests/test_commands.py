@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from xbot.handlers.commands import COMMANDS, format_problems
+from xbot.handlers.commands import COMMANDS, format_problems, help_text
 from xbot.handlers.messages import NOT_ALLOWED
+from xbot.i18n import LANGUAGES
 from xbot.standins.bskyapi import did_for
 from xbot.standins.harness import Harness
 
@@ -79,6 +80,15 @@ async def test_start_and_help(h: Harness) -> None:
     help_text = await said(h, USER, "/help")
     for command in COMMANDS:
         assert (f"/{command.name} " in help_text) == (not command.admin), command.name
+
+
+@pytest.mark.parametrize("lang", sorted(LANGUAGES))
+def test_help_names_every_site_a_post_source_serves(lang: str) -> None:
+    """X, Bluesky and pixiv, with their mirrors, in every language: the sites the
+    router has a source for (README, "Bluesky and pixiv")."""
+    text = help_text(lang)
+    for site in ("x.com", "twitter.com", "bsky.app", "fxbsky.app", "pixiv.net", "phixiv.net"):
+        assert site in text, (lang, site)
 
 
 async def test_the_command_menu_is_the_public_table(h: Harness) -> None:
