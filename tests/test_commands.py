@@ -370,7 +370,7 @@ async def test_debug_unhappy(h: Harness) -> None:
 
 async def test_debug_resolves_a_bluesky_handle_before_asking_the_cache(h: Harness) -> None:
     """A handle link finds the entry the delivery stored under the DID, and /debug
-    shows what the Bluesky source fetched: the quote too."""
+    shows what the Bluesky source fetched: the quote too. /clear_cache finds it too."""
     quoted = h.bsky.build_post("bob.bsky.social", "3lbquoted1234", name="Bob", text="q",
                                images=[h.photo("bq")])  # fmt: skip
     h.bsky.add_post("deb.bsky.social", "3lbdebug12345", name="Deb", text="words",
@@ -387,6 +387,9 @@ async def test_debug_resolves_a_bluesky_handle_before_asking_the_cache(h: Harnes
     assert "Author: Deb (@deb.bsky.social)" in text
     assert "Quotes: Bob (@bob.bsky.social) https://bsky.app/profile/bob.bsky.social/post/" in text
     assert "Media: 2 item(s), 1 its own" in text
+
+    assert await said(h, OPERATOR, f"/clear_cache {link}") == f"Removed {link} from the link cache."
+    assert await h.services.cache.count() == 0, "the entry under the DID is gone"
 
 
 async def test_debug_shows_a_pixiv_work(h: Harness) -> None:

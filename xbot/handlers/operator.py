@@ -15,7 +15,7 @@ from xbot.handlers.callback_data import Action, CallbackData, encode
 from xbot.links import Link, classify
 from xbot.ops import versions
 from xbot.services import XContext
-from xbot.sources import PostSource
+from xbot.sources import PostSource, SourceRouter
 from xbot.sources.chain import SourceChain
 from xbot.storage.link_cache import entry_keys
 from xbot.storage.queue import Task
@@ -80,10 +80,20 @@ async def cmd_clear_cache(update: Update, context: XContext) -> None:
     if link is None:
         await reply(context, message, "That is not a link I know. Usage: /clear_cache [link]")
         return
+    link = (await _resolved(services.sources, link))[0]  # forgotten under its DID, as stored
     if await services.cache.forget(link.key):
         await reply(context, message, f"Removed {link.url} from the link cache.")
     else:
         await reply(context, message, f"{link.url} was not in the link cache.")
+
+
+async def _resolved(router: SourceRouter, link: Link) -> tuple[Link, str | None]:
+    """`link` under the key the delivery stores it by (a Bluesky handle becomes its
+    DID), and what went wrong when it could not be resolved (then `link` as given)."""
+    try:
+        return await router.resolve(link), None
+    except FetchError as exc:
+        return link, f"{type(exc).__name__}: {exc.reason}"
 
 
 async def cmd_debug(update: Update, context: XContext) -> None:
@@ -99,11 +109,9 @@ async def cmd_debug(update: Update, context: XContext) -> None:
     lines = [f"Link: {link.url}"]
     router = services.sources
     source = router.source_for(link)
-    try:
-        # As the delivery does: a Bluesky handle becomes its DID, the key the cache knows.
-        link = await router.resolve(link)
-    except FetchError as exc:
-        lines.append(f"Resolve: {type(exc).__name__}: {exc.reason}")
+    link, problem = await _resolved(router, link)
+    if problem is not None:
+        lines.append(f"Resolve: {problem}")
         source = None  # its fetch would only resolve again and fail the same way
     lines.append(f"Kind: {link.kind}, key: {link.key}")
     now, ttl = services.clock(), services.settings.cache_ttl
