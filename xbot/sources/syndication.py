@@ -28,7 +28,7 @@ import httpx
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.sources._http import default_timeout, get_json
+from xbot.sources._http import default_timeout, get_fallback_json
 from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote
 from xbot.sources.x_api import (
     _HANDLE,
@@ -247,7 +247,7 @@ class Syndication:
         if link.post_id is None:
             raise UnsupportedLink("That is not a link to a post.")
         url, params = self.request(link.post_id)
-        answer = await get_json(
+        answer = await get_fallback_json(
             self._client, url, who="X's embed service", timeout=self.timeout, params=params
         )
-        return parse_syndication(answer.data, post_id=link.post_id)
+        return parse_syndication(answer.body, post_id=link.post_id)

@@ -27,7 +27,7 @@ from xbot.errors import FetchError, PostUnavailable, TransientFetch, Unsupported
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
-from xbot.sources._http import default_timeout, get_json
+from xbot.sources._http import default_timeout, get_fallback_json
 from xbot.sources.x_api import (
     _HANDLE,
     _POST_ID,
@@ -173,11 +173,11 @@ class VxApi:
         if link.post_id is None:
             raise UnsupportedLink("That is not a link to a post.")
         url = self.status_url(link.post_id, link.handle)
-        answer = await get_json(
+        answer = await get_fallback_json(
             self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
         )
-        if answer.status == 404 and not (isinstance(answer.data, dict) and "error" in answer.data):
+        if answer.status == 404 and not (isinstance(answer.body, dict) and "error" in answer.body):
             # Its posts that are gone come as an HTML page with 200; a bare 404 is a
             # route this server does not have (a wrong base URL), not an answer.
             raise TransientFetch("The vxtwitter API does not know that address.")
-        return parse_vx(answer.data, post_id=link.post_id)
+        return parse_vx(answer.body, post_id=link.post_id)

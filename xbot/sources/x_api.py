@@ -17,7 +17,6 @@ a retry.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -26,13 +25,13 @@ from typing import Any
 import attrs
 import httpx
 
-from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.links import Link, classify, x_status_url
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Variant
 from xbot.sending import video_choice
 from xbot.sending.video_choice import container_from_url
+from xbot.sources.jsonget import USER_AGENT, get_json
 
 MALFORMED = "The X API sent an answer I could not read."
 PRIVATE = "This post is private: only its author's approved followers can see it."
@@ -497,7 +496,8 @@ class _NotRouted(Exception):
     """The API has no such route (a 404 whose body is no status answer)."""
 
 
-DEFAULT_USER_AGENT = f"xbot/{__version__} (Telegram bot)"
+# The statuses whose body may name the reason; any other is judged by its code alone.
+_READ = frozenset({200, 401, 403, 404, 410, 500, 503})
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
@@ -518,7 +518,7 @@ class XApi:
 
     _client: httpx.AsyncClient
     base_url: str
-    user_agent: str = DEFAULT_USER_AGENT
+    user_agent: str = USER_AGENT
     timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
     max_body: int = 2 * 1024 * 1024
 
@@ -568,13 +568,13 @@ class XApi:
 
     async def _status(self, url: str, post_id: str, *, v2: bool = False) -> Post:
         """One status request, classified by its HTTP status and, when JSON, its body."""
-        status, body = await self._get(url)
-        data: object = None
-        try:
-            data = json.loads(body) if body else None
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            if status == 200:
-                raise FetchError(MALFORMED) from exc
+        answer = await get_json(
+            self._client, url, who="the X API", per_request=self.timeout,
+            headers={"User-Agent": self.user_agent, "Accept": "application/json"},
+            max_body=self.max_body, check=_READ.__contains__, too_large=MALFORMED,
+            not_json=FetchError(MALFORMED),
+        )  # fmt: skip
+        status, data = answer.status, answer.body
         readable = isinstance(data, dict) and ("tweet" in data or "status" in data)
         if v2 and status == 404 and not readable:
             raise _NotRouted
@@ -595,27 +595,6 @@ class XApi:
         if status in (408, 429) or status >= 500:
             raise TransientFetch(API_TROUBLE)
         raise FetchError(MALFORMED)
-
-    async def _get(self, url: str) -> tuple[int, bytes]:
-        """One request: its status and (capped) body; httpx's errors become ours here."""
-        headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
-        try:
-            async with self._client.stream(
-                "GET", url, headers=headers, timeout=self.timeout
-            ) as response:
-                if response.status_code not in (200, 401, 403, 404, 410, 500, 503):
-                    return response.status_code, b""
-                return response.status_code, await self._read_capped(response)
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise http_error(exc, "the X API") from exc
-
-    async def _read_capped(self, response: httpx.Response) -> bytes:
-        body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > self.max_body:
-                raise FetchError(MALFORMED)
-        return bytes(body)
 
 
 async def expand_tco(client: httpx.AsyncClient, url: str) -> str:
