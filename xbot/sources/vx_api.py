@@ -28,14 +28,14 @@ from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
 from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources.jsonget import count as _int
+from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import text as _str
+from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.x_api import (
     _HANDLE,
     _POST_ID,
     DELETED,
-    _dicts,
-    _http_url,
-    _int,
-    _str,
     canonical_url,
 )
 

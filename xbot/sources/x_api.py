@@ -32,6 +32,10 @@ from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Vari
 from xbot.sending import video_choice
 from xbot.sending.video_choice import container_from_url
 from xbot.sources.jsonget import USER_AGENT, get_json
+from xbot.sources.jsonget import count as _int
+from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import text as _str
+from xbot.sources.jsonget import web_url as _http_url
 
 MALFORMED = "The X API sent an answer I could not read."
 PRIVATE = "This post is private: only its author's approved followers can see it."
@@ -103,21 +107,6 @@ MAX_ALBUM = 10  # sendMediaGroup's upper bound (xbot.sending.albums.MAX_GROUP)
 # -- reading loose JSON ---------------------------------------------------------
 
 
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    """A non-negative int from JSON, or None (bools, strings, NaN, absurd sizes)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value < _MAX_INT else None
-    if isinstance(value, float) and math.isfinite(value) and 0 <= value < _MAX_INT:
-        return int(value)
-    return None
-
-
 def _seconds(value: object) -> float | None:
     if isinstance(value, bool):
         return None
@@ -126,16 +115,6 @@ def _seconds(value: object) -> float | None:
     if isinstance(value, float) and math.isfinite(value) and 0 <= value < _MAX_INT:
         return value
     return None
-
-
-def _http_url(value: object) -> str:
-    # Only web URLs: a payload could name file:, data: or javascript: "media".
-    url = _str(value)
-    return url if url.startswith(("https://", "http://")) else ""
-
-
-def _dicts(value: object) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 # -- parsing ---------------------------------------------------------------------
