@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import httpx
 
-from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
@@ -37,6 +37,8 @@ from xbot.sources.x_api import (
     _POST_ID,
     DELETED,
     canonical_url,
+    post_id_of,
+    status_url,
 )
 
 NAME = "vxtwitter"
@@ -107,6 +109,30 @@ def with_alt_text(item: MediaItem, text: str) -> MediaItem:
     return attrs.evolve(item, alt_text=text)  # type: ignore[call-arg, unused-ignore]
 
 
+def x_post(
+    data: Mapping[str, Any],
+    *,
+    post_id: str,
+    handle: str,
+    author_name: str,
+    text: str,
+    media: tuple[MediaItem, ...],
+) -> Post:
+    """The `Post` an X fallback's answer `data` becomes, keyed and linked by the id the
+    user linked (as `x_api.parse_status` does); a handle that is no handle is dropped."""
+    handle = handle if _HANDLE.fullmatch(handle) else ""
+    return Post(
+        key=f"x:{post_id}",
+        url=canonical_url(post_id, handle),
+        author_name=author_name,
+        author_handle=handle,
+        text=text,
+        media=media,
+        sensitive=data.get("possibly_sensitive") is True,
+        source="x",
+    )
+
+
 def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
     """A `Post` from a decoded vxtwitter answer for `post_id`.
 
@@ -125,19 +151,14 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
     echoed = data.get("tweetID")
     if not isinstance(echoed, str | int) or not _POST_ID.fullmatch(str(echoed)):
         raise FetchError(MALFORMED)
-    handle = _str(data.get("user_screen_name"))
-    if not _HANDLE.fullmatch(handle):
-        handle = ""
     media = tuple(i for i in (_item(r) for r in _dicts(data.get("media_extended"))) if i)
-    post = Post(
-        key=f"x:{post_id}",
-        url=canonical_url(post_id, handle),
+    post = x_post(
+        data,
+        post_id=post_id,
+        handle=_str(data.get("user_screen_name")),
         author_name=_str(data.get("user_name")),
-        author_handle=handle,
         text=_str(data.get("text")),
         media=media,
-        sensitive=data.get("possibly_sensitive") is True,
-        source="x",
     )
     quote = None
     qrt = data.get("qrt")
@@ -164,15 +185,11 @@ class VxApi:
     name: str = NAME
 
     def status_url(self, post_id: str, handle: str | None) -> str:
-        if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
-        path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
-        return f"{self.base_url.rstrip('/')}/{path_handle}/status/{post_id}"
+        return status_url(self.base_url, post_id, handle)
 
     async def fetch(self, link: Link) -> Post:
-        if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
-        url = self.status_url(link.post_id, link.handle)
+        post_id = post_id_of(link)
+        url = self.status_url(post_id, link.handle)
         answer = await get_fallback_json(
             self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
         )
@@ -180,4 +197,4 @@ class VxApi:
             # Its posts that are gone come as an HTML page with 200; a bare 404 is a
             # route this server does not have (a wrong base URL), not an answer.
             raise TransientFetch("The vxtwitter API does not know that address.")
-        return parse_vx(answer.body, post_id=link.post_id)
+        return parse_vx(answer.body, post_id=post_id)

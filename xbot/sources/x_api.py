@@ -484,6 +484,22 @@ def _default_timeout() -> httpx.Timeout:
     return httpx.Timeout(15.0, connect=5.0)
 
 
+def post_id_of(link: Link) -> str:
+    """The id of the post `link` names, for the X sources; a profile link is refused."""
+    if link.post_id is None:
+        raise UnsupportedLink("That is not a link to a post.")
+    return link.post_id
+
+
+def status_url(base_url: str, post_id: str, handle: str | None) -> str:
+    """``{base}/{handle}/status/{id}``: the route fxtwitter and vxtwitter answer alike."""
+    if not _POST_ID.fullmatch(post_id):
+        raise UnsupportedLink("That is not a link to a post.")
+    # The handle goes into the path: anything but a plain handle becomes "i".
+    path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
+    return f"{base_url.rstrip('/')}/{path_handle}/status/{post_id}"
+
+
 @attrs.define
 class XApi:
     """The fxtwitter-compatible status API.
@@ -502,11 +518,7 @@ class XApi:
     max_body: int = 2 * 1024 * 1024
 
     def status_url(self, post_id: str, handle: str | None) -> str:
-        if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
-        # The handle goes into the path: anything but a plain handle becomes "i".
-        path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
-        return f"{self.base_url.rstrip('/')}/{path_handle}/status/{post_id}"
+        return status_url(self.base_url, post_id, handle)
 
     async def fetch(self, post_id: str, handle: str | None = None) -> Post:
         """The post `post_id`, parsed.
