@@ -17,13 +17,12 @@ Outages: see `xbot.standins._outage`.
 from __future__ import annotations
 
 import html
-import json
 import zlib
 from datetime import UTC, datetime
 from typing import Any
 
 from xbot.standins._fxmirror import FxMirror
-from xbot.standins._http import Request, Response, serve_forever_main
+from xbot.standins._http import Request, Response, json_response, serve_forever_main
 
 __all__ = ["SyndicationServer", "syndication_from_fx"]
 
@@ -153,8 +152,7 @@ class SyndicationServer(FxMirror):
             post = self._posts.get(post_id) if request.path == "/tweet-result" else None
         if post is None:
             return Response(404, b"", {"content-type": "application/json"})
-        body = json.dumps(post, ensure_ascii=False).encode()
-        return Response(200, body, {"content-type": "application/json"})
+        return json_response(200, post)
 
 
 def main(argv: list[str] | None = None) -> None:

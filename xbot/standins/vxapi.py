@@ -15,12 +15,11 @@ Outages: see `xbot.standins._outage` (``set_outage``, ``refuse``/``accept``).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from xbot.standins._fxmirror import FxMirror
-from xbot.standins._http import Request, Response, serve_forever_main
+from xbot.standins._http import Request, Response, json_response, serve_forever_main
 from xbot.standins._outage import HTML_PAGE
 
 __all__ = ["VxApiServer", "vx_from_fx"]
@@ -129,8 +128,7 @@ class VxApiServer(FxMirror):
         if post is None:
             # BetterTwitFix: getTweetData() is None → message(msgs.failedToScan), status 200.
             return Response(200, HTML_PAGE, {"content-type": "text/html; charset=utf-8"})
-        body = json.dumps(post, ensure_ascii=False).encode()
-        return Response(200, body, {"content-type": "application/json"})
+        return json_response(200, post)
 
 
 def main(argv: list[str] | None = None) -> None:
