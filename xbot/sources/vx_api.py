@@ -82,31 +82,20 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
 
 
 def with_quote(post: Post, quote: Post | None) -> Post:
-    """The post with the post it quotes, built as the fxtwitter parser builds it.
-
-    Issue 12 gives `Post` a `quote` and the rule for the quoted post's media
-    (`x_api.with_quote_media`: the post's own media first, the quote's only when
-    all fit one album). Where this tree has neither, the quoted post is read and
-    dropped, as the fxtwitter parser then drops it; either way both parsers agree.
-    """
-    fields = attrs.fields_dict(Post)
-    if quote is None or "quote" not in fields:
+    """The post with the post it quotes, joined by the fxtwitter parser's rule for the
+    quoted post's media (`x_api.with_quote_media`: the post's own media first, the
+    quote's only when all fit one album); the quote's sensitivity counts when its
+    media does."""
+    if quote is None:
         return post
-    merge = getattr(x_api, "with_quote_media", None)
-    if merge is None or "own_media" not in fields:
-        return attrs.evolve(post, quote=quote)  # type: ignore[call-arg, unused-ignore]
-    media, own = merge(post.media, quote.media)
+    media, own = x_api.with_quote_media(post.media, quote.media)
     sensitive = post.sensitive or (own is not None and quote.sensitive)
-    return attrs.evolve(  # type: ignore[call-arg, unused-ignore]
-        post, quote=quote, media=media, own_media=own, sensitive=sensitive
-    )
+    return attrs.evolve(post, quote=quote, media=media, own_media=own, sensitive=sensitive)
 
 
 def with_alt_text(item: MediaItem, text: str) -> MediaItem:
-    """A photo with its description, where `MediaItem` has the field (issue 12)."""
-    if not text or "alt_text" not in attrs.fields_dict(MediaItem):
-        return item
-    return attrs.evolve(item, alt_text=text)  # type: ignore[call-arg, unused-ignore]
+    """A photo with its description."""
+    return attrs.evolve(item, alt_text=text) if text else item
 
 
 def x_post(
