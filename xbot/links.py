@@ -246,12 +246,18 @@ def _x_base(host: str) -> str | None:
 
     A nitter-style front end counts: its post links are X posts.
     """
-    if host in _X_HOSTS or host in _FRONTEND_HOSTS or _NITTER_HOST.fullmatch(host):
+    if host in _FRONTEND_HOSTS or _NITTER_HOST.fullmatch(host):
+        return host
+    return base_host(host, _X_HOSTS, _X_PREFIXES)
+
+
+def base_host(host: str, hosts: frozenset[str], prefixes: frozenset[str]) -> str | None:
+    """The one of ``hosts`` that ``host`` is, itself or under one of ``prefixes``
+    (``www.``, ``m.``, …: one label), else None. The sites' recognisers ask it too."""
+    if host in hosts:
         return host
     prefix, _, rest = host.partition(".")
-    if prefix in _X_PREFIXES and rest in _X_HOSTS:
-        return rest
-    return None
+    return rest if prefix in prefixes and rest in hosts else None
 
 
 def _post_id(raw: str) -> str | None:

@@ -155,23 +155,6 @@ class Outbox:
         sent = await self.sender.send_media(dest, items, caption=caption, spoiler=spoiler)
         return [item for item, _ in sent]
 
-    async def send_file_ids(
-        self,
-        ctx: TaskContext,
-        dest: Destination,
-        items: Sequence[SentItem],
-        *,
-        caption: str | None,
-        spoiler: bool,
-        done: Collection[int],
-        record: Record,
-    ) -> None:
-        """`send_file_ids` through this outbox's sender."""
-        await send_file_ids(
-            self.sender, ctx, dest, items, caption=caption, spoiler=spoiler, done=done,
-            record=record,
-        )  # fmt: skip
-
     @staticmethod
     def record(
         ctx: TaskContext,

@@ -1,4 +1,5 @@
-"""One JSON GET for the fallback sources, its status code classified once.
+"""How the X fallback sources (vxtwitter, syndication) read a status code, over
+`xbot.sources.jsonget.get_json`, the one JSON GET.
 
 The sources' base URLs are the operator's (trusted, as `XBOT_X_API_URL` is), so
 their client does not go through the SSRF guard; the media URLs they return do.
@@ -14,38 +15,26 @@ their client does not go through the SSRF guard; the media URLs they return do.
 
 from __future__ import annotations
 
-import json
-
-import attrs
 import httpx
 
-from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
-from xbot.media.download import http_error
+from xbot.sources.jsonget import USER_AGENT, JsonAnswer, get_json
 from xbot.sources.x_api import DELETED
 
-USER_AGENT = f"xbot/{__version__} (Telegram bot)"
+_HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+_MAX_BODY = 2 * 1024 * 1024
 
 
 def default_timeout() -> httpx.Timeout:
     return httpx.Timeout(10.0, connect=5.0)
 
 
-@attrs.frozen
-class JsonAnswer:
-    """A decoded answer and its status (a 404 may carry a JSON reason worth reading)."""
-
-    status: int
-    data: object
-
-
-async def get_json(
+async def get_fallback_json(
     client: httpx.AsyncClient,
     url: str,
     *,
     who: str,
     timeout: httpx.Timeout,  # noqa: ASYNC109 - httpx's per-request timeouts, not a deadline
-    max_body: int = 2 * 1024 * 1024,
     params: dict[str, str] | None = None,
     read_statuses: tuple[int, ...] = (),
 ) -> JsonAnswer:
@@ -54,30 +43,20 @@ async def get_json(
     Raises:
         PostUnavailable, TransientFetch, FetchError: as the table above says.
     """
-    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
-    try:
-        async with client.stream(
-            "GET", url, params=params, headers=headers, timeout=timeout
-        ) as response:
-            status = response.status_code
-            if status not in read_statuses:
-                _raise_for(status, who)
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > max_body:
-                    raise FetchError(f"{_cap(who)} sent an answer far too large for a post.")
-    except (httpx.HTTPError, httpx.InvalidURL) as exc:
-        raise http_error(exc, who) from exc
-    try:
-        data = json.loads(bytes(body))
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        if status in read_statuses:
-            return JsonAnswer(status, None)
-        # A 200 that is not the JSON promised: an error page, a captcha, a half-
-        # deployed server. It says nothing about the post; it says the source is unwell.
-        raise TransientFetch(f"{_cap(who)} answered with a page instead of data.") from exc
-    return JsonAnswer(status, data)
+
+    def check(status: int) -> bool:
+        if status not in read_statuses:
+            _raise_for(status, who)
+        return True
+
+    # A 200 that is not the JSON promised: an error page, a captcha, a half-
+    # deployed server. It says nothing about the post; it says the source is unwell.
+    return await get_json(
+        client, url, who=who, params=params, headers=_HEADERS, per_request=timeout,
+        max_body=_MAX_BODY, check=check,
+        too_large=f"{_cap(who)} sent an answer far too large for a post.",
+        not_json=TransientFetch(f"{_cap(who)} answered with a page instead of data."),
+    )  # fmt: skip
 
 
 def _cap(who: str) -> str:

@@ -34,12 +34,11 @@ from typing import Any
 import attrs
 import httpx
 
-from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable
 from xbot.links import Link
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sources.bsky_links import post_key, post_url
-from xbot.sources.jsonget import count, get_json, obj, objs, text, web_url
+from xbot.sources.jsonget import USER_AGENT, count, get_json, obj, objs, text, web_url
 from xbot.sources.x_api import with_quote_media
 
 DEFAULT_API_URL = "https://public.api.bsky.app"
@@ -61,7 +60,6 @@ _NO_UNAUTHENTICATED = "!no-unauthenticated"
 _CONTAINERS = {"video/mp4": "mp4", "video/quicktime": "mov", "video/webm": "webm"}
 _DID_TTL = 3600.0
 _CACHE_MAX = 10_000
-USER_AGENT = f"xbot/{__version__} (Telegram bot)"
 
 
 @attrs.frozen

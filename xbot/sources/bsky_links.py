@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from xbot.links import Link
+from xbot.links import Link, base_host
 
 __all__ = ["BSKY_HOSTS", "owns", "post_key", "post_url", "recognise"]
 
@@ -45,10 +45,7 @@ _RKEY = re.compile(r"[A-Za-z0-9._~:-]{1,64}")
 
 def owns(host: str) -> bool:
     """Whether ``host`` (lower case, no trailing dot) is Bluesky or one of its mirrors."""
-    if host in BSKY_HOSTS:
-        return True
-    prefix, _, rest = host.partition(".")
-    return prefix in _PREFIXES and rest in BSKY_HOSTS
+    return base_host(host, BSKY_HOSTS, _PREFIXES) is not None
 
 
 def post_url(actor: str, rkey: str) -> str:

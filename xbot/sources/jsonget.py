@@ -1,26 +1,34 @@
-"""One capped JSON GET for the sources of native sites (Bluesky, pixiv); httpx's errors
-become ours here, through `xbot.media.download.http_error`, once.
+"""The one capped JSON GET every source uses (fxtwitter, vxtwitter, syndication,
+Bluesky, pixiv); httpx's errors become ours here, through
+`xbot.media.download.http_error`, once.
 
-The status code is handed back with the decoded body rather than judged
-here: each API says "not found" or "needs a login" in its own words, and its
-source module reads them.
+The status code is handed back with the decoded body rather than judged here:
+each API says "not found" or "needs a login" in its own words, and its source
+module reads them. What is decided here, for all of them: a `check` of the
+status before the body is read (the default: 408, 429 and 5xx are
+`TransientFetch`), the cap on the body, and what a body that is not JSON means.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import httpx
 
-from xbot.errors import FetchError, TransientFetch
+from xbot import __version__
+from xbot.errors import FetchError, TransientFetch, XbotError
 from xbot.media.download import http_error
 
 MAX_BODY = 4 * 1024 * 1024  # a post or a work is a few KiB; a 200-page work some 100 KiB
+USER_AGENT = f"xbot/{__version__} (Telegram bot)"
 _MAX_INT = 2**63
+
+StatusCheck = Callable[[int], bool]
+"""Told the status before the body is read: may raise, else says whether to read the body."""
 
 
 @attrs.frozen
@@ -29,6 +37,17 @@ class JsonAnswer:
 
     status: int
     body: object
+
+
+def transient_on_trouble(who: str) -> StatusCheck:
+    """The default check: 408, 429 and 5xx are `TransientFetch`; every body is read."""
+
+    def check(status: int) -> bool:
+        if status in (408, 429) or status >= 500:
+            raise TransientFetch(f"{who} is having trouble; I will try again.")
+        return True
+
+    return check
 
 
 async def get_json(
@@ -40,29 +59,39 @@ async def get_json(
     headers: Mapping[str, str] | None = None,
     per_request: httpx.Timeout | None = None,
     max_body: int = MAX_BODY,
+    check: StatusCheck | None = None,
+    too_large: str | None = None,
+    not_json: XbotError | None = None,
 ) -> JsonAnswer:
-    """GET `url`; 429 and 5xx are `TransientFetch`, an oversized body a `FetchError`.
+    """GET `url`; `check` (default `transient_on_trouble`) judges the status first.
 
     `who` names the other side in the sentence a user may read ("Bluesky").
+    A body `check` declines to read comes back as None. A body over `max_body`
+    is a `FetchError` (`too_large`, by default "{who} sent an answer I could not
+    read."); a 200 whose body is not JSON raises `not_json` when given, else its
+    body is None.
     """
+    judge = check if check is not None else transient_on_trouble(who)
     try:
         async with client.stream(
             "GET", url, params=params, headers=headers,
             timeout=per_request if per_request is not None else httpx.USE_CLIENT_DEFAULT,
         ) as response:  # fmt: skip
             status = response.status_code
-            if status in (408, 429) or status >= 500:
-                raise TransientFetch(f"{who} is having trouble; I will try again.")
+            if not judge(status):
+                return JsonAnswer(status, None)
             raw = bytearray()
             async for chunk in response.aiter_bytes():
                 raw += chunk
                 if len(raw) > max_body:
-                    raise FetchError(f"{who} sent an answer I could not read.")
+                    raise FetchError(too_large or f"{who} sent an answer I could not read.")
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, who) from exc
     try:
         body: object = json.loads(bytes(raw))
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        if status == 200 and not_json is not None:
+            raise not_json from exc
         body = None
     return JsonAnswer(status, body)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from xbot.links import Link
+from xbot.links import Link, base_host
 
 __all__ = ["PIXIV_HOSTS", "owns", "recognise", "work_url"]
 
@@ -25,10 +25,7 @@ _LANG = re.compile(r"[a-z]{2}(?:-[a-z]{2,4})?")
 
 def owns(host: str) -> bool:
     """Whether ``host`` (lower case, no trailing dot) is pixiv or phixiv."""
-    if host in PIXIV_HOSTS:
-        return True
-    prefix, _, rest = host.partition(".")
-    return prefix in _PREFIXES and rest in PIXIV_HOSTS
+    return base_host(host, PIXIV_HOSTS, _PREFIXES) is not None
 
 
 def work_url(work_id: str) -> str:

@@ -28,18 +28,17 @@ import httpx
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.sources._http import default_timeout, get_json
-from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote
+from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources.jsonget import count as _int
+from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import text as _str
+from xbot.sources.jsonget import web_url as _http_url
+from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote, x_post
 from xbot.sources.x_api import (
-    _HANDLE,
     _MIME_CONTAINERS,
     _POST_ID,
     UNAVAILABLE,
-    _dicts,
-    _http_url,
-    _int,
-    _str,
-    canonical_url,
+    post_id_of,
 )
 
 NAME = "syndication"
@@ -199,19 +198,14 @@ def parse_syndication(data: object, *, post_id: str, _depth: int = 0) -> Post:
         raise FetchError(MALFORMED)
     user = data.get("user")
     user = user if isinstance(user, dict) else {}
-    handle = _str(user.get("screen_name"))
-    if not _HANDLE.fullmatch(handle):
-        handle = ""
     media = tuple(i for i in (_item(r) for r in _dicts(data.get("mediaDetails"))) if i)
-    post = Post(
-        key=f"x:{post_id}",
-        url=canonical_url(post_id, handle),
+    post = x_post(
+        data,
+        post_id=post_id,
+        handle=_str(user.get("screen_name")),
         author_name=_str(user.get("name")),
-        author_handle=handle,
         text=_text(data),
         media=media,
-        sensitive=data.get("possibly_sensitive") is True,
-        source="x",
     )
     quote = None
     quoted = data.get("quoted_tweet")
@@ -244,10 +238,9 @@ class Syndication:
         return url, {"id": post_id, "lang": "en", "token": token(post_id)}
 
     async def fetch(self, link: Link) -> Post:
-        if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
-        url, params = self.request(link.post_id)
-        answer = await get_json(
+        post_id = post_id_of(link)
+        url, params = self.request(post_id)
+        answer = await get_fallback_json(
             self._client, url, who="X's embed service", timeout=self.timeout, params=params
         )
-        return parse_syndication(answer.data, post_id=link.post_id)
+        return parse_syndication(answer.body, post_id=post_id)

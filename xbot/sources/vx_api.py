@@ -23,20 +23,22 @@ from typing import Any
 import attrs
 import httpx
 
-from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
-from xbot.sources._http import default_timeout, get_json
+from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources.jsonget import count as _int
+from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import text as _str
+from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.x_api import (
     _HANDLE,
     _POST_ID,
     DELETED,
-    _dicts,
-    _http_url,
-    _int,
-    _str,
     canonical_url,
+    post_id_of,
+    status_url,
 )
 
 NAME = "vxtwitter"
@@ -80,31 +82,44 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
 
 
 def with_quote(post: Post, quote: Post | None) -> Post:
-    """The post with the post it quotes, built as the fxtwitter parser builds it.
-
-    Issue 12 gives `Post` a `quote` and the rule for the quoted post's media
-    (`x_api.with_quote_media`: the post's own media first, the quote's only when
-    all fit one album). Where this tree has neither, the quoted post is read and
-    dropped, as the fxtwitter parser then drops it; either way both parsers agree.
-    """
-    fields = attrs.fields_dict(Post)
-    if quote is None or "quote" not in fields:
+    """The post with the post it quotes, joined by the fxtwitter parser's rule for the
+    quoted post's media (`x_api.with_quote_media`: the post's own media first, the
+    quote's only when all fit one album); the quote's sensitivity counts when its
+    media does."""
+    if quote is None:
         return post
-    merge = getattr(x_api, "with_quote_media", None)
-    if merge is None or "own_media" not in fields:
-        return attrs.evolve(post, quote=quote)  # type: ignore[call-arg, unused-ignore]
-    media, own = merge(post.media, quote.media)
+    media, own = x_api.with_quote_media(post.media, quote.media)
     sensitive = post.sensitive or (own is not None and quote.sensitive)
-    return attrs.evolve(  # type: ignore[call-arg, unused-ignore]
-        post, quote=quote, media=media, own_media=own, sensitive=sensitive
-    )
+    return attrs.evolve(post, quote=quote, media=media, own_media=own, sensitive=sensitive)
 
 
 def with_alt_text(item: MediaItem, text: str) -> MediaItem:
-    """A photo with its description, where `MediaItem` has the field (issue 12)."""
-    if not text or "alt_text" not in attrs.fields_dict(MediaItem):
-        return item
-    return attrs.evolve(item, alt_text=text)  # type: ignore[call-arg, unused-ignore]
+    """A photo with its description."""
+    return attrs.evolve(item, alt_text=text) if text else item
+
+
+def x_post(
+    data: Mapping[str, Any],
+    *,
+    post_id: str,
+    handle: str,
+    author_name: str,
+    text: str,
+    media: tuple[MediaItem, ...],
+) -> Post:
+    """The `Post` an X fallback's answer `data` becomes, keyed and linked by the id the
+    user linked (as `x_api.parse_status` does); a handle that is no handle is dropped."""
+    handle = handle if _HANDLE.fullmatch(handle) else ""
+    return Post(
+        key=f"x:{post_id}",
+        url=canonical_url(post_id, handle),
+        author_name=author_name,
+        author_handle=handle,
+        text=text,
+        media=media,
+        sensitive=data.get("possibly_sensitive") is True,
+        source="x",
+    )
 
 
 def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
@@ -125,19 +140,14 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
     echoed = data.get("tweetID")
     if not isinstance(echoed, str | int) or not _POST_ID.fullmatch(str(echoed)):
         raise FetchError(MALFORMED)
-    handle = _str(data.get("user_screen_name"))
-    if not _HANDLE.fullmatch(handle):
-        handle = ""
     media = tuple(i for i in (_item(r) for r in _dicts(data.get("media_extended"))) if i)
-    post = Post(
-        key=f"x:{post_id}",
-        url=canonical_url(post_id, handle),
+    post = x_post(
+        data,
+        post_id=post_id,
+        handle=_str(data.get("user_screen_name")),
         author_name=_str(data.get("user_name")),
-        author_handle=handle,
         text=_str(data.get("text")),
         media=media,
-        sensitive=data.get("possibly_sensitive") is True,
-        source="x",
     )
     quote = None
     qrt = data.get("qrt")
@@ -164,20 +174,16 @@ class VxApi:
     name: str = NAME
 
     def status_url(self, post_id: str, handle: str | None) -> str:
-        if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
-        path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
-        return f"{self.base_url.rstrip('/')}/{path_handle}/status/{post_id}"
+        return status_url(self.base_url, post_id, handle)
 
     async def fetch(self, link: Link) -> Post:
-        if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
-        url = self.status_url(link.post_id, link.handle)
-        answer = await get_json(
+        post_id = post_id_of(link)
+        url = self.status_url(post_id, link.handle)
+        answer = await get_fallback_json(
             self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
         )
-        if answer.status == 404 and not (isinstance(answer.data, dict) and "error" in answer.data):
+        if answer.status == 404 and not (isinstance(answer.body, dict) and "error" in answer.body):
             # Its posts that are gone come as an HTML page with 200; a bare 404 is a
             # route this server does not have (a wrong base URL), not an answer.
             raise TransientFetch("The vxtwitter API does not know that address.")
-        return parse_vx(answer.data, post_id=link.post_id)
+        return parse_vx(answer.body, post_id=post_id)

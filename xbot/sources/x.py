@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from xbot.errors import UnsupportedLink
 from xbot.links import Link
 from xbot.media.models import Post
-from xbot.sources.x_api import XApi
+from xbot.sources.x_api import XApi, post_id_of
 
 __all__ = ["XApiSource"]
 
@@ -25,6 +24,4 @@ class XApiSource:
     name: str = "fxtwitter"
 
     async def fetch(self, link: Link) -> Post:
-        if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
-        return await self.api.fetch(link.post_id, link.handle)
+        return await self.api.fetch(post_id_of(link), link.handle)

@@ -17,7 +17,6 @@ a retry.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -26,13 +25,17 @@ from typing import Any, TypeVar
 import attrs
 import httpx
 
-from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.links import Link, classify, x_status_url
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Variant
 from xbot.sending import video_choice
 from xbot.sending.video_choice import container_from_url
+from xbot.sources.jsonget import USER_AGENT, get_json
+from xbot.sources.jsonget import count as _int
+from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import text as _str
+from xbot.sources.jsonget import web_url as _http_url
 
 MALFORMED = "The X API sent an answer I could not read."
 PRIVATE = "This post is private: only its author's approved followers can see it."
@@ -104,21 +107,6 @@ MAX_ALBUM = 10  # sendMediaGroup's upper bound (xbot.sending.albums.MAX_GROUP)
 # -- reading loose JSON ---------------------------------------------------------
 
 
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    """A non-negative int from JSON, or None (bools, strings, NaN, absurd sizes)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if 0 <= value < _MAX_INT else None
-    if isinstance(value, float) and math.isfinite(value) and 0 <= value < _MAX_INT:
-        return int(value)
-    return None
-
-
 def _seconds(value: object) -> float | None:
     if isinstance(value, bool):
         return None
@@ -127,16 +115,6 @@ def _seconds(value: object) -> float | None:
     if isinstance(value, float) and math.isfinite(value) and 0 <= value < _MAX_INT:
         return value
     return None
-
-
-def _http_url(value: object) -> str:
-    # Only web URLs: a payload could name file:, data: or javascript: "media".
-    url = _str(value)
-    return url if url.startswith(("https://", "http://")) else ""
-
-
-def _dicts(value: object) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 # -- parsing ---------------------------------------------------------------------
@@ -503,12 +481,29 @@ class _NotRouted(Exception):
     """The API has no such route (a 404 whose body is no status answer)."""
 
 
-DEFAULT_USER_AGENT = f"xbot/{__version__} (Telegram bot)"
+# The statuses whose body may name the reason; any other is judged by its code alone.
+_READ = frozenset({200, 401, 403, 404, 410, 500, 503})
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
 def _default_timeout() -> httpx.Timeout:
     return httpx.Timeout(15.0, connect=5.0)
+
+
+def post_id_of(link: Link) -> str:
+    """The id of the post `link` names, for the X sources; a profile link is refused."""
+    if link.post_id is None:
+        raise UnsupportedLink("That is not a link to a post.")
+    return link.post_id
+
+
+def status_url(base_url: str, post_id: str, handle: str | None) -> str:
+    """``{base}/{handle}/status/{id}``: the route fxtwitter and vxtwitter answer alike."""
+    if not _POST_ID.fullmatch(post_id):
+        raise UnsupportedLink("That is not a link to a post.")
+    # The handle goes into the path: anything but a plain handle becomes "i".
+    path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
+    return f"{base_url.rstrip('/')}/{path_handle}/status/{post_id}"
 
 
 @attrs.define
@@ -524,16 +519,12 @@ class XApi:
 
     _client: httpx.AsyncClient
     base_url: str
-    user_agent: str = DEFAULT_USER_AGENT
+    user_agent: str = USER_AGENT
     timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
     max_body: int = 2 * 1024 * 1024
 
     def status_url(self, post_id: str, handle: str | None) -> str:
-        if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
-        # The handle goes into the path: anything but a plain handle becomes "i".
-        path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
-        return f"{self.base_url.rstrip('/')}/{path_handle}/status/{post_id}"
+        return status_url(self.base_url, post_id, handle)
 
     async def fetch(self, post_id: str, handle: str | None = None) -> Post:
         """The post `post_id`, parsed.
@@ -574,13 +565,13 @@ class XApi:
 
     async def _status(self, url: str, post_id: str, *, v2: bool = False) -> Post:
         """One status request, classified by its HTTP status and, when JSON, its body."""
-        status, body = await self._get(url)
-        data: object = None
-        try:
-            data = json.loads(body) if body else None
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-            if status == 200:
-                raise FetchError(MALFORMED) from exc
+        answer = await get_json(
+            self._client, url, who="the X API", per_request=self.timeout,
+            headers={"User-Agent": self.user_agent, "Accept": "application/json"},
+            max_body=self.max_body, check=_READ.__contains__, too_large=MALFORMED,
+            not_json=FetchError(MALFORMED),
+        )  # fmt: skip
+        status, data = answer.status, answer.body
         readable = isinstance(data, dict) and ("tweet" in data or "status" in data)
         if v2 and status == 404 and not readable:
             raise _NotRouted
@@ -601,27 +592,6 @@ class XApi:
         if status in (408, 429) or status >= 500:
             raise TransientFetch(API_TROUBLE)
         raise FetchError(MALFORMED)
-
-    async def _get(self, url: str) -> tuple[int, bytes]:
-        """One request: its status and (capped) body; httpx's errors become ours here."""
-        headers = {"User-Agent": self.user_agent, "Accept": "application/json"}
-        try:
-            async with self._client.stream(
-                "GET", url, headers=headers, timeout=self.timeout
-            ) as response:
-                if response.status_code not in (200, 401, 403, 404, 410, 500, 503):
-                    return response.status_code, b""
-                return response.status_code, await self._read_capped(response)
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise http_error(exc, "the X API") from exc
-
-    async def _read_capped(self, response: httpx.Response) -> bytes:
-        body = bytearray()
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) > self.max_body:
-                raise FetchError(MALFORMED)
-        return bytes(body)
 
 
 async def expand_tco(client: httpx.AsyncClient, url: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 import struct
@@ -80,6 +81,13 @@ class Response:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+def json_response(status: int, body: object, *, content_type: str = "application/json") -> Response:
+    """`body` as JSON (UTF-8, not ASCII-escaped, as the real servers send it)."""
+    return Response(
+        status, json.dumps(body, ensure_ascii=False).encode(), {"content-type": content_type}
+    )
 
 
 class BadRequestError(Exception):

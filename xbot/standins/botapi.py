@@ -44,7 +44,7 @@ import attrs
 
 from xbot.standins._botapi_chats import ChatInfo
 from xbot.standins._botapi_files import StoredFile
-from xbot.standins._botapi_limits import Admission, TelegramLimits
+from xbot.standins._botapi_limits import COUNTED_METHODS, Admission, TelegramLimits
 from xbot.standins._botapi_model import TelegramModel, without_reply
 from xbot.standins._botapi_wire import (
     CHANNEL_BOT,
@@ -82,23 +82,14 @@ _TOKEN_RE = re.compile(r"^[0-9]{1,20}:[A-Za-z0-9_-]{30,}$")
 _METHOD_PATH_RE = re.compile(r"^/bot([^/]*)/([A-Za-z]+)$")
 _FILE_PATH_RE = re.compile(r"^/file/bot([^/]*)/(.+)$")
 
-# The methods a rate-limit storm hits by default: those that post or change messages.
-SEND_METHODS = frozenset(
-    {
-        "sendMessage",
-        "sendPhoto",
-        "sendVideo",
-        "sendAnimation",
-        "sendDocument",
-        "sendMediaGroup",
-        "copyMessage",
-        "copyMessages",
-        "forwardMessage",
-        "editMessageText",
-        "editMessageCaption",
-        "editMessageReplyMarkup",
-    }
-)
+# The methods a rate-limit storm hits by default: those that post messages (the ones
+# the flood limits count, and copyMessages, which they do not) or change them.
+SEND_METHODS = COUNTED_METHODS | {
+    "copyMessages",
+    "editMessageText",
+    "editMessageCaption",
+    "editMessageReplyMarkup",
+}
 _NGINX_502 = (
     b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
     b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n"

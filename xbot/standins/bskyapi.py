@@ -26,14 +26,20 @@ from __future__ import annotations
 import base64
 import collections
 import hashlib
-import json
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from xbot.standins._http import HttpServer, Request, Response, ServerBase, serve_forever_main
+from xbot.standins._http import (
+    HttpServer,
+    Request,
+    Response,
+    ServerBase,
+    json_response,
+    serve_forever_main,
+)
 from xbot.standins._mediabytes import tiny_jpeg
 
 __all__ = ["BskyApiServer", "did_for", "fake_cid", "main"]
@@ -306,8 +312,7 @@ def _arg(request: Request, name: str) -> str:
 
 
 def _json(status: int, body: JSON) -> Response:
-    return Response(status, json.dumps(body, ensure_ascii=False).encode(),
-                    {"content-type": "application/json; charset=utf-8"})  # fmt: skip
+    return json_response(status, body, content_type="application/json; charset=utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:

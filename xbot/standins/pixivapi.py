@@ -23,14 +23,20 @@ Images live under ``/img-original/…`` and ``/img-master/…`` and, like
 from __future__ import annotations
 
 import collections
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from xbot.standins._http import HttpServer, Request, Response, ServerBase, serve_forever_main
+from xbot.standins._http import (
+    HttpServer,
+    Request,
+    Response,
+    ServerBase,
+    json_response,
+    serve_forever_main,
+)
 from xbot.standins._mediabytes import tiny_jpeg
 
 __all__ = ["REFERER", "PixivServer", "main"]
@@ -190,8 +196,7 @@ class PixivServer(ServerBase):
 
 
 def _json(status: int, body: JSON) -> Response:
-    return Response(status, json.dumps(body, ensure_ascii=False).encode(),
-                    {"content-type": "application/json; charset=utf-8"})  # fmt: skip
+    return json_response(status, body, content_type="application/json; charset=utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:

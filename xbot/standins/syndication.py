@@ -16,17 +16,13 @@ Outages: see `xbot.standins._outage`.
 
 from __future__ import annotations
 
-import collections
 import html
-import json
-import threading
 import zlib
 from datetime import UTC, datetime
 from typing import Any
 
-from xbot.standins._http import HttpServer, Request, Response, serve_forever_main
-from xbot.standins._outage import Outages
-from xbot.standins.fxapi import build_status
+from xbot.standins._fxmirror import FxMirror
+from xbot.standins._http import Request, Response, json_response, serve_forever_main
 
 __all__ = ["SyndicationServer", "syndication_from_fx"]
 
@@ -120,7 +116,7 @@ def syndication_from_fx(status: JSON, *, with_quote: bool = True) -> JSON:
     return out
 
 
-class SyndicationServer(Outages):
+class SyndicationServer(FxMirror):
     """The syndication endpoint stand-in. Thread-safe.
 
     Attributes:
@@ -128,36 +124,11 @@ class SyndicationServer(Outages):
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._lock = threading.Lock()
-        self._outage_lock = threading.Lock()
-        self._posts: dict[str, JSON] = {}
-        self.hits: collections.Counter[str] = collections.Counter()
         self.tokens: list[tuple[str, str]] = []
-        self._http = HttpServer(self._handle, host=host, port=port, name="syndication-standin")
+        super().__init__(name="syndication-standin", host=host, port=port)
 
-    def add_post(self, post_id: str | int, **fx_arguments: Any) -> None:
-        """Register a post with the fxtwitter stand-in's `add_post` arguments."""
-        if fx_arguments.pop("private", False) or fx_arguments.pop("deleted", False):
-            self.remove_post(post_id)
-            return
-        for fx_only in ("fault", "fault_count", "delay"):
-            fx_arguments.pop(fx_only, None)
-        media = fx_arguments.pop("media", None)
-        if media is None:
-            media = [
-                *(("photo", p) for p in fx_arguments.pop("photos", ())),
-                *(("video", v) for v in fx_arguments.pop("videos", ())),
-                *(("gif", g) for g in fx_arguments.pop("gifs", ())),
-            ]
-        self.add_status(build_status(str(post_id), media=media, **fx_arguments))
-
-    def add_status(self, status: JSON | None, post_id: str | int | None = None) -> None:
-        if status is None:
-            if post_id is not None:
-                self.remove_post(post_id)
-            return
-        with self._lock:
-            self._posts[str(status["id"])] = syndication_from_fx(status)
+    def _convert(self, status: JSON) -> JSON:
+        return syndication_from_fx(status)
 
     def add_tombstone(self, post_id: str | int, text: str = "This Post is unavailable.") -> None:
         with self._lock:
@@ -165,10 +136,6 @@ class SyndicationServer(Outages):
                 "__typename": "TweetTombstone",
                 "tombstone": {"text": {"text": text, "entities": [], "rtl": False}},
             }
-
-    def remove_post(self, post_id: str | int) -> None:
-        with self._lock:
-            self._posts.pop(str(post_id), None)
 
     def _outage_body_503(self) -> bytes:
         return b'{"errors":[{"code":130,"message":"Over capacity"}]}'
@@ -185,8 +152,7 @@ class SyndicationServer(Outages):
             post = self._posts.get(post_id) if request.path == "/tweet-result" else None
         if post is None:
             return Response(404, b"", {"content-type": "application/json"})
-        body = json.dumps(post, ensure_ascii=False).encode()
-        return Response(200, body, {"content-type": "application/json"})
+        return json_response(200, post)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,15 +15,12 @@ Outages: see `xbot.standins._outage` (``set_outage``, ``refuse``/``accept``).
 
 from __future__ import annotations
 
-import collections
-import json
 import re
-import threading
 from typing import Any
 
-from xbot.standins._http import HttpServer, Request, Response, serve_forever_main
-from xbot.standins._outage import HTML_PAGE, Outages
-from xbot.standins.fxapi import build_status
+from xbot.standins._fxmirror import FxMirror
+from xbot.standins._http import Request, Response, json_response, serve_forever_main
+from xbot.standins._outage import HTML_PAGE
 
 __all__ = ["VxApiServer", "vx_from_fx"]
 
@@ -106,52 +103,18 @@ def vx_from_fx(status: JSON, *, with_quote: bool = True) -> JSON:
     return out
 
 
-class VxApiServer(Outages):
-    """The vxtwitter-compatible API stand-in. Thread-safe.
-
-    Attributes:
-        hits: requests per path.
-    """
+class VxApiServer(FxMirror):
+    """The vxtwitter-compatible API stand-in. Thread-safe."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._lock = threading.Lock()
-        self._outage_lock = threading.Lock()
-        self._posts: dict[str, JSON] = {}
-        self.hits: collections.Counter[str] = collections.Counter()
-        self._http = HttpServer(self._handle, host=host, port=port, name="vxapi-standin")
+        super().__init__(name="vxapi-standin", host=host, port=port)
 
-    def add_post(self, post_id: str | int, **fx_arguments: Any) -> None:
-        """Register a post with the fxtwitter stand-in's `add_post` arguments."""
-        if fx_arguments.pop("private", False) or fx_arguments.pop("deleted", False):
-            self.remove_post(post_id)
-            return
-        for fx_only in ("fault", "fault_count", "delay"):  # the fxtwitter stand-in's switches
-            fx_arguments.pop(fx_only, None)
-        media = fx_arguments.pop("media", None)
-        if media is None:
-            media = [
-                *(("photo", p) for p in fx_arguments.pop("photos", ())),
-                *(("video", v) for v in fx_arguments.pop("videos", ())),
-                *(("gif", g) for g in fx_arguments.pop("gifs", ())),
-            ]
-        self.add_status(build_status(str(post_id), media=media, **fx_arguments))
-
-    def add_status(self, status: JSON | None, post_id: str | int | None = None) -> None:
-        """Serve the post an fxtwitter status object describes (None: a post it cannot show)."""
-        if status is None:
-            if post_id is not None:
-                self.remove_post(post_id)
-            return
-        with self._lock:
-            self._posts[str(status["id"])] = vx_from_fx(status)
+    def _convert(self, status: JSON) -> JSON:
+        return vx_from_fx(status)
 
     def add_raw(self, post_id: str | int, body: JSON) -> None:
         with self._lock:
             self._posts[str(post_id)] = body
-
-    def remove_post(self, post_id: str | int) -> None:
-        with self._lock:
-            self._posts.pop(str(post_id), None)
 
     async def _handle(self, request: Request) -> Response:
         with self._lock:
@@ -165,8 +128,7 @@ class VxApiServer(Outages):
         if post is None:
             # BetterTwitFix: getTweetData() is None → message(msgs.failedToScan), status 200.
             return Response(200, HTML_PAGE, {"content-type": "text/html; charset=utf-8"})
-        body = json.dumps(post, ensure_ascii=False).encode()
-        return Response(200, body, {"content-type": "application/json"})
+        return json_response(200, post)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,9 +21,10 @@ downgrade.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import attrs
@@ -97,6 +98,17 @@ def items_from(raw: object) -> tuple[SentItem, ...]:
 
 def _dumps(data: Mapping[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"))
+
+
+@contextlib.contextmanager
+def _reading(what: str) -> Iterator[None]:
+    """What goes wrong reading a `what` payload becomes a `PayloadError` naming it."""
+    try:
+        yield
+    except PayloadError:
+        raise
+    except _UNREADABLE as exc:
+        raise PayloadError(f"{what} payload does not parse: {exc!r}"[:300]) from exc
 
 
 def _object(raw: str, what: str) -> dict[str, Any]:
@@ -196,7 +208,7 @@ class DeliverPayload:
     @classmethod
     def from_json(cls, raw: str, *, chat_id: int | None = None) -> DeliverPayload:
         """Read a payload; ``chat_id`` (the task row's) moves its destination there."""
-        try:
+        with _reading("deliver"):
             data = _object(raw, "deliver")
             sent = tuple(
                 SentStep(
@@ -218,10 +230,6 @@ class DeliverPayload:
                 user_id=_opt_int(data.get("user_id")),
                 told_down=bool(data.get("told_down", False)),
             )
-        except PayloadError:
-            raise
-        except _UNREADABLE as exc:
-            raise PayloadError(f"deliver payload does not parse: {exc!r}"[:300]) from exc
 
     @classmethod
     def from_task(cls, task: Task) -> DeliverPayload:
@@ -308,7 +316,7 @@ class ForwardPayload:
 
     @classmethod
     def from_json(cls, raw: str) -> ForwardPayload:
-        try:
+        with _reading("forward"):
             data = _object(raw, "forward")
             return cls(
                 chat_id=int(data["chat_id"]),
@@ -321,10 +329,6 @@ class ForwardPayload:
                 spoiler=bool(data.get("spoiler", False)),
                 sent=tuple(int(s) for s in data.get("sent", [])),
             )
-        except PayloadError:
-            raise
-        except _UNREADABLE as exc:
-            raise PayloadError(f"forward payload does not parse: {exc}"[:300]) from exc
 
 
 # --- notice -------------------------------------------------------------------------------------
@@ -352,7 +356,7 @@ class NoticePayload:
     @classmethod
     def from_json(cls, raw: str, *, chat_id: int | None = None) -> NoticePayload:
         """Also reads the version without ``v`` and ``dest`` (text, reply_to, for_task)."""
-        try:
+        with _reading("notice"):
             data = json.loads(raw)
             if not isinstance(data, dict) or data.get("v", 1) != 1:
                 raise PayloadError("unknown notice payload version")
@@ -361,10 +365,6 @@ class NoticePayload:
                 dest=_dest(data, chat_id),
                 for_task=_opt_int(data.get("for_task")),
             )
-        except PayloadError:
-            raise
-        except _UNREADABLE as exc:
-            raise PayloadError(f"notice payload does not parse: {exc}"[:300]) from exc
 
     @classmethod
     def from_task(cls, task: Task) -> NoticePayload:
@@ -394,7 +394,7 @@ class BuriedNotice:
 
     @classmethod
     def from_json(cls, raw: str) -> BuriedNotice:
-        try:
+        with _reading("notice"):
             data = json.loads(raw)
             return cls(
                 for_task=int(data["for_task"]),
@@ -402,8 +402,6 @@ class BuriedNotice:
                 of_kind=str(data["of_kind"]),
                 of_payload=str(data["of_payload"]),
             )
-        except _UNREADABLE as exc:
-            raise PayloadError(f"notice payload does not parse: {exc}"[:300]) from exc
 
 
 # --- any payload --------------------------------------------------------------------------------
