@@ -241,8 +241,12 @@ class BotApiServer(TelegramModel, ServerBase):
         sender_chat: int | None = None,
         first_name: str | None = None,
         username: str | None = None,
+        topic_id: int | None = None,
     ) -> JSON:
         """A user (or, in a channel, the channel) posts `text`; returns the update.
+
+        `topic_id` posts in that forum topic (`add_forum`, `create_topic`); a
+        reply lands in its target's topic, as on Telegram.
 
         `entities=None` attaches what Telegram would: `url` for http(s) links and
         `bot_command`, with UTF-16 offsets. `caption=True` sends a photo with
@@ -289,10 +293,12 @@ class BotApiServer(TelegramModel, ServerBase):
                 msg["text"] = text
                 if found:
                     msg["entities"] = found
+            replied = None
             if reply_to is not None:
                 replied = self._messages.get((chat_id, reply_to))
                 if replied is not None:
                     msg["reply_to_message"] = without_reply(replied)
+            self._place_user_message(chat, msg, topic_id, replied)
             self._remember(msg)
             kind = "channel_post" if chat.type == "channel" else "message"
             return self.inject_update({kind: msg})
