@@ -32,8 +32,9 @@ from xbot.delivery import Delivery
 from xbot.errors import StoreBusy, StoreError
 from xbot.forwarding import KIND as FORWARD
 from xbot.forwarding import Forwarding
-from xbot.handlers import callbacks, caption_edit, commands, messages
+from xbot.handlers import callbacks, caption_edit, commands, inline, messages
 from xbot.handlers.auth import Authority
+from xbot.inline_fetch import InlineFetches
 from xbot.instance import instance_lock
 from xbot.link_cache import LinkCache
 from xbot.logs import kv
@@ -154,6 +155,7 @@ async def build_services(
         authority=Authority(application.bot),
         x_client=x_client,
         guarded=guarded,
+        inline=InlineFetches(x_api.fetch),
         clock=clock,
     )
     services.attach(application)
@@ -165,6 +167,7 @@ def add_handlers(application: AppType) -> None:
     application.add_handlers(caption_edit.handlers(), group=caption_edit.GROUP)
     application.add_handlers(commands.handlers())
     application.add_handlers(callbacks.handlers())
+    application.add_handlers(inline.handlers())
     # New messages only: an edit (a typo fixed, a channel post reworded) must not deliver
     # the same post again; the dedup key only spans tasks still queued.
     fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
@@ -327,6 +330,7 @@ class Bot:
             await app.stop()
         await app.shutdown()
         if self.services is not None:
+            await self.services.inline.aclose()
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()
             await self.services.pool.close()

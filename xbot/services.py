@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from xbot.delivery import Delivery
     from xbot.forwarding import Forwarding
     from xbot.handlers.auth import Authority
+    from xbot.inline_fetch import InlineFetches
     from xbot.link_cache import LinkCache
     from xbot.queue import TaskQueue
     from xbot.sender import Sender
@@ -37,6 +38,7 @@ class Services:
     Attributes:
         forwarding: forward prompts, presses and the forward task.
         authority: who may do what (admin lists from the Bot API, cached).
+        inline: posts fetched for inline queries, within Telegram's answer window.
         started_at: wall-clock start, for /stats' uptime.
         clock: the wall clock (injected in tests).
     """
@@ -53,6 +55,7 @@ class Services:
     authority: Authority
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
+    inline: InlineFetches
     started_at: float = attrs.field(factory=time.time)
     clock: Any = time.time
 

@@ -33,6 +33,7 @@ from xbot import __version__
 from xbot.callback_data import Action, CallbackData, encode
 from xbot.caption import MALFORMED, PLACEHOLDERS, TOO_LONG, render_template, validate_template
 from xbot.errors import FetchError, XbotError
+from xbot.handlers import inline
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.links import classify
@@ -137,6 +138,9 @@ def _rest(message: Message) -> str:
 async def cmd_start(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
+        return
+    # The inline album button opens this chat with "/start a<post id>".
+    if context.args and await inline.start_album(update, context, context.args[0]):
         return
     await message.reply_text(HELP_TEXT, disable_web_page_preview=True)
 

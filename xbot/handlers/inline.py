@@ -1,0 +1,126 @@
+"""Inline mode: ``@bot <link>`` in any chat, and the album button's ``/start a<id>``.
+
+The inline handler looks the link up (the link cache first, then one fetch
+within `InlineFetches.budget`), lets `xbot.inline_results` plan the answer and
+answers once; a late or refused answer is a log line, never an error to the
+user. The album button opens the private chat with ``/start a<post id>``:
+that becomes an ordinary deliver task there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from telegram import Update
+from telegram.constants import ChatType
+from telegram.error import TelegramError
+from telegram.ext import BaseHandler, InlineQueryHandler
+
+from xbot import inline_results as plan
+from xbot.delivery import KIND, DeliverPayload
+from xbot.errors import FetchError, PostUnavailable, StoreError, TransientFetch
+from xbot.inline_results import InlineAnswer
+from xbot.links import classify, x_status_url
+from xbot.logs import kv
+from xbot.services import Services, XContext
+
+log = logging.getLogger(__name__)
+
+ALBUM_REFUSED = "That button is out of date: paste the link here instead."
+
+
+def handlers() -> list[BaseHandler[Update, XContext, None]]:
+    return [InlineQueryHandler(on_inline_query)]
+
+
+async def on_inline_query(update: Update, context: XContext) -> None:
+    query = update.inline_query
+    if query is None:
+        return
+    started = time.monotonic()
+    answer = await answer_for(context.services, query.from_user.id, query.query)
+    try:
+        await query.answer(
+            list(answer.results),
+            cache_time=answer.cache_time,
+            is_personal=answer.is_personal,
+            button=answer.button,
+        )
+    except TelegramError as exc:  # too late, or refused: nobody is waiting for a reply
+        log.warning("inline answer refused %s", kv(kind=answer.kind, error=exc.message))
+        return
+    log.info(
+        "inline %s",
+        kv(
+            kind=answer.kind,
+            results=len(answer.results),
+            ms=int((time.monotonic() - started) * 1000),
+        ),
+    )
+
+
+async def answer_for(services: Services, user_id: int, text: str) -> InlineAnswer:
+    """What to answer `user_id`'s query `text` with. Never raises for bad input."""
+    settings = services.settings
+    if not settings.is_allowed_chat(user_id, user_id):
+        return plan.for_not_allowed()
+    personal = bool(settings.allowed_chat_ids)
+    link = plan.parse_query(text, allow_private=settings.allow_private_networks)
+    if link is None or link.post_id is None:
+        return plan.for_hint(personal=personal)
+    post_id = link.post_id
+    try:
+        cached = await services.cache.get(link.key, services.clock(), settings.cache_ttl)
+    except StoreError as exc:
+        log.warning("inline cache lookup failed %s", kv(key=link.key, error=exc))
+        cached = None
+    if cached is not None and cached.items:
+        return plan.for_cached(cached, post_id, personal=personal)
+    try:
+        post = await services.inline.get(post_id, link.handle)
+    except PostUnavailable as exc:
+        return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=True)
+    except TransientFetch:
+        return plan.for_timeout(post_id, link.url, personal=personal, kind="transient")
+    except FetchError as exc:
+        return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=False)
+    if post is None:
+        return plan.for_timeout(post_id, link.url, personal=personal)
+    return plan.for_fresh(post, post_id, personal=personal)
+
+
+async def start_album(update: Update, context: XContext, parameter: str) -> bool:
+    """``/start a<post id>`` from the album button: queue the post for this private chat.
+
+    Returns False when `parameter` is not an album button's (the caller answers as usual).
+    """
+    post_id = plan.album_post_id(parameter)
+    message, chat, user = update.effective_message, update.effective_chat, update.effective_user
+    if post_id is None or message is None or chat is None or chat.type != ChatType.PRIVATE:
+        return False
+    services = context.services
+    if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
+        return False
+    link = classify(x_status_url(post_id, None))
+    if link is None:  # pragma: no cover - the id was validated, the URL is ours
+        await message.reply_text(ALBUM_REFUSED)
+        return True
+    payload = DeliverPayload.for_link(
+        link, reply_to=message.message_id, chat_type=chat.type, user_id=user.id if user else None
+    )
+    try:
+        await services.queue.enqueue(
+            KIND,
+            payload.to_json(),
+            chat.id,
+            now=services.clock(),
+            dedup_key=f"start:{chat.id}:{message.message_id}",
+        )
+    except StoreError as exc:
+        log.warning("album not queued %s", kv(chat=chat.id, post=post_id, error=exc))
+        await message.reply_text(ALBUM_REFUSED)
+        return True
+    services.workers.wake()
+    log.info("inline album queued %s", kv(chat=chat.id, post=post_id))
+    return True
