@@ -1,8 +1,8 @@
 """`xbot demo`: the real bot, offline, against the project's own stand-ins.
 
 A short scripted conversation — a photo post, a video post, a 4-item album,
-the same link again (answered from the cache), a deleted post — printed as a
-readable transcript. No token, no network: everything is on 127.0.0.1.
+the same link again (answered from the cache), a deleted post, and the album
+asked for inline (``@bot <link>``) — printed as a readable transcript. No token, no network: everything is on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -86,6 +86,21 @@ async def _step(harness: Harness, t: Transcript, text: str, note: str | None = N
         t.note(note.format(downloads=downloads))
 
 
+async def _inline_step(harness: Harness, t: Transcript, link: str) -> None:
+    """Ann types ``@bot <link>`` in some other chat; the answer Telegram shows her."""
+    api = harness.api
+    t.say(USER, f"@{api.bot_user['username']} {link}   (inline, in another chat)")
+    query = api.inline_query(CHAT, link, chat_type="group", first_name=USER)["inline_query"]
+    await api.wait_for(lambda: api.inline_answer(query["id"]) is not None, 10.0)
+    answer = api.inline_answer(query["id"])
+    assert answer is not None
+    kinds = ", ".join(r["type"] for r in answer.results) or "no results"
+    t.say("xbot", f"{len(answer.results)} inline results: {kinds}")
+    if answer.button:
+        t.say("", f"[button: {answer.button['text']}]")
+    t.note(f"answered in {answer.latency * 1000:.0f} ms; Telegram allows about 10 s")
+
+
 async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if verbose:
@@ -131,6 +146,8 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 "answered from the link cache: {downloads} downloads, one Bot API call",
             )
             await _step(harness, t, "https://x.com/gone/status/1790000000000000004")
+            harness.api.set_inline_mode(True)  # BotFather's /setinline
+            await _inline_step(harness, t, "https://x.com/trailnotes/status/1790000000000000003")
             out.write(
                 f"\n{len(harness.api.calls)} Bot API calls, "
                 f"{harness.media_hits()} media downloads, "
