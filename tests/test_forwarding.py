@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from xbot.callback_data import Action, CallbackData, decode, encode
 from xbot.errors import PayloadError
-from xbot.forwarding import ForwardPayload, plan_forward
+from xbot.forwarding import plan_forward
+from xbot.payloads import ForwardPayload, SentItem
 from xbot.prompts import (
     ALREADY,
     EXPIRED,
@@ -25,7 +26,6 @@ from xbot.prompts import (
     prompt_by_message,
     prompt_view,
 )
-from xbot.sender import SentItem
 from xbot.state import CAPTION_EDIT, ChatState, Record, caption_edit_record
 
 CHAT = -700

@@ -26,7 +26,7 @@ import apsw
 import pytest
 from telegram import Update
 
-from xbot.delivery import DeliverPayload
+from xbot.payloads import DeliverPayload
 from xbot.testing._tgtext import auto_entities, utf16_len
 from xbot.testing.harness import Harness
 

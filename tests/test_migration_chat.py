@@ -19,9 +19,10 @@ import pytest
 from telegram.error import ChatMigrated
 
 from xbot.db import DbPool, open_store
-from xbot.delivery import DeliverPayload
+from xbot.destination import Destination
 from xbot.errors import ChatMoved
 from xbot.links import classify
+from xbot.payloads import DeliverPayload
 from xbot.queue import TaskQueue
 from xbot.sender import classify as classify_error
 from xbot.state import ChatStore, caption_edit_record
@@ -76,7 +77,7 @@ async def test_service_message_moves_settings_records_and_tasks(h: Harness) -> N
     link = classify("https://x.com/a/status/60")
     assert link is not None
     await services.queue.hold_chat(OLD, now + 100)
-    payload = DeliverPayload.for_link(link, reply_to=None, chat_type="group")
+    payload = DeliverPayload.for_link(link, Destination(OLD, "group"))
     task = await services.queue.enqueue("deliver", payload.to_json(), OLD, now=now)
 
     h.api.inject_update(service_message({"id": OLD, "type": "group", "title": "Old Group"}, 50,

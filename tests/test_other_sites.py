@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from xbot.delivery import KIND, DeliverPayload
+from xbot.destination import Destination
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
 from xbot.links import classify
 from xbot.media import netguard, ytdlp
@@ -25,6 +25,8 @@ from xbot.other_sites import (
     sentence_for,
     too_large_sentence,
 )
+from xbot.payloads import DELIVER as KIND
+from xbot.payloads import DeliverPayload
 from xbot.testing.harness import Harness, mp4_with_header
 from xbot.testing.media_server import big, fake_mp4
 
@@ -324,7 +326,7 @@ async def test_the_chats_choice_holds_when_the_task_runs(
     url = h.media.add("/media/late.mp4", fake_mp4(50_000), "video/mp4")
     link = classify(url, allow_private=True)
     assert link is not None
-    payload = DeliverPayload.for_link(link, reply_to=None, chat_type=chat_type)
+    payload = DeliverPayload.for_link(link, Destination(chat, chat_type))
     await h.services.queue.enqueue(KIND, payload.to_json(), chat, now=h.clock())
     h.services.workers.wake()
     deadline = time.monotonic() + 10

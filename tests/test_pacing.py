@@ -61,6 +61,7 @@ def test_a_hold_from_telegram_counts_even_with_pacing_off() -> None:
 
 
 async def test_a_chat_action_is_skipped_while_telegram_holds_the_chat() -> None:
+    from xbot.destination import Destination
     from xbot.sender import Sender
 
     class NoBot:
@@ -72,8 +73,8 @@ async def test_a_chat_action_is_skipped_while_telegram_holds_the_chat() -> None:
     now = [100.0]
     sender = Sender(NoBot(), Pacer(clock=lambda: now[0]))  # type: ignore[arg-type]
     sender.pacer.hold(7, until=103.0)
-    await sender.chat_action(7, "upload_photo")
+    await sender.chat_action(Destination(7, "private"), "upload_photo")
     assert NoBot.calls == 0
     now[0] = 103.5
-    await sender.chat_action(7, "upload_photo")
+    await sender.chat_action(Destination(7, "private"), "upload_photo")
     assert NoBot.calls == 1

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from xbot import callback_data
 from xbot.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build_text_reply
 from xbot.config import SETTINGS_DOC, load_settings
-from xbot.delivery import DeliverPayload, SentStep
+from xbot.destination import Destination
 from xbot.errors import (
     BlockedAddress,
     ConfigError,
@@ -48,8 +48,7 @@ from xbot.links import Entity, canonicalize_x, classify, extract_links, plan_lin
 from xbot.media import netguard
 from xbot.media.models import Post
 from xbot.media.x_api import XApi, parse_status
-from xbot.queue import payload_identity
-from xbot.sender import SentItem
+from xbot.payloads import DeliverPayload, SentItem, SentStep, payload_identity
 from xbot.testing._tgtext import EntityParseError, rendered_text, utf16_len
 
 # Any code point but lone surrogates (a Telegram message is valid UTF-8).
@@ -300,8 +299,13 @@ _payloads = st.builds(
     kind=st.sampled_from(["x", "tco", "other"]),
     post_id=st.none() | _sids.map(str),
     handle=st.none() | st.text(max_size=20),
-    reply_to=st.none() | st.integers(min_value=1, max_value=2**31),
-    chat_type=st.sampled_from(["private", "group", "supergroup", "channel"]),
+    dest=st.builds(
+        Destination,
+        chat_id=st.integers(-(10**15), 10**15),
+        chat_kind=st.sampled_from(["private", "group", "supergroup", "channel"]),
+        topic_id=st.none() | st.integers(min_value=2, max_value=2**31),
+        reply_to=st.none() | st.integers(min_value=1, max_value=2**31),
+    ),
     sent=_steps,
     skipped=st.integers(min_value=0, max_value=10),
     announced=st.booleans(),

@@ -19,7 +19,8 @@ from xbot import group_commit, migrations
 from xbot import queue as queue_mod
 from xbot.db import DbPool, connect, open_store
 from xbot.errors import LeaseLost, StoreError
-from xbot.queue import Lease, Task, TaskQueue, payload_identity
+from xbot.payloads import payload_identity
+from xbot.queue import Lease, Task, TaskQueue
 
 T0 = 1_000_000.0
 LEASE = 90.0

@@ -13,11 +13,13 @@ import pytest
 import telegram
 from telegram.error import RetryAfter
 
+from xbot.destination import Destination
 from xbot.errors import RateLimited
 from xbot.pacing import Pacer
 from xbot.sender import LONG_CALL, OutMedia, Sender
 
 CHAT = 77
+TO = Destination(CHAT, "private")
 
 
 class Clock:
@@ -72,13 +74,13 @@ PHOTO = [OutMedia("photo", "https://media.example/a.jpg", "url")]
 async def test_no_chat_action_while_a_send_just_went_out_and_none_after_its_429() -> None:
     bot, clock = GatedBot(), Clock()
     s = sender(bot, clock)
-    send = asyncio.create_task(s.send_media(CHAT, PHOTO, caption=None))
+    send = asyncio.create_task(s.send_media(TO, PHOTO, caption=None))
     await until_called(bot, 1)
-    await asyncio.wait_for(s.chat_action(CHAT, "upload_photo"), 1)  # its answer may be a 429
+    await asyncio.wait_for(s.chat_action(TO, "upload_photo"), 1)  # its answer may be a 429
     bot.gate.set()
     with pytest.raises(RateLimited):
         await asyncio.wait_for(send, 1)
-    await s.chat_action(CHAT, "upload_photo")  # and it was: the chat is held
+    await s.chat_action(TO, "upload_photo")  # and it was: the chat is held
     assert bot.calls == ["sendPhoto"]
 
 
@@ -86,10 +88,10 @@ async def test_a_send_long_out_is_shown_by_a_chat_action_beside_it() -> None:
     bot, clock = GatedBot(), Clock()
     bot.refuse = False
     s = sender(bot, clock)
-    send = asyncio.create_task(s.send_media(CHAT, PHOTO, caption=None))
+    send = asyncio.create_task(s.send_media(TO, PHOTO, caption=None))
     await until_called(bot, 1)
     clock.now += LONG_CALL  # Telegram is fetching the URL: no refusal comes this late
-    action = asyncio.create_task(s.chat_action(CHAT, "upload_photo"))
+    action = asyncio.create_task(s.chat_action(TO, "upload_photo"))
     await until_called(bot, 2)
     assert bot.calls == ["sendPhoto", "sendChatAction"]
     bot.gate.set()
@@ -100,9 +102,9 @@ async def test_a_send_long_out_is_shown_by_a_chat_action_beside_it() -> None:
 async def test_a_send_waits_for_a_chat_action_out_and_keeps_its_429() -> None:
     bot, clock = GatedBot(), Clock()
     s = sender(bot, clock)
-    action = asyncio.create_task(s.chat_action(CHAT, "upload_photo"))
+    action = asyncio.create_task(s.chat_action(TO, "upload_photo"))
     await until_called(bot, 1)
-    send = asyncio.create_task(s.send_media(CHAT, PHOTO, caption=None))
+    send = asyncio.create_task(s.send_media(TO, PHOTO, caption=None))
     for _ in range(50):
         await asyncio.sleep(0)
     assert bot.calls == ["sendChatAction"], "the send waits for the action's answer"

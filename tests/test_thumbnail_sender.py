@@ -15,12 +15,14 @@ import pytest
 import telegram
 from telegram.request import HTTPXRequest
 
+from xbot.destination import Destination
 from xbot.pacing import Pacer
 from xbot.sender import OutKind, OutMedia, Sender
 from xbot.testing.botapi import BotApiServer, Call
 from xbot.testing.media_server import MediaServer, fake_mp4, tiny_jpeg
 
 CHAT = 4343  # a private chat: exists without being added
+TO = Destination(CHAT, "private")
 
 
 @pytest.fixture
@@ -79,7 +81,7 @@ async def test_an_uploaded_video_carries_its_thumbnail(
         "video", video_file(tmp_path), "upload", 1280, 720, 9.0, filename="v.mp4",
         thumbnail=still(tmp_path, jpeg),
     )  # fmt: skip
-    await sender.send_media(CHAT, [item], caption="clip")
+    await sender.send_media(TO, [item], caption="clip")
     call = last(srv, "sendVideo")
     assert "video" in call.files
     assert thumbnail_part(call, call.params) == ("thumb.jpg", len(jpeg), sha(jpeg))
@@ -95,7 +97,7 @@ async def test_an_album_of_uploaded_videos_carries_a_thumbnail_per_video(
         OutMedia("photo", still(tmp_path, tiny_jpeg(64, 64), "p.jpg"), "upload"),
         OutMedia("video", vb, "upload", thumbnail=still(tmp_path, b, "b.jpg")),
     ]
-    await sender.send_media(CHAT, items, caption="album")
+    await sender.send_media(TO, items, caption="album")
     call = last(srv, "sendMediaGroup")
     media = call.params["media"]
     assert [thumbnail_part(call, m) for m in media] == [
@@ -109,10 +111,10 @@ async def test_no_thumbnail_with_a_file_id_or_a_url(
     srv: BotApiServer, sender: Sender, tmp_path: Path
 ) -> None:
     thumb = still(tmp_path, tiny_jpeg(160, 90))
-    await sender.send_media(CHAT, [OutMedia("video", video_file(tmp_path), "upload")], caption=None)
+    await sender.send_media(TO, [OutMedia("video", video_file(tmp_path), "upload")], caption=None)
     file_id = srv.sent_messages(CHAT)[-1]["video"]["file_id"]
     await sender.send_media(
-        CHAT, [OutMedia("video", file_id, "file_id", thumbnail=thumb)], caption=None
+        TO, [OutMedia("video", file_id, "file_id", thumbnail=thumb)], caption=None
     )
     by_file_id = last(srv, "sendVideo")
     assert by_file_id.params["video"] == file_id
@@ -120,9 +122,7 @@ async def test_no_thumbnail_with_a_file_id_or_a_url(
     assert by_file_id.files == {}, "Telegram ignores a thumbnail beside a file_id"
     async with MediaServer() as media:
         url = media.add("/v.mp4", fake_mp4(8000), "video/mp4")
-        await sender.send_media(
-            CHAT, [OutMedia("video", url, "url", thumbnail=thumb)], caption=None
-        )
+        await sender.send_media(TO, [OutMedia("video", url, "url", thumbnail=thumb)], caption=None)
     by_url = last(srv, "sendVideo")
     assert by_url.params["video"] == url
     assert "thumbnail" not in by_url.params
@@ -153,7 +153,7 @@ async def test_a_thumbnail_telegram_would_refuse_is_left_out(
     if data is not None:
         thumb.write_bytes(data)
     item = OutMedia("video", video_file(tmp_path), "upload", thumbnail=thumb)
-    await sender.send_media(CHAT, [item], caption=None)
+    await sender.send_media(TO, [item], caption=None)
     call = last(srv, "sendVideo")
     assert "thumbnail" not in call.params
     assert list(call.files) == ["video"], "the video goes, without the still"
@@ -171,7 +171,7 @@ async def test_only_videos_carry_one(
         still(tmp_path, tiny_jpeg(64, 64), "p.jpg") if kind == "photo" else video_file(tmp_path)
     )
     thumb = still(tmp_path, tiny_jpeg(64, 64))
-    await sender.send_media(CHAT, [OutMedia(kind, source, "upload", thumbnail=thumb)], caption=None)
+    await sender.send_media(TO, [OutMedia(kind, source, "upload", thumbnail=thumb)], caption=None)
     call = last(srv, method)
     assert "thumbnail" not in call.params
     assert len(call.files) == 1

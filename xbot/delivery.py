@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,9 +23,9 @@ import httpx
 from xbot.albums import PlanKind, plan_sends
 from xbot.caption import build_caption, build_text_reply
 from xbot.config import Settings
+from xbot.destination import Destination
 from xbot.errors import (
     FetchError,
-    PayloadError,
     Permanent,
     PostUnavailable,
     RetryLater,
@@ -37,20 +36,21 @@ from xbot.errors import (
 )
 from xbot.flights import Flights
 from xbot.link_cache import CachedItem, CachedPost, LinkCache
-from xbot.links import Link, classify
+from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.download import download
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
 from xbot.media.x_api import XApi, choose_variant, expand_tco
-from xbot.sender import OutKind, OutMedia, Sender, SentItem
+from xbot.payloads import DELIVER, DeliverPayload, OutKind, SentItem, SentStep
+from xbot.sender import OutMedia, Sender
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
 
 log = logging.getLogger(__name__)
 
-KIND = "deliver"
+KIND = DELIVER
 URL_PHOTO_LIMIT = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
 URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
 UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
@@ -59,12 +59,6 @@ CHAT_ACTION_EVERY = 4.0
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
 # of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
 CHAT_ACTION_AFTER = 1.0
-
-
-@attrs.frozen
-class SentStep:
-    step: int
-    items: tuple[SentItem, ...]
 
 
 @attrs.define
@@ -83,120 +77,12 @@ class Delivered:
         caption_parts: ``author_name``, ``author_handle``, ``text`` (unescaped).
     """
 
-    chat_id: int
+    dest: Destination
     key: str
     url: str
-    reply_to: int | None
     caption_parts: Mapping[str, str]
     items: tuple[SentItem, ...]
-    chat_type: str = "private"
     user_id: int | None = None
-
-
-@attrs.frozen
-class DeliverPayload:
-    """What a deliver task carries. `sent` grows as albums are confirmed.
-
-    Attributes:
-        url, key, kind, post_id, handle: the link as canonicalised when it arrived.
-        reply_to: the user's message, which the media answers.
-        chat_type: ``private``, ``group``, ``supergroup`` or ``channel``.
-        sent: the send steps Telegram has confirmed, in order.
-        skipped: media left out (too large), so the entry is not cached.
-        announced: `Delivery.on_delivered` ran (e.g. the forward prompt was sent).
-        user_id: who sent the link (None: unknown, an anonymous admin, a channel);
-            their forward prompt is theirs to press.
-    """
-
-    url: str
-    key: str
-    kind: str
-    post_id: str | None = None
-    handle: str | None = None
-    reply_to: int | None = None
-    chat_type: str = "private"
-    sent: tuple[SentStep, ...] = ()
-    skipped: int = 0
-    announced: bool = False
-    user_id: int | None = None
-
-    @property
-    def is_group(self) -> bool:
-        return self.chat_type in ("group", "supergroup")
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": 1,
-                "url": self.url,
-                "key": self.key,
-                "kind": self.kind,
-                "post_id": self.post_id,
-                "handle": self.handle,
-                "reply_to": self.reply_to,
-                "chat_type": self.chat_type,
-                "sent": [
-                    {"step": s.step, "items": [[i.kind, i.file_id] for i in s.items]}
-                    for s in self.sent
-                ],
-                "skipped": self.skipped,
-                "announced": self.announced,
-                "user_id": self.user_id,
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, raw: str) -> DeliverPayload:
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("v") != 1:
-                raise PayloadError("unknown payload version")
-            sent = tuple(
-                SentStep(
-                    int(s["step"]),
-                    tuple(SentItem(str(k), str(f)) for k, f in s["items"]),  # type: ignore[arg-type]
-                )
-                for s in data.get("sent", [])
-            )
-            return cls(
-                url=str(data["url"]),
-                key=str(data["key"]),
-                kind=str(data["kind"]),
-                post_id=_opt_str(data.get("post_id")),
-                handle=_opt_str(data.get("handle")),
-                reply_to=int(data["reply_to"]) if data.get("reply_to") is not None else None,
-                chat_type=str(data.get("chat_type", "private")),
-                sent=sent,
-                skipped=int(data.get("skipped", 0)),
-                announced=bool(data.get("announced", False)),
-                user_id=int(data["user_id"]) if data.get("user_id") is not None else None,
-            )
-        except PayloadError:
-            raise
-        except (ValueError, TypeError, KeyError, OverflowError, RecursionError) as exc:
-            # OverflowError: a number like 1e400 where an int belongs; RecursionError:
-            # nesting deeper than the parser goes. Both are a payload we cannot read.
-            raise PayloadError(f"deliver payload does not parse: {exc!r}"[:300]) from exc
-
-    @classmethod
-    def for_link(
-        cls, link: Link, *, reply_to: int | None, chat_type: str, user_id: int | None = None
-    ) -> DeliverPayload:
-        return cls(
-            url=link.url,
-            key=link.key,
-            kind=link.kind,
-            post_id=link.post_id,
-            handle=link.handle,
-            reply_to=reply_to,
-            chat_type=chat_type,
-            user_id=user_id,
-        )
-
-
-def _opt_str(value: object) -> str | None:
-    return None if value is None else str(value)
 
 
 @attrs.define
@@ -224,7 +110,7 @@ class Delivery:
     on_delivered: Callable[[TaskContext, Delivered], Awaitable[None]] | None = None
 
     async def run(self, ctx: TaskContext) -> None:
-        payload = DeliverPayload.from_json(ctx.task.payload)
+        payload = DeliverPayload.from_task(ctx.task)
         now = ctx.clock()
         chat = await self.chats.get(ctx.task.chat_id, now)
         if payload.kind == "tco":
@@ -234,7 +120,7 @@ class Delivery:
                 raise Permanent("Links to that site are not supported here.", notify=False)
             await self.other_sites(ctx, payload, chat.settings)
             return
-        async with self._chat_action(ctx.task.chat_id, "upload_photo") as action:
+        async with self._chat_action(payload.dest, "upload_photo") as action:
             await self._deliver_x(ctx, payload, chat.settings, action)
 
     async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
@@ -275,7 +161,7 @@ class Delivery:
                 except StaleFileId:
                     log.info("stale file_id, refetching %s", kv(key=key))
                     await self.cache.invalidate(key)
-                    payload = DeliverPayload.from_json(ctx.task.payload)
+                    payload = DeliverPayload.from_task(ctx.task)
             post = await self._fetch(ctx, payload)
             if post is None:
                 return
@@ -298,9 +184,8 @@ class Delivery:
             return
         items = tuple(i for step in sorted(payload.sent, key=lambda s: s.step) for i in step.items)
         delivered = Delivered(
-            chat_id=ctx.task.chat_id, key=payload.key, url=url, reply_to=payload.reply_to,
-            caption_parts=dict(caption_parts), items=items, chat_type=payload.chat_type,
-            user_id=payload.user_id,
+            dest=payload.dest, key=payload.key, url=url, caption_parts=dict(caption_parts),
+            items=items, user_id=payload.user_id,
         )  # fmt: skip
         await self.on_delivered(ctx, delivered)  # flushes before it sends anything
         ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())
@@ -345,12 +230,10 @@ class Delivery:
             await ctx.flush()  # the album before is recorded before this one goes out
             out = [items[i] for i in step.items]
             sent = await self.sender.send_media(
-                ctx.task.chat_id,
+                payload.dest,
                 out,
                 caption=caption if index == 0 else None,
-                reply_to=payload.reply_to,
                 spoiler=post.sensitive and settings.spoiler_sensitive,
-                group=payload.is_group,
             )
             payload = self._record(ctx, payload, index, [s for s, _ in sent])
         return payload
@@ -397,17 +280,12 @@ class Delivery:
         Photos as documents always upload: Telegram takes documents by URL
         only for GIF, PDF and ZIP files.
         """
-        chat_id = ctx.task.chat_id
+        dest = payload.dest
         by_url = [None if as_docs and m.kind == "photo" else _by_url(m) for m in media]
         if all(o is not None for o in by_url):
             try:
                 sent = await self.sender.send_media(
-                    chat_id,
-                    [o for o in by_url if o is not None],
-                    caption=caption,
-                    reply_to=payload.reply_to,
-                    spoiler=spoiler,
-                    group=payload.is_group,
+                    dest, [o for o in by_url if o is not None], caption=caption, spoiler=spoiler
                 )
                 return [s for s, _ in sent], 0
             except UrlNotFetched as exc:
@@ -428,12 +306,7 @@ class Delivery:
                     groups = [[u] for u in uploads]
                 for i, group in enumerate(groups):
                     sent = await self.sender.send_media(
-                        chat_id,
-                        group,
-                        caption=caption if i == 0 else None,
-                        reply_to=payload.reply_to,
-                        spoiler=spoiler,
-                        group=payload.is_group,
+                        dest, group, caption=caption if i == 0 else None, spoiler=spoiler
                     )
                     sent_items.extend(s for s, _ in sent)
         if too_large:
@@ -529,19 +402,17 @@ class Delivery:
         self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False
     ) -> None:
         """One plain sentence in answer to the link."""
-        await self.sender.send_text(
-            ctx.task.chat_id, text, reply_to=payload.reply_to, group=payload.is_group, html=html
-        )
+        await self.sender.send_text(payload.dest, text, html=html)
 
     @contextlib.asynccontextmanager
-    async def _chat_action(self, chat_id: int, initial: str) -> AsyncIterator[ChatAction]:
+    async def _chat_action(self, dest: Destination, initial: str) -> AsyncIterator[ChatAction]:
         """Keep Telegram's "sending a photo…" status up while the work runs (past a second)."""
         action = ChatAction(initial)
 
         async def refresh() -> None:
             await asyncio.sleep(CHAT_ACTION_AFTER)
             while True:
-                await self.sender.chat_action(chat_id, action.value)
+                await self.sender.chat_action(dest, action.value)
                 await asyncio.sleep(CHAT_ACTION_EVERY)
 
         task = asyncio.create_task(refresh())

@@ -2,7 +2,8 @@
 
 A short scripted conversation — a photo post, a video post, a 4-item album,
 the same link again (answered from the cache), a deleted post, and the album
-asked for inline (``@bot <link>``) — printed as a readable transcript. No token, no network: everything is on 127.0.0.1.
+asked for inline (``@bot <link>``) — printed as a readable transcript. No
+token, no network: everything is on 127.0.0.1.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ by the worker and, when it finally fails, reported on the prompt
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -38,6 +37,7 @@ from xbot.errors import (
 )
 from xbot.logs import kv
 from xbot.media.models import Post
+from xbot.payloads import FORWARD, ForwardPayload, forward_dedup_key
 from xbot.prompts import (
     EXPIRED_PROMPT,
     NO_CHANNEL,
@@ -50,12 +50,10 @@ from xbot.prompts import (
     failed_text,
     find_prompt,
     forwarded_text,
-    items_data,
-    items_from,
     prompt_view,
 )
 from xbot.queue import Task, TaskQueue
-from xbot.sender import OutMedia, Sender, SentItem
+from xbot.sender import OutMedia, Sender
 from xbot.state import CAPTION_EDIT, ChatState, ChatStore, Record
 from xbot.worker import TaskContext
 
@@ -66,78 +64,14 @@ log = logging.getLogger(__name__)
 
 __all__ = ["KIND", "ForwardPayload", "Forwarding", "dedup_key", "plan_forward"]
 
-KIND: Final = "forward"
+KIND: Final = FORWARD
 
 
 # --- the forward task -------------------------------------------------------------------------
 
 
-@attrs.frozen
-class ForwardPayload:
-    """What a forward task carries.
-
-    Attributes:
-        chat_id: the chat of the prompt (the task itself runs on the channel's lane).
-        channel_id, channel_title: where it goes, as linked when the button was pressed.
-        sent: the send steps Telegram confirmed, so a retry never posts one twice.
-    """
-
-    chat_id: int
-    prompt_id: int
-    prompt_message_id: int
-    channel_id: int
-    channel_title: str
-    items: tuple[SentItem, ...]
-    caption: str
-    spoiler: bool = False
-    sent: tuple[int, ...] = ()
-
-    @property
-    def dedup_key(self) -> str:
-        return dedup_key(self.chat_id, self.prompt_id)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": 1,
-                "chat_id": self.chat_id,
-                "prompt_id": self.prompt_id,
-                "prompt_message_id": self.prompt_message_id,
-                "channel_id": self.channel_id,
-                "channel_title": self.channel_title,
-                "items": items_data(self.items),
-                "caption": self.caption,
-                "spoiler": self.spoiler,
-                "sent": list(self.sent),
-            },
-            separators=(",", ":"),
-        )
-
-    @classmethod
-    def from_json(cls, raw: str) -> ForwardPayload:
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or data.get("v") != 1:
-                raise PayloadError("unknown forward payload version")
-            return cls(
-                chat_id=int(data["chat_id"]),
-                prompt_id=int(data["prompt_id"]),
-                prompt_message_id=int(data["prompt_message_id"]),
-                channel_id=int(data["channel_id"]),
-                channel_title=str(data["channel_title"]),
-                items=items_from(data["items"]),
-                caption=str(data["caption"]),
-                spoiler=bool(data.get("spoiler", False)),
-                sent=tuple(int(s) for s in data.get("sent", [])),
-            )
-        except PayloadError:
-            raise
-        except (ValueError, TypeError, KeyError) as exc:
-            raise PayloadError(f"forward payload does not parse: {exc}") from exc
-
-
 def dedup_key(chat_id: int, prompt_id: int) -> str:
-    return f"fwd:{chat_id}:{prompt_id}"
+    return forward_dedup_key(chat_id, prompt_id)
 
 
 def plan_forward(kinds: Sequence[str]) -> list[tuple[int, ...]]:
@@ -197,17 +131,17 @@ class Forwarding:
     async def on_delivered(self, ctx: TaskContext, delivered: Delivered) -> None:
         """`Delivery.on_delivered`: remove the link message if asked, offer the forward."""
         now = self.clock()
-        settings = (await self.chats.get(delivered.chat_id, now)).settings
-        group = delivered.chat_type in ("group", "supergroup")
-        delete = group and settings.delete_original and delivered.reply_to is not None
-        offer = settings.channel_id not in (None, delivered.chat_id) and bool(delivered.items)
+        dest = delivered.dest
+        settings = (await self.chats.get(dest.chat_id, now)).settings
+        delete = dest.is_group and settings.delete_original and dest.reply_to is not None
+        offer = settings.channel_id not in (None, dest.chat_id) and bool(delivered.items)
         if delete or offer:
             # The last album's record is written before anything else is sent:
             # a crash from here on repeats the prompt at worst, never an album.
             await ctx.flush()
         if delete:
-            assert delivered.reply_to is not None
-            await self._delete(delivered.chat_id, delivered.reply_to)
+            assert dest.reply_to is not None
+            await self._delete(dest.chat_id, dest.reply_to)
         if not offer:
             return  # nothing linked (or this is the channel itself): nothing to offer
         parts = delivered.caption_parts
@@ -232,20 +166,14 @@ class Forwarding:
         )
         text, markup = prompt_view(prompt, settings.channel_title)
         try:
-            message = await self.sender.send_text(
-                delivered.chat_id,
-                text,
-                reply_to=delivered.reply_to,
-                group=group,
-                reply_markup=markup,
-            )
+            message = await self.sender.send_text(dest, text, reply_markup=markup)
         except (RateLimited, RetryLater, ChatUnavailable):
             raise  # the worker holds or retries the deliver task; its media is not resent
         except XbotError as exc:
-            log.warning("forward prompt not sent %s", kv(chat=delivered.chat_id, error=exc))
+            log.warning("forward prompt not sent %s", kv(chat=dest.chat_id, error=exc))
             return
         prompt = attrs.evolve(prompt, message_id=message.message_id)
-        await self.chats.put_record(delivered.chat_id, prompt.record(now + self.ttl), now)
+        await self.chats.put_record(dest.chat_id, prompt.record(now + self.ttl), now)
 
     # -- presses -----------------------------------------------------------------------------
 
@@ -364,12 +292,10 @@ class Forwarding:
             ]
             try:
                 await self.sender.send_media(
-                    payload.channel_id,
+                    payload.dest,  # a channel: paced like a group (20/min)
                     out,
                     caption=payload.caption if index == 0 else None,
                     spoiler=payload.spoiler,
-                    # Channels share the group limit (20/min): the cautious pace.
-                    group=True,
                 )
             except ChatUnavailable as exc:
                 # The worker would drop this quietly (it reads as "the chat is gone"), but

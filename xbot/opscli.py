@@ -32,7 +32,8 @@ from xbot.db import BUSY_TIMEOUT_MS, DbPool, prepare_store
 from xbot.errors import SchemaTooNew, StoreError
 from xbot.link_cache import LinkCache
 from xbot.links import classify
-from xbot.queue import STATES, Task, TaskQueue, payload_identity
+from xbot.payloads import payload_identity
+from xbot.queue import STATES, Task, TaskQueue
 
 T = TypeVar("T")
 

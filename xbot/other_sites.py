@@ -37,7 +37,7 @@ import httpx
 
 from xbot.caption import build_caption
 from xbot.config import Settings
-from xbot.delivery import DeliverPayload, Delivery, SentStep
+from xbot.delivery import Delivery
 from xbot.errors import (
     BlockedAddress,
     FetchError,
@@ -55,8 +55,9 @@ from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.payloads import DeliverPayload, SentItem, SentStep
 from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
-from xbot.sender import OutMedia, Sender, SentItem
+from xbot.sender import OutMedia, Sender
 from xbot.state import ChatSettings
 from xbot.worker import TaskContext
 
@@ -185,9 +186,7 @@ class OtherSites:
     ) -> None:
         status = StatusReporter(
             self.sender,
-            ctx.task.chat_id,
-            reply_to=payload.reply_to,
-            group=payload.is_group,
+            payload.dest,
             first_after=self.progress_first,
             every=self.progress_every,
             clock=self.clock,
@@ -243,12 +242,10 @@ class OtherSites:
                     )
                     parts = caption_parts(info)
                     sent = await self.sender.send_media(
-                        ctx.task.chat_id,
+                        payload.dest,
                         [out],
                         caption=self._caption(info.key, info.url, parts, settings),
-                        reply_to=payload.reply_to,
                         spoiler=info.adult and settings.spoiler_sensitive,
-                        group=payload.is_group,
                     )
                     items = [item for item, _ in sent]
                     payload = await self._record(ctx, payload, items)
@@ -286,12 +283,10 @@ class OtherSites:
         item = cached.items[0]
         try:
             sent = await self.sender.send_media(
-                ctx.task.chat_id,
+                payload.dest,
                 [OutMedia(item.kind, item.file_id, "file_id")],
                 caption=self._caption(key, cached.url, parts, settings),
-                reply_to=payload.reply_to,
                 spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
-                group=payload.is_group,
             )
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
@@ -352,7 +347,4 @@ class OtherSites:
             await self._say(ctx, payload, sentence)
 
     async def _say(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
-        await self.sender.send_text(
-            ctx.task.chat_id, sentence, reply_to=payload.reply_to, group=payload.is_group,
-            html=False,
-        )  # fmt: skip
+        await self.sender.send_text(payload.dest, sentence, html=False)

@@ -26,6 +26,7 @@ from typing import Literal
 import attrs
 from telegram import Message
 
+from xbot.destination import Destination
 from xbot.errors import RateLimited, XbotError
 from xbot.logs import kv
 from xbot.sender import Sender
@@ -120,15 +121,13 @@ class StatusReporter:
 
     Attributes:
         sender: the bot's sender (sends through its pacer).
-        chat_id, reply_to, group: where the status goes.
+        dest: where the status goes (the answer's destination).
         first_after, every: the `Throttle`'s timings.
         clock: monotonic seconds (injected by tests).
     """
 
     sender: Sender
-    chat_id: int
-    reply_to: int | None = None
-    group: bool = False
+    dest: Destination
     first_after: float = FIRST_AFTER
     every: float = EVERY
     action: str = "upload_video"
@@ -154,7 +153,7 @@ class StatusReporter:
 
     async def __aenter__(self) -> StatusReporter:
         self._throttle = Throttle(self.clock(), self.first_after, self.every)
-        self._loop = asyncio.create_task(self._run(), name=f"xbot-status-{self.chat_id}")
+        self._loop = asyncio.create_task(self._run(), name=f"xbot-status-{self.dest.chat_id}")
         return self
 
     async def __aexit__(
@@ -181,9 +180,7 @@ class StatusReporter:
             self._message_id = None  # it is the answer now; __aexit__ must not delete it
             return
         await self._delete()
-        await self.sender.send_text(
-            self.chat_id, sentence, reply_to=self.reply_to, group=self.group, html=False
-        )
+        await self.sender.send_text(self.dest, sentence, html=False)
 
     async def _stop(self) -> None:
         if self._loop is not None:
@@ -204,7 +201,7 @@ class StatusReporter:
         while True:
             now = self.clock()
             if now >= next_action:
-                await self.sender.chat_action(self.chat_id, self.action)
+                await self.sender.chat_action(self.dest, self.action)
                 next_action = now + CHAT_ACTION_EVERY
             if not self._muted and self._throttle.due(now):
                 await self._show(now)
@@ -225,7 +222,7 @@ class StatusReporter:
             return
         self._throttle.mark(now)
         pacer = self.sender.pacer
-        if pacer.delay(self.chat_id, group=self.group, now=pacer.clock()):
+        if pacer.delay(self.dest.chat_id, group=self.dest.paced_as_group, now=pacer.clock()):
             # The chat's budget belongs to the media; try again next time. Edits
             # are not recorded in the pacer: they must not delay the media.
             return
@@ -239,9 +236,7 @@ class StatusReporter:
     async def _post_or_edit(self, text: str) -> None:
         if self._message_id is None:
             self._posting = asyncio.ensure_future(
-                self.sender.send_text(
-                    self.chat_id, text, reply_to=self.reply_to, group=self.group, html=False
-                )
+                self.sender.send_text(self.dest, text, html=False)
             )
             try:
                 message = await asyncio.shield(self._posting)
@@ -259,17 +254,17 @@ class StatusReporter:
     def _mute(self, what: str, exc: BaseException) -> None:
         """A status message is a courtesy: after a refusal, stop trying for this job."""
         self._muted = True
-        log.debug("status %s failed %s", what, kv(chat=self.chat_id, error=type(exc).__name__))
+        log.debug("status %s failed %s", what, kv(chat=self.dest.chat_id, error=type(exc).__name__))
 
     async def _edit(self, text: str) -> bool:
         assert self._message_id is not None
         try:
-            await self.sender.edit_text(self.chat_id, self._message_id, text, html=False)
+            await self.sender.edit_text(self.dest.chat_id, self._message_id, text, html=False)
         except RateLimited as exc:
             self._mute("edit", exc)
             return False
         except XbotError as exc:
-            log.debug("status edit failed %s", kv(chat=self.chat_id, error=exc))
+            log.debug("status edit failed %s", kv(chat=self.dest.chat_id, error=exc))
             return False
         return True
 
@@ -277,4 +272,4 @@ class StatusReporter:
         if self._message_id is None:
             return
         message_id, self._message_id = self._message_id, None
-        await self.sender.delete(self.chat_id, message_id)
+        await self.sender.delete(self.dest.chat_id, message_id)

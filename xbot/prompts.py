@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final, Literal, cast
 
 import attrs
@@ -29,7 +29,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from xbot.callback_data import Action, CallbackData, encode
 from xbot.logs import kv
-from xbot.sender import OutKind, SentItem
+from xbot.payloads import SentItem, items_data, items_from
 from xbot.state import CAPTION_EDIT, ChatState, Record, caption_edit_record, record_key
 
 log = logging.getLogger(__name__)
@@ -84,22 +84,6 @@ def failed_text(title: str | None, reason: str) -> str:
 
 
 # --- the prompt -------------------------------------------------------------------------------
-
-
-def items_data(items: Sequence[SentItem]) -> list[list[str]]:
-    return [[i.kind, i.file_id] for i in items]
-
-
-def items_from(raw: object) -> tuple[SentItem, ...]:
-    if not isinstance(raw, list):
-        raise TypeError("items must be a list")
-    out = []
-    for entry in raw:
-        kind, file_id = entry
-        if kind not in ("photo", "video", "gif", "document") or not isinstance(file_id, str):
-            raise ValueError(f"not a sent item: {entry!r}")
-        out.append(SentItem(cast("OutKind", kind), file_id))
-    return tuple(out)
 
 
 def _opt_int(value: object) -> int | None:

@@ -19,7 +19,7 @@ The rules, each pinned by tests in tests/test_queue*.py:
   so a task handed back keeps its place at the front of its chat.
 - The payload is the raw JSON text: the queue never parses it, so a payload
   that no longer parses cannot break leasing; the worker dead-letters it and
-  `payload_identity` reads what it can for the notice.
+  `xbot.payloads.payload_identity` reads what it can for the notice.
 
 Time is always passed in (``now``, float epoch seconds); nothing here reads a
 clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import builtins
 import json
-import re
 import secrets
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -124,33 +123,6 @@ def _encode(payload: Mapping[str, Any] | str) -> str:
     if isinstance(payload, str):
         return payload
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
-
-_IDENTITY_KEYS: Final = ("url", "key")
-
-
-def payload_identity(raw: str) -> dict[str, str]:
-    """Best effort: the ``url`` and ``key`` of a payload, for a dead-letter notice.
-
-    Never raises: a payload that does not parse as JSON is searched for the
-    ``"url": "…"`` pattern instead, and what is not found is left out.
-    """
-    found: dict[str, str] = {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, TypeError, RecursionError):
-        data = None
-    if isinstance(data, dict):
-        for name in _IDENTITY_KEYS:
-            value = data.get(name)
-            if isinstance(value, str | int) and not isinstance(value, bool):
-                found[name] = str(value)
-        return found
-    for name in _IDENTITY_KEYS:
-        match = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.){{0,2000}})"', str(raw))
-        if match:
-            found[name] = match.group(1)
-    return found
 
 
 # --- the operations: plain functions of a connection, run inside a transaction -----------
@@ -589,7 +561,7 @@ class TaskQueue:
     async def dead_letter_raw(self, lease: Lease, now: float, error: str) -> Task:
         """Dead-letter a task whose payload does not parse.
 
-        The returned row names it (id, chat, kind); `payload_identity` of its
+        The returned row names it (id, chat, kind); `xbot.payloads.payload_identity` of its
         payload adds what can be read for the notice.
         """
         fn = partial(_dead_letter, lease=lease, now=now, error=error, op="dead_letter_raw")

@@ -43,6 +43,7 @@ from telegram.error import (
     TimedOut,
 )
 
+from xbot.destination import Destination
 from xbot.errors import (
     ChatMoved,
     ChatUnavailable,
@@ -56,14 +57,25 @@ from xbot.errors import (
 from xbot.flights import Flights
 from xbot.media import thumbnail as thumbnails
 from xbot.pacing import Pacer
+from xbot.payloads import OutKind, SentItem
+
+__all__ = [
+    "LONG_CALL",
+    "OutKind",
+    "OutMedia",
+    "Sender",
+    "SentItem",
+    "classify",
+    "file_id_of",
+    "retry_after_seconds",
+    "write_timeout_for",
+]
 
 log = logging.getLogger(__name__)
 
 # Telegram refuses a flooded chat (429) at once; a call to the chat that has
 # been out this long is doing its work, and a chat action may go beside it.
 LONG_CALL = 0.5
-
-OutKind = Literal["photo", "video", "gif", "document"]
 
 # Telegram's 400 texts (lower-cased substrings), by what they mean for us.
 _URL_FETCH_FAILED = (
@@ -122,12 +134,6 @@ class OutMedia:
     @property
     def size(self) -> int:
         return self.source.stat().st_size if isinstance(self.source, Path) else 0
-
-
-@attrs.frozen
-class SentItem:
-    kind: OutKind
-    file_id: str
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -250,6 +256,17 @@ def _input_media(
     return media_type(_input(item), **_media_fields(item, caption, spoiler))  # type: ignore[no-any-return]
 
 
+def _where(dest: Destination) -> dict[str, Any]:
+    """Where a new message goes, as the send methods take it: the topic (never for
+    General) and the message it answers (sent even if that one was deleted)."""
+    fields: dict[str, Any] = dict(dest.thread_kwargs())
+    if dest.reply_to:
+        fields["reply_parameters"] = ReplyParameters(
+            dest.reply_to, allow_sending_without_reply=True
+        )
+    return fields
+
+
 def write_timeout_for(size: int) -> float:
     """Uploads of tens of MB need more than PTB's 20 s: allow ~1 MB/s plus a floor."""
     return max(20.0, size / (1024 * 1024) * 1.0 + 20.0)
@@ -287,53 +304,40 @@ class Sender:
 
     async def send_media(
         self,
-        chat_id: int,
+        dest: Destination,
         items: Sequence[OutMedia],
         *,
         caption: str | None,
-        reply_to: int | None = None,
         spoiler: bool = False,
-        group: bool = False,
     ) -> list[tuple[SentItem, int]]:
         """Send one message (one item) or one album; returns (item, message_id) in order."""
         assert 1 <= len(items) <= 10
         # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
         by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
-        await self.pacer.wait(chat_id, group=group, messages=len(items))
-        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        chat_id = dest.chat_id
+        await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=len(items))
         write_timeout = write_timeout_for(sum(i.size for i in items))
         try:
             async with self._line(chat_id):
                 return await self._send_media(
-                    chat_id,
-                    items,
-                    caption,
-                    reply=reply,
-                    spoiler=spoiler,
-                    write_timeout=write_timeout,
+                    dest, items, caption, spoiler=spoiler, write_timeout=write_timeout
                 )
         except TelegramError as exc:
             raise self._translate(exc, chat_id, by=by) from exc
 
     async def _send_media(
         self,
-        chat_id: int,
+        dest: Destination,
         items: Sequence[OutMedia],
         caption: str | None,
         *,
-        reply: ReplyParameters | None,
         spoiler: bool,
         write_timeout: float,
     ) -> list[tuple[SentItem, int]]:
         """The call itself, on the chat's line (`send_media` translates its errors)."""
         if len(items) == 1:
             message = await self._send_one(
-                chat_id,
-                items[0],
-                caption,
-                reply=reply,
-                spoiler=spoiler,
-                write_timeout=write_timeout,
+                dest, items[0], caption, spoiler=spoiler, write_timeout=write_timeout
             )
             return [
                 (
@@ -350,9 +354,9 @@ class Sender:
             for i, item in enumerate(items)
         ]
         messages = await self.bot.send_media_group(
-            chat_id,
+            dest.chat_id,
             medias,
-            reply_parameters=reply,
+            **_where(dest),
             write_timeout=write_timeout,
             read_timeout=max(30.0, write_timeout),
         )
@@ -363,17 +367,16 @@ class Sender:
 
     async def _send_one(
         self,
-        chat_id: int,
+        dest: Destination,
         item: OutMedia,
         caption: str | None,
         *,
-        reply: ReplyParameters | None,
         spoiler: bool,
         write_timeout: float,
     ) -> Message:
         fields = _media_fields(item, caption, spoiler)
         fields.update(
-            reply_parameters=reply,
+            _where(dest),
             write_timeout=write_timeout,
             read_timeout=max(30.0, write_timeout),
         )
@@ -384,45 +387,40 @@ class Sender:
             "document": self.bot.send_document,
         }
         send = sends[item.kind]
-        message: Message = await send(chat_id, _input(item), **fields)
+        message: Message = await send(dest.chat_id, _input(item), **fields)
         return message
 
     async def send_text(
         self,
-        chat_id: int,
+        dest: Destination,
         text: str,
         *,
-        reply_to: int | None = None,
-        group: bool = False,
         html: bool = True,
         reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> Message:
-        await self.pacer.wait(chat_id, group=group, messages=1)
-        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        chat_id = dest.chat_id
+        await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=1)
         try:
             async with self._line(chat_id):
-                return await self._send_message(
-                    chat_id, text, reply=reply, html=html, reply_markup=reply_markup
-                )
+                return await self._send_message(dest, text, html=html, reply_markup=reply_markup)
         except TelegramError as exc:
             raise self._translate(exc, chat_id) from exc
 
     async def _send_message(
         self,
-        chat_id: int,
+        dest: Destination,
         text: str,
         *,
-        reply: ReplyParameters | None,
         html: bool,
         reply_markup: telegram.InlineKeyboardMarkup | None,
     ) -> Message:
         return await self.bot.send_message(
-            chat_id,
+            dest.chat_id,
             text,
             parse_mode=ParseMode.HTML if html else None,
-            reply_parameters=reply,
             link_preview_options=telegram.LinkPreviewOptions(is_disabled=True),
             reply_markup=reply_markup,
+            **_where(dest),
         )
 
     async def edit_text(
@@ -464,12 +462,35 @@ class Sender:
             )  # fmt: skip
             return False
 
-    async def chat_action(self, chat_id: int, action: str) -> None:
+    async def answer_callback(self, query_id: str, text: str | None = None) -> None:
+        """Answer a button press (the spinner stops). Not a message: no pace, no chat line."""
+        try:
+            await self.bot.answer_callback_query(query_id, text)
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def get_chat(self, target: int | str) -> telegram.ChatFullInfo:
+        """A chat by id or ``@name``; unknown or closed to us is `ChatUnavailable`."""
+        try:
+            return await self.bot.get_chat(target)
+        except Forbidden as exc:
+            raise ChatUnavailable(exc.message) from exc
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def get_chat_member(self, chat_id: int, user_id: int) -> telegram.ChatMember:
+        try:
+            return await self.bot.get_chat_member(chat_id, user_id)
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def chat_action(self, dest: Destination, action: str) -> None:
         """Best effort: a failed chat action must never fail the work it decorates.
 
         Skipped while Telegram holds the chat (a 429): a courtesy must not be
-        the request that arrives before retry_after.
+        the request that arrives before retry_after. Shown in the topic the work is for.
         """
+        chat_id = dest.chat_id
         now = self.pacer.clock()
         if self.pacer.held(chat_id, now) > 0:
             return
@@ -478,16 +499,22 @@ class Sender:
             if out_since is not None and now - out_since >= LONG_CALL:
                 # A call long out is Telegram at work (fetching a URL, taking an
                 # upload), not a refusal on its way: show it, beside that call.
-                await self.bot.send_chat_action(chat_id, action)
+                await self._send_chat_action(dest, action)
             elif not self._lines.busy(chat_id):
                 async with self._line(chat_id):
-                    await self.bot.send_chat_action(chat_id, action)
+                    await self._send_chat_action(dest, action)
             # else: a call just went out and its answer may be a 429: wait for the next turn
         except RateLimited:
             return
         except TelegramError as exc:
             error = self._translate(exc, chat_id)
             log.debug("chat action failed chat=%s error=%s", chat_id, type(error).__name__)
+
+    async def _send_chat_action(self, dest: Destination, action: str) -> None:
+        if dest.topic_id is None:  # General takes no thread id
+            await self.bot.send_chat_action(dest.chat_id, action)
+        else:
+            await self.bot.send_chat_action(dest.chat_id, action, message_thread_id=dest.topic_id)
 
     def _translate(self, exc: TelegramError, chat_id: int, *, by: str = "") -> XbotError:
         """`classify`, and a 429 remembered for the chat (see `Pacer.hold`)."""

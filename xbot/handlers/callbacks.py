@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
-from telegram.error import TelegramError
 from telegram.ext import BaseHandler, CallbackQueryHandler
 
 from xbot.callback_data import Action, CallbackData, decode
 from xbot.errors import XbotError
+from xbot.handlers.answers import edit
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.commands import DEAD_SHOWN, dead_view, menu_context
 from xbot.handlers.messages import NOT_ALLOWED
@@ -41,11 +41,11 @@ def carries(message: Message, data: str) -> bool:
     return any(b.callback_data == data for row in markup.inline_keyboard for b in row)
 
 
-async def answer(query: CallbackQuery, text: str | None = None) -> None:
+async def answer(context: XContext, query: CallbackQuery, text: str | None = None) -> None:
     """Answer the press (Telegram shows a spinner until we do); a late answer is no error."""
     try:
-        await query.answer(text)
-    except TelegramError as exc:
+        await context.services.sender.answer_callback(query.id, text)
+    except XbotError as exc:
         log.info("callback answer failed %s", kv(error=type(exc).__name__))
 
 
@@ -55,15 +55,15 @@ async def on_callback(update: Update, context: XContext) -> None:
         return
     services = context.services
     if query.message is None:  # a button under an inline message: none of ours
-        await answer(query, EXPIRED)
+        await answer(context, query, EXPIRED)
         return
     if not services.settings.is_allowed_chat(query.message.chat.id, query.from_user.id):
-        await answer(query, NOT_ALLOWED)
+        await answer(context, query, NOT_ALLOWED)
         return
     data = decode(query.data)
     message = query.message
     if data is None or not isinstance(message, Message) or not carries(message, str(query.data)):
-        await answer(query, EXPIRED)
+        await answer(context, query, EXPIRED)
         return
     try:
         if data.action in _PROMPT_ACTIONS:
@@ -73,10 +73,10 @@ async def on_callback(update: Update, context: XContext) -> None:
         elif data.action == Action.RETRY:
             await _retry(query, message, data, context)
         else:
-            await answer(query, EXPIRED)
+            await answer(context, query, EXPIRED)
     except XbotError as exc:
         log.warning("button failed %s", kv(chat=message.chat.id, error=exc))
-        await answer(query, "Sorry, something went wrong. Please try again.")
+        await answer(context, query, "Sorry, something went wrong. Please try again.")
 
 
 async def _prompt(
@@ -88,15 +88,15 @@ async def _prompt(
     state = await services.chats.get(chat.id, services.clock())
     prompt = find_prompt(state, prompt_id, services.clock()) if prompt_id is not None else None
     if prompt is None or prompt.message_id != message.message_id:
-        await answer(query, EXPIRED)
+        await answer(context, query, EXPIRED)
         return
     presser = query.from_user.id
     if not await services.authority.may(chat.type, chat.id, Actor(presser), prompt.owner):
-        await answer(query, ONLY_ADMINS)
+        await answer(context, query, ONLY_ADMINS)
         return
     forwarding = services.forwarding
     result = await forwarding.press(chat.id, data, message_id=message.message_id, presser=presser)
-    await answer(query, result.answer)
+    await answer(context, query, result.answer)
     if result.outcome == "skipped":
         await forwarding.edit(chat.id, message.message_id, SKIPPED, None)
     elif result.outcome in ("ask", "confirm", "queued") and result.prompt is not None:
@@ -112,23 +112,20 @@ async def _settings(
     services = context.services
     chat = message.chat
     if not await services.authority.may(chat.type, chat.id, Actor(query.from_user.id)):
-        await answer(query, ONLY_ADMINS)
+        await answer(context, query, ONLY_ADMINS)
         return
     if data.action == Action.MENU:
         if data.args != ("close",):
-            await answer(query, EXPIRED)
+            await answer(context, query, EXPIRED)
             return
-        await answer(query)
-        try:
-            await message.edit_text("Settings closed. /settings opens them again.")
-        except TelegramError as exc:
-            log.info("menu close failed %s", kv(chat=chat.id, error=type(exc).__name__))
+        await answer(context, query)
+        await edit(context, message, "Settings closed. /settings opens them again.")
         return
     code = data.str_arg(0)
     menu = await menu_context(services, chat)
     now = services.clock()
     if code is None or len(data.args) != 1:
-        await answer(query, EXPIRED)
+        await answer(context, query, EXPIRED)
         return
     changed: list[bool] = []
 
@@ -140,17 +137,16 @@ async def _settings(
 
     new = await services.chats.update(chat.id, flip, now)
     if not changed or not changed[0]:
-        await answer(query, EXPIRED)
+        await answer(context, query, EXPIRED)
         return
-    await answer(query, change_note(new.settings, code, menu))
-    try:
-        await message.edit_text(
-            menu_text(new.settings, menu),
-            parse_mode="HTML",
-            reply_markup=menu_markup(new.settings, menu),
-        )
-    except TelegramError as exc:
-        log.info("menu edit failed %s", kv(chat=chat.id, error=type(exc).__name__))
+    await answer(context, query, change_note(new.settings, code, menu))
+    await edit(
+        context,
+        message,
+        menu_text(new.settings, menu),
+        html=True,
+        markup=menu_markup(new.settings, menu),
+    )
 
 
 async def _retry(
@@ -158,22 +154,19 @@ async def _retry(
 ) -> None:
     services = context.services
     if not is_operator(services.settings.admin_ids, query.from_user.id):
-        await answer(query, ONLY_OPERATORS)
+        await answer(context, query, ONLY_OPERATORS)
         return
     task_id = data.int_arg(0)
     if task_id is None or len(data.args) != 1:
-        await answer(query, EXPIRED)
+        await answer(context, query, EXPIRED)
         return
     if await services.queue.retry(task_id, services.clock()):
         services.workers.wake()
-        await answer(query, f"Task #{task_id} is queued again.")
+        await answer(context, query, f"Task #{task_id} is queued again.")
     else:
-        await answer(query, f"Task #{task_id} is no longer a dead letter.")
+        await answer(context, query, f"Task #{task_id} is no longer a dead letter.")
     text, markup = dead_view(await services.queue.list(state="dead", limit=DEAD_SHOWN))
-    try:
-        await message.edit_text(text, reply_markup=markup)
-    except TelegramError as exc:
-        log.info("dead list edit failed %s", kv(error=type(exc).__name__))
+    await edit(context, message, text, markup=markup)
 
 
 def handlers() -> list[BaseHandler[Update, XContext, None]]:

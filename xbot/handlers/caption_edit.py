@@ -16,6 +16,7 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, filters
 
 from xbot.caption import CAPTION_LIMIT, visible_length
+from xbot.handlers.answers import reply
 from xbot.handlers.commands import actor_of
 from xbot.logs import kv
 from xbot.prompts import Prompt, find_prompt, prompt_by_message
@@ -67,9 +68,11 @@ async def on_text(update: Update, context: XContext) -> None:
     caption = message.text_html
     length = visible_length(caption)
     if length > CAPTION_LIMIT:
-        await message.reply_text(
+        await reply(
+            context,
+            message,
             f"That caption is {length} characters long; Telegram allows {CAPTION_LIMIT}. "
-            "Send a shorter one, or /cancel."
+            "Send a shorter one, or /cancel.",
         )
         raise ApplicationHandlerStop
     forwarding = context.services.forwarding

@@ -25,21 +25,22 @@ from telegram import (
     Message,
     Update,
 )
-from telegram.constants import ChatType, ParseMode
-from telegram.error import BadRequest, Forbidden, TelegramError
+from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
 from xbot import __version__
 from xbot.callback_data import Action, CallbackData, encode
 from xbot.caption import MALFORMED, PLACEHOLDERS, TOO_LONG, render_template, validate_template
-from xbot.errors import FetchError, XbotError
+from xbot.errors import ChatUnavailable, FetchError, Permanent, XbotError
 from xbot.handlers import inline
+from xbot.handlers.answers import reply
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.links import classify
 from xbot.logs import kv
 from xbot.media.models import Post
-from xbot.queue import Task, payload_identity
+from xbot.payloads import payload_identity
+from xbot.queue import Task
 from xbot.services import Services, XContext
 from xbot.settings_menu import MenuContext, menu_markup, menu_text
 
@@ -92,14 +93,14 @@ def actor_of(update: Update) -> Actor:
 
 
 async def _reply(
-    message: Message, text: str, *, html_text: bool = False, markup: Any = None
+    context: XContext,
+    message: Message,
+    text: str,
+    *,
+    html_text: bool = False,
+    markup: InlineKeyboardMarkup | None = None,
 ) -> None:
-    await message.reply_text(
-        text,
-        parse_mode=ParseMode.HTML if html_text else None,
-        disable_web_page_preview=True,
-        reply_markup=markup,
-    )
+    await reply(context, message, text, html=html_text, markup=markup)
 
 
 async def may_manage(update: Update, context: XContext) -> bool:
@@ -142,7 +143,7 @@ async def cmd_start(update: Update, context: XContext) -> None:
     # The inline album button opens this chat with "/start a<post id>".
     if context.args and await inline.start_album(update, context, context.args[0]):
         return
-    await message.reply_text(HELP_TEXT, disable_web_page_preview=True)
+    await _reply(context, message, HELP_TEXT)
 
 
 async def cmd_help(update: Update, context: XContext) -> None:
@@ -151,7 +152,7 @@ async def cmd_help(update: Update, context: XContext) -> None:
         return
     lines = [HELP_TEXT, "", "Commands:"]
     lines += [f"/{c.name} — {c.description}" for c in COMMANDS if not c.admin]
-    await message.reply_text("\n".join(lines), disable_web_page_preview=True)
+    await _reply(context, message, "\n".join(lines))
 
 
 async def cmd_settings(update: Update, context: XContext) -> None:
@@ -159,13 +160,17 @@ async def cmd_settings(update: Update, context: XContext) -> None:
     if message is None or chat is None:
         return
     if not await may_manage(update, context):
-        await _reply(message, ONLY_ADMINS)
+        await _reply(context, message, ONLY_ADMINS)
         return
     services = context.services
     settings = (await services.chats.get(chat.id, services.clock())).settings
     ctx = await menu_context(services, chat)
     await _reply(
-        message, menu_text(settings, ctx), html_text=True, markup=menu_markup(settings, ctx)
+        context,
+        message,
+        menu_text(settings, ctx),
+        html_text=True,
+        markup=menu_markup(settings, ctx),
     )
 
 
@@ -201,29 +206,31 @@ async def cmd_channel(update: Update, context: XContext) -> None:
     if not args:
         settings = (await services.chats.get(chat.id, now)).settings
         if settings.channel_id is None:
-            await _reply(message, f"No channel is linked. {CHANNEL_USAGE}")
+            await _reply(context, message, f"No channel is linked. {CHANNEL_USAGE}")
         else:
             title = html.escape(settings.channel_title or str(settings.channel_id))
             await _reply(
+                context,
                 message,
                 f"Linked to <b>{title}</b>. /channel off unlinks it.",
                 html_text=True,
             )
         return
     if not await may_manage(update, context):
-        await _reply(message, ONLY_ADMINS)
+        await _reply(context, message, ONLY_ADMINS)
         return
     if args[0].lower() == "off":
         await services.chats.set_settings(chat.id, now, channel_id=None, channel_title=None)
-        await _reply(message, "Unlinked: I no longer offer to forward posts to a channel.")
+        await _reply(context, message, "Unlinked: I no longer offer to forward posts to a channel.")
         return
     target = _channel_target(args[0])
     if target is None or len(args) > 1:
-        await _reply(message, CHANNEL_USAGE)
+        await _reply(context, message, CHANNEL_USAGE)
         return
     actor = actor_of(update)
     if actor.user_id is None or actor.sender_chat_id is not None:
         await _reply(
+            context,
             message,
             "Send /channel as yourself, not anonymously: I need to check that you are an "
             "admin of the channel.",
@@ -231,12 +238,13 @@ async def cmd_channel(update: Update, context: XContext) -> None:
         return
     answer = await _check_channel(context, target, actor.user_id)
     if isinstance(answer, str):
-        await _reply(message, answer, html_text=True)
+        await _reply(context, message, answer, html_text=True)
         return
     channel_id, title = answer
     await services.chats.set_settings(chat.id, now, channel_id=channel_id, channel_title=title)
     log.info("channel linked %s", kv(chat=chat.id, channel=channel_id, user=actor.user_id))
     await _reply(
+        context,
         message,
         f"Linked to <b>{html.escape(title)}</b>. After each post I send here, I offer to "
         "forward it there.",
@@ -248,14 +256,16 @@ async def _check_channel(
     context: XContext, target: str | int, user_id: int
 ) -> tuple[int, str] | str:
     """The channel's (id, title) when the user administers it and the bot may post; else why not."""
-    bot = context.bot
+    sender = context.services.sender
     try:
-        channel = await bot.get_chat(target)
-    except Forbidden:
+        channel = await sender.get_chat(target)
+    except ChatUnavailable as exc:
+        if "not found" in str(exc).lower():
+            return "I cannot find that channel. Add me to it as an admin, then try again."
         return "I am not in that channel. Add me as an admin allowed to post, then try again."
-    except BadRequest:
+    except Permanent:
         return "I cannot find that channel. Add me to it as an admin, then try again."
-    except TelegramError as exc:
+    except XbotError as exc:
         log.warning("getChat failed %s", kv(target=target, error=type(exc).__name__))
         return "Telegram did not answer; please try again in a minute."
     title = channel.title or str(channel.id)
@@ -263,9 +273,9 @@ async def _check_channel(
     if channel.type != ChatType.CHANNEL:
         return f"{shown} is not a channel."
     try:
-        member = await bot.get_chat_member(channel.id, user_id)
-        me = await bot.get_chat_member(channel.id, bot.id)
-    except TelegramError as exc:
+        member = await sender.get_chat_member(channel.id, user_id)
+        me = await sender.get_chat_member(channel.id, context.bot.id)
+    except XbotError as exc:
         log.warning("getChatMember failed %s", kv(channel=channel.id, error=type(exc).__name__))
         return f"I cannot see who administers {shown}. Make me an admin there, then try again."
     user_ok = isinstance(member, ChatMemberOwner) or (
@@ -310,24 +320,26 @@ async def cmd_format(update: Update, context: XContext) -> None:
     if not template:
         current = (await services.chats.get(chat.id, now)).settings.caption_template
         if current is None:
-            await _reply(message, f"Captions use the built-in format. {FORMAT_USAGE}")
+            await _reply(context, message, f"Captions use the built-in format. {FORMAT_USAGE}")
         else:
-            await _reply(message, f"Your caption template:\n{current}\n\n{FORMAT_USAGE}")
+            await _reply(context, message, f"Your caption template:\n{current}\n\n{FORMAT_USAGE}")
         return
     if not await may_manage(update, context):
-        await _reply(message, ONLY_ADMINS)
+        await _reply(context, message, ONLY_ADMINS)
         return
     if template.lower() == "reset":
         await services.chats.set_settings(chat.id, now, caption_template=None)
-        await _reply(message, "Captions use the built-in format again.")
+        await _reply(context, message, "Captions use the built-in format again.")
         return
     problems = validate_template(template)
     if problems:
-        await _reply(message, format_problems(problems))
+        await _reply(context, message, format_problems(problems))
         return
     await services.chats.set_settings(chat.id, now, caption_template=template)
     preview = render_template(template, SAMPLE)
-    await _reply(message, f"Saved. A caption now looks like this:\n\n{preview}", html_text=True)
+    await _reply(
+        context, message, f"Saved. A caption now looks like this:\n\n{preview}", html_text=True
+    )
 
 
 async def cmd_cancel(update: Update, context: XContext) -> None:
@@ -339,9 +351,9 @@ async def cmd_cancel(update: Update, context: XContext) -> None:
     if reopened is not None:
         await forwarding.show(chat.id, reopened)
     if had:
-        await _reply(message, "Caption edit cancelled; nothing was forwarded.")
+        await _reply(context, message, "Caption edit cancelled; nothing was forwarded.")
     else:
-        await _reply(message, "There is no caption edit to cancel.")
+        await _reply(context, message, "There is no caption edit to cancel.")
 
 
 # --- the bot's operators --------------------------------------------------------------------
@@ -381,7 +393,7 @@ async def cmd_stats(update: Update, context: XContext) -> None:
         f"({cache.hits} hits, {cache.misses} misses)",
         f"Workers: {services.settings.workers}, running {services.workers.in_flight}",
     ]
-    await _reply(message, "\n".join(lines))
+    await _reply(context, message, "\n".join(lines))
 
 
 async def cmd_clear_cache(update: Update, context: XContext) -> None:
@@ -392,16 +404,16 @@ async def cmd_clear_cache(update: Update, context: XContext) -> None:
     arg = _rest(message)
     if not arg:
         removed = await services.cache.clear()
-        await _reply(message, f"Link cache cleared: {removed} entries removed.")
+        await _reply(context, message, f"Link cache cleared: {removed} entries removed.")
         return
     link = classify(arg, allow_private=services.settings.allow_private_networks)
     if link is None:
-        await _reply(message, "That is not a link I know. Usage: /clear_cache [link]")
+        await _reply(context, message, "That is not a link I know. Usage: /clear_cache [link]")
         return
     if await services.cache.invalidate(link.key):
-        await _reply(message, f"Removed {link.url} from the link cache.")
+        await _reply(context, message, f"Removed {link.url} from the link cache.")
     else:
-        await _reply(message, f"{link.url} was not in the link cache.")
+        await _reply(context, message, f"{link.url} was not in the link cache.")
 
 
 async def cmd_debug(update: Update, context: XContext) -> None:
@@ -412,7 +424,7 @@ async def cmd_debug(update: Update, context: XContext) -> None:
     arg = _rest(message)
     link = classify(arg, allow_private=services.settings.allow_private_networks) if arg else None
     if link is None:
-        await _reply(message, "Usage: /debug <link to a post>")
+        await _reply(context, message, "Usage: /debug <link to a post>")
         return
     lines = [f"Link: {link.url}", f"Kind: {link.kind}, key: {link.key}"]
     cached = await services.cache.get(link.key, services.clock(), services.settings.cache_ttl)
@@ -423,7 +435,7 @@ async def cmd_debug(update: Update, context: XContext) -> None:
         lines += await _debug_x(services, link.post_id, link.handle)
     else:
         lines.append("Not an X post: the fetcher for other sites decides when it is sent.")
-    await _reply(message, "\n".join(lines)[:4000])
+    await _reply(context, message, "\n".join(lines)[:4000])
 
 
 async def _debug_x(services: Services, post_id: str, handle: str | None) -> list[str]:
@@ -467,7 +479,7 @@ async def cmd_dead(update: Update, context: XContext) -> None:
         return
     tasks = await context.services.queue.list(state="dead", limit=DEAD_SHOWN)
     text, markup = dead_view(tasks)
-    await _reply(message, text, markup=markup)
+    await _reply(context, message, text, markup=markup)
 
 
 # --- the chat itself ------------------------------------------------------------------------
@@ -522,16 +534,18 @@ def guarded(command: Command) -> Handler:
         user_id = user.id if user else None
         if command.admin:
             if not is_operator(settings.admin_ids, user_id):
-                await _reply(message, ONLY_OPERATORS)
+                await _reply(context, message, ONLY_OPERATORS)
                 return
         elif not settings.is_allowed_chat(chat.id, user_id):
-            await _reply(message, NOT_ALLOWED)
+            await _reply(context, message, NOT_ALLOWED)
             return
         try:
             await command.handler(update, context)
         except XbotError as exc:
             log.warning("command failed %s", kv(command=command.name, chat=chat.id, error=exc))
-            await _reply(message, "Sorry, something went wrong on my side. Please try again.")
+            await _reply(
+                context, message, "Sorry, something went wrong on my side. Please try again."
+            )
 
     return run
 

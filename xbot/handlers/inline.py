@@ -18,11 +18,13 @@ from telegram.error import TelegramError
 from telegram.ext import BaseHandler, InlineQueryHandler
 
 from xbot import inline_results as plan
-from xbot.delivery import KIND, DeliverPayload
+from xbot.delivery import KIND
+from xbot.destination import Destination
 from xbot.errors import FetchError, PostUnavailable, StoreError, TransientFetch
 from xbot.inline_results import InlineAnswer
 from xbot.links import classify, x_status_url
 from xbot.logs import kv
+from xbot.payloads import DeliverPayload
 from xbot.services import Services, XContext
 
 log = logging.getLogger(__name__)
@@ -107,7 +109,7 @@ async def start_album(update: Update, context: XContext, parameter: str) -> bool
         await message.reply_text(ALBUM_REFUSED)
         return True
     payload = DeliverPayload.for_link(
-        link, reply_to=message.message_id, chat_type=chat.type, user_id=user.id if user else None
+        link, Destination.answering(message, quote=True), user_id=user.id if user else None
     )
     try:
         await services.queue.enqueue(

@@ -12,10 +12,12 @@ import logging
 from telegram import Update
 from telegram.constants import ChatType
 
-from xbot.delivery import KIND, DeliverPayload
+from xbot.destination import Destination
 from xbot.errors import StoreError
+from xbot.handlers.answers import reply
 from xbot.links import LinkPlan, extract_links, plan_links
 from xbot.logs import kv
+from xbot.payloads import DELIVER, DeliverPayload
 from xbot.services import XContext
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ async def on_message(update: Update, context: XContext) -> None:
     private = chat.type == ChatType.PRIVATE
     if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
         if private:
-            await message.reply_text(NOT_ALLOWED)
+            await reply(context, message, NOT_ALLOWED)
         return
 
     plan = plan_links(
@@ -61,7 +63,7 @@ async def on_message(update: Update, context: XContext) -> None:
     except StoreError as exc:
         log.warning("links not queued %s", kv(chat=chat.id, message=message.message_id, error=exc))
         # Quoted, even in private: it names which message to send again.
-        await message.reply_text(STORE_UNAVAILABLE, do_quote=True)
+        await reply(context, message, STORE_UNAVAILABLE, quote=True)
         return
     if queued:
         services.workers.wake()
@@ -79,7 +81,7 @@ async def on_message(update: Update, context: XContext) -> None:
     elif plan.unsupported and private and not queued:
         notes.append(UNSUPPORTED_LINK)
     if notes:
-        await message.reply_text(" ".join(notes))
+        await reply(context, message, " ".join(notes))
 
 
 async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> tuple[int, int]:
@@ -103,8 +105,8 @@ async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> t
             continue
         payload = DeliverPayload.for_link(
             link,
-            reply_to=message.message_id,
-            chat_type=chat.type,
+            # The media answer the message, in its topic.
+            Destination.answering(message, quote=True),
             # Whose forward prompt it will be; None when posted as a chat (anonymous admin).
             user_id=user.id if user and message.sender_chat is None else None,
         )
@@ -113,7 +115,7 @@ async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> t
                 await asyncio.sleep(pause)
             try:
                 await services.queue.enqueue(
-                    KIND,
+                    DELIVER,
                     payload.to_json(),
                     chat.id,
                     now=now,

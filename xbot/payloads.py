@@ -1,0 +1,391 @@
+"""Every task payload and its codec: the one owner of what the ``tasks`` table stores.
+
+A payload is JSON text (the queue never parses it). Each kind has an attrs
+value with ``to_json``/``from_json``; ``from_json`` raises `PayloadError` and
+nothing else on input it cannot read, so the worker dead-letters it.
+
+Every payload carries the `Destination` its answer goes to. The task row's
+``chat_id`` is the truth for the chat (a group that became a supergroup has
+its rows moved, not its payloads rewritten): readers given the row's chat id
+(``from_task``) get a destination moved there. Payloads written before
+destinations existed (``chat_type`` and ``reply_to`` beside the url, the chat
+only on the row) still decode, and new payloads keep those two fields too,
+so the version before this one can still read a task it finds after a
+downgrade.
+
+    kind        value            what it is
+    deliver     DeliverPayload   a link to answer with its media
+    forward     ForwardPayload   a delivered post to copy to the linked channel
+    notice      NoticePayload    the one sentence about a task that finally failed
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
+
+import attrs
+
+from xbot.destination import Destination
+from xbot.errors import PayloadError
+
+if TYPE_CHECKING:
+    from xbot.links import Link
+    from xbot.queue import Task
+
+__all__ = [
+    "DELIVER",
+    "FORWARD",
+    "NOTICE",
+    "DeliverPayload",
+    "ForwardPayload",
+    "NoticePayload",
+    "OutKind",
+    "SentItem",
+    "SentStep",
+    "forward_dedup_key",
+    "items_data",
+    "items_from",
+    "payload_identity",
+]
+
+DELIVER: Final = "deliver"
+FORWARD: Final = "forward"
+NOTICE: Final = "notice"
+
+OutKind = Literal["photo", "video", "gif", "document"]
+_OUT_KINDS: Final = ("photo", "video", "gif", "document")
+
+# What a payload that does not parse may still say; OverflowError: a number like
+# 1e400 where an int belongs; RecursionError: nesting deeper than the parser goes.
+_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
+
+
+@attrs.frozen
+class SentItem:
+    """One media item Telegram confirmed, by the file_id it gave it."""
+
+    kind: OutKind
+    file_id: str
+
+
+@attrs.frozen
+class SentStep:
+    """One confirmed send (a single message or an album) of a delivery, by its index."""
+
+    step: int
+    items: tuple[SentItem, ...]
+
+
+def items_data(items: Sequence[SentItem]) -> list[list[str]]:
+    return [[i.kind, i.file_id] for i in items]
+
+
+def items_from(raw: object) -> tuple[SentItem, ...]:
+    if not isinstance(raw, list):
+        raise TypeError("items must be a list")
+    out = []
+    for entry in raw:
+        kind, file_id = entry
+        if kind not in _OUT_KINDS or not isinstance(file_id, str):
+            raise ValueError(f"not a sent item: {entry!r}")
+        out.append(SentItem(cast("OutKind", kind), file_id))
+    return tuple(out)
+
+
+def _dumps(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _object(raw: str, what: str) -> dict[str, Any]:
+    data = json.loads(raw)
+    if not isinstance(data, dict) or data.get("v") != 1:
+        raise PayloadError(f"unknown {what} payload version")
+    return data
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _opt_int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def _dest(data: Mapping[str, Any], chat_id: int | None) -> Destination:
+    """The stored destination, or one rebuilt from an older payload; moved to the row's chat."""
+    if "dest" in data:
+        dest = Destination.from_dict(data["dest"])
+    else:
+        dest = Destination.legacy(
+            chat_id if chat_id is not None else 0,
+            chat_type=_opt_str(data.get("chat_type")),
+            reply_to=_opt_int(data.get("reply_to")),
+        )
+    return dest if chat_id is None else dest.moved_to(chat_id)
+
+
+_NOWHERE: Final = Destination(0, "private")  # a default only: every real payload names its own
+
+
+# --- deliver ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class DeliverPayload:
+    """What a deliver task carries. `sent` grows as albums are confirmed.
+
+    Attributes:
+        url, key, kind, post_id, handle: the link as canonicalised when it arrived.
+        dest: where the answer goes; ``dest.reply_to`` is the user's message.
+        sent: the send steps Telegram has confirmed, in order.
+        skipped: media left out (too large), so the entry is not cached.
+        announced: the follow-up after the last album ran (e.g. the forward prompt).
+        user_id: who sent the link (None: unknown, an anonymous admin, a channel);
+            their forward prompt is theirs to press.
+    """
+
+    url: str
+    key: str
+    kind: str
+    post_id: str | None = None
+    handle: str | None = None
+    dest: Destination = _NOWHERE
+    sent: tuple[SentStep, ...] = ()
+    skipped: int = 0
+    announced: bool = False
+    user_id: int | None = None
+
+    @property
+    def reply_to(self) -> int | None:
+        return self.dest.reply_to
+
+    @property
+    def chat_type(self) -> str:
+        return self.dest.chat_kind
+
+    @property
+    def is_group(self) -> bool:
+        return self.dest.is_group
+
+    def to_json(self) -> str:
+        return _dumps(
+            {
+                "v": 1,
+                "url": self.url,
+                "key": self.key,
+                "kind": self.kind,
+                "post_id": self.post_id,
+                "handle": self.handle,
+                "dest": self.dest.to_dict(),
+                # The two fields the version before destinations reads (a downgrade).
+                "reply_to": self.dest.reply_to,
+                "chat_type": self.dest.chat_kind,
+                "sent": [{"step": s.step, "items": items_data(s.items)} for s in self.sent],
+                "skipped": self.skipped,
+                "announced": self.announced,
+                "user_id": self.user_id,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, raw: str, *, chat_id: int | None = None) -> DeliverPayload:
+        """Read a payload; ``chat_id`` (the task row's) moves its destination there."""
+        try:
+            data = _object(raw, "deliver")
+            sent = tuple(
+                SentStep(
+                    int(s["step"]),
+                    tuple(SentItem(str(k), str(f)) for k, f in s["items"]),  # type: ignore[arg-type]
+                )
+                for s in data.get("sent", [])
+            )
+            return cls(
+                url=str(data["url"]),
+                key=str(data["key"]),
+                kind=str(data["kind"]),
+                post_id=_opt_str(data.get("post_id")),
+                handle=_opt_str(data.get("handle")),
+                dest=_dest(data, chat_id),
+                sent=sent,
+                skipped=int(data.get("skipped", 0)),
+                announced=bool(data.get("announced", False)),
+                user_id=_opt_int(data.get("user_id")),
+            )
+        except PayloadError:
+            raise
+        except _UNREADABLE as exc:
+            raise PayloadError(f"deliver payload does not parse: {exc!r}"[:300]) from exc
+
+    @classmethod
+    def from_task(cls, task: Task) -> DeliverPayload:
+        return cls.from_json(task.payload, chat_id=task.chat_id)
+
+    @classmethod
+    def for_link(
+        cls, link: Link, dest: Destination, *, user_id: int | None = None
+    ) -> DeliverPayload:
+        return cls(
+            url=link.url,
+            key=link.key,
+            kind=link.kind,
+            post_id=link.post_id,
+            handle=link.handle,
+            dest=dest,
+            user_id=user_id,
+        )
+
+    def steps_sent(self) -> frozenset[int]:
+        return frozenset(s.step for s in self.sent)
+
+    def items_sent(self) -> tuple[SentItem, ...]:
+        """Every item confirmed so far, in post order."""
+        return tuple(i for step in sorted(self.sent, key=lambda s: s.step) for i in step.items)
+
+
+# --- forward ------------------------------------------------------------------------------------
+
+
+def forward_dedup_key(chat_id: int, prompt_id: int) -> str:
+    return f"fwd:{chat_id}:{prompt_id}"
+
+
+@attrs.frozen
+class ForwardPayload:
+    """What a forward task carries.
+
+    Attributes:
+        chat_id: the chat of the prompt (the task itself runs on the channel's lane).
+        channel_id, channel_title: where it goes, as linked when the button was pressed.
+        sent: the send steps Telegram confirmed, so a retry never posts one twice.
+    """
+
+    chat_id: int
+    prompt_id: int
+    prompt_message_id: int
+    channel_id: int
+    channel_title: str
+    items: tuple[SentItem, ...]
+    caption: str
+    spoiler: bool = False
+    sent: tuple[int, ...] = ()
+
+    @property
+    def dest(self) -> Destination:
+        """The channel: no topic, nothing to quote."""
+        return Destination(self.channel_id, "channel")
+
+    @property
+    def dedup_key(self) -> str:
+        return forward_dedup_key(self.chat_id, self.prompt_id)
+
+    def to_json(self) -> str:
+        return _dumps(
+            {
+                "v": 1,
+                "chat_id": self.chat_id,
+                "prompt_id": self.prompt_id,
+                "prompt_message_id": self.prompt_message_id,
+                "channel_id": self.channel_id,
+                "channel_title": self.channel_title,
+                "items": items_data(self.items),
+                "caption": self.caption,
+                "spoiler": self.spoiler,
+                "sent": list(self.sent),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, raw: str) -> ForwardPayload:
+        try:
+            data = _object(raw, "forward")
+            return cls(
+                chat_id=int(data["chat_id"]),
+                prompt_id=int(data["prompt_id"]),
+                prompt_message_id=int(data["prompt_message_id"]),
+                channel_id=int(data["channel_id"]),
+                channel_title=str(data["channel_title"]),
+                items=items_from(data["items"]),
+                caption=str(data["caption"]),
+                spoiler=bool(data.get("spoiler", False)),
+                sent=tuple(int(s) for s in data.get("sent", [])),
+            )
+        except PayloadError:
+            raise
+        except _UNREADABLE as exc:
+            raise PayloadError(f"forward payload does not parse: {exc}"[:300]) from exc
+
+
+# --- notice -------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class NoticePayload:
+    """The dead-letter notice of a task: its sentence, where it goes, which task it is about."""
+
+    text: str
+    dest: Destination
+    for_task: int | None = None
+
+    def to_json(self) -> str:
+        return _dumps(
+            {
+                "v": 1,
+                "text": self.text,
+                "dest": self.dest.to_dict(),
+                "reply_to": self.dest.reply_to,
+                "for_task": self.for_task,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, raw: str, *, chat_id: int | None = None) -> NoticePayload:
+        """Also reads the version without ``v`` and ``dest`` (text, reply_to, for_task)."""
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("v", 1) != 1:
+                raise PayloadError("unknown notice payload version")
+            return cls(
+                text=str(data["text"]),
+                dest=_dest(data, chat_id),
+                for_task=_opt_int(data.get("for_task")),
+            )
+        except PayloadError:
+            raise
+        except _UNREADABLE as exc:
+            raise PayloadError(f"notice payload does not parse: {exc}"[:300]) from exc
+
+    @classmethod
+    def from_task(cls, task: Task) -> NoticePayload:
+        return cls.from_json(task.payload, chat_id=task.chat_id)
+
+
+# --- any payload --------------------------------------------------------------------------------
+
+_IDENTITY_KEYS: Final = ("url", "key")
+
+
+def payload_identity(raw: str) -> dict[str, str]:
+    """Best effort: the ``url`` and ``key`` of a payload, for a dead-letter notice.
+
+    Never raises: a payload that does not parse as JSON is searched for the
+    ``"url": "…"`` pattern instead, and what is not found is left out.
+    """
+    found: dict[str, str] = {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, TypeError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        for name in _IDENTITY_KEYS:
+            value = data.get(name)
+            if isinstance(value, str | int) and not isinstance(value, bool):
+                found[name] = str(value)
+        return found
+    for name in _IDENTITY_KEYS:
+        match = re.search(rf'"{name}"\s*:\s*"((?:[^"\\]|\\.){{0,2000}})"', str(raw))
+        if match:
+            found[name] = match.group(1)
+    return found
