@@ -17,7 +17,7 @@ import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import attrs
 import telegram
@@ -43,6 +43,7 @@ from telegram.error import (
     TimedOut,
 )
 
+from xbot import topics
 from xbot.destination import Destination
 from xbot.errors import (
     ChatMoved,
@@ -55,6 +56,7 @@ from xbot.errors import (
     XbotError,
 )
 from xbot.flights import Flights
+from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.pacing import Pacer
 from xbot.payloads import OutKind, SentItem
@@ -72,6 +74,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Telegram refuses a flooded chat (429) at once; a call to the chat that has
 # been out this long is doing its work, and a chat action may go beside it.
@@ -319,11 +322,28 @@ class Sender:
         write_timeout = write_timeout_for(sum(i.size for i in items))
         try:
             async with self._line(chat_id):
-                return await self._send_media(
-                    dest, items, caption, spoiler=spoiler, write_timeout=write_timeout
+                return await self._in_topic(
+                    dest,
+                    lambda d: self._send_media(
+                        d, items, caption, spoiler=spoiler, write_timeout=write_timeout
+                    ),
                 )
         except TelegramError as exc:
             raise self._translate(exc, chat_id, by=by) from exc
+
+    async def _in_topic(self, dest: Destination, send: Callable[[Destination], Awaitable[T]]) -> T:
+        """`send` to `dest`; to General once if its topic was closed or deleted meanwhile."""
+        try:
+            return await send(dest)
+        except BadRequest as exc:
+            general = topics.fallback(dest, exc.message)
+            if general is None:
+                raise
+            log.info(
+                "topic gone, answering in General %s",
+                kv(chat=dest.chat_id, topic=dest.topic_id, error=exc.message),
+            )
+            return await send(general)
 
     async def _send_media(
         self,
@@ -402,7 +422,10 @@ class Sender:
         await self.pacer.wait(chat_id, group=dest.paced_as_group, messages=1)
         try:
             async with self._line(chat_id):
-                return await self._send_message(dest, text, html=html, reply_markup=reply_markup)
+                return await self._in_topic(
+                    dest,
+                    lambda d: self._send_message(d, text, html=html, reply_markup=reply_markup),
+                )
         except TelegramError as exc:
             raise self._translate(exc, chat_id) from exc
 

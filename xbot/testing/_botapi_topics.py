@@ -142,6 +142,11 @@ class ForumTopics:
                 if key[0] == chat_id and topic_of(msg) == topic_id:
                     self._deleted.add(key)
 
+    def delete_message(self, chat_id: int, message_id: int) -> None:
+        """Someone (the sender, an admin, an anti-spam bot) deleted a message meanwhile."""
+        with self._lock:
+            self._deleted.add((chat_id, message_id))
+
     def topic(self, chat_id: int, topic_id: int) -> Topic | None:
         with self._lock:
             return self._topics.get((chat_id, topic_id))
