@@ -17,10 +17,11 @@ from xbot.db import connect
 from xbot.delivery import KIND
 from xbot.destination import Destination
 from xbot.links import classify
+from xbot.other_sites import OtherSites
 from xbot.payloads import DeliverPayload
 from xbot.queue import SyncQueue
 from xbot.testing._botapi_topics import topic_of
-from xbot.testing.harness import Harness
+from xbot.testing.harness import Harness, mp4_with_header
 
 FORUM = -1002000
 CHANNEL = -1009001
@@ -104,7 +105,8 @@ async def test_commands_and_menus_answer_in_the_topic(h: Harness) -> None:
 
 async def test_the_answer_stays_in_the_topic_when_the_link_was_deleted(h: Harness) -> None:
     topic = h.api.create_topic(FORUM, "Cats")
-    h.fx.add_post("407", text="slow", photos=[h.photo("slow")], delay=0.5)
+    # Slower than the second after which the chat action shows.
+    h.fx.add_post("407", text="slow", photos=[h.photo("slow")], delay=1.3)
     before = len(h.sent(FORUM))
     update = h.api.user_message(FORUM, "https://x.com/a/status/407", user_id=MEMBER, topic_id=topic)
     await h.api.wait_for(lambda: h.fx.hits.get("/a/status/407", 0) >= 1, 10)
@@ -114,6 +116,9 @@ async def test_the_answer_stays_in_the_topic_when_the_link_was_deleted(h: Harnes
     (photo,) = in_topic(h, topic)
     assert "photo" in photo
     assert in_topic(h, None) == []
+    actions = [c for c in h.api.calls_for("sendChatAction", FORUM) if c.status == 200]
+    assert actions, "the fetch took long enough to show a chat action"
+    assert {c.params.get("message_thread_id") for c in actions} == {topic}
 
 
 async def test_a_task_from_before_a_restart_answers_in_its_topic(h: Harness) -> None:
@@ -212,3 +217,26 @@ async def test_a_topic_gone_meanwhile_gets_the_answer_in_general_once(
     refused = [c for c in h.api.calls if c.chat_id == FORUM and c.status == 400]
     assert len(refused) == 1, "one refusal, then General: never a retry loop"
     assert refused[0].params.get("message_thread_id") == topic
+
+
+async def test_the_status_message_of_a_long_download_is_in_the_topic(tmp_path: Path) -> None:
+    h = await Harness.start(tmp_path / "data", start_bot=False, ytdlp_sites="all")
+    try:
+        h.api.add_forum(FORUM, "Big forum", admins=[ADMIN])
+        await h.start_bot()
+        await h.services.chats.set_settings(FORUM, h.clock(), ytdlp=True)
+        other = h.services.delivery.other_sites
+        assert isinstance(other, OtherSites)
+        other.progress_first, other.progress_every = 0.3, 1.0
+        other.ytdlp_overrides = {"ratelimit": 400_000}  # about 2 s for 800 kB
+        topic = h.api.create_topic(FORUM, "Clips")
+        url = h.media.add("/media/clip.mp4", mp4_with_header(800_000), "video/mp4")
+        h.api.user_message(FORUM, url, user_id=MEMBER, topic_id=topic)
+        await h.api.wait_for(lambda: h.api.calls_for("sendVideo", FORUM), 20)
+        await h.wait_idle(10)
+        (status,) = [c for c in h.api.calls_for("sendMessage", FORUM) if c.status == 200]
+        assert status.params.get("message_thread_id") == topic, "named, not only by the quote"
+        assert ["video" in m for m in in_topic(h, topic)] == [True]
+        assert in_topic(h, None) == []
+    finally:
+        await h.stop()
