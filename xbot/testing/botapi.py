@@ -15,7 +15,10 @@ statuses, its limits (caption 1024 and text 4096 UTF-16 units after entity
 parsing, albums of 2-10, photo URLs 5 MB, other URLs 20 MB), fetching media
 by URL itself (and, like the real one, failing on loopback/private hosts
 unless `allow_url_fetch_from_loopback`), long polling held open until an
-update arrives, and 429s with `retry_after`.
+update arrives, and 429s with `retry_after`. Forum topics (`add_forum`,
+`create_topic`, `close_topic`, `delete_topic`; where each message lands, in
+`_botapi_topics`) and inline mode (`set_inline_mode`, `inline_query`,
+`inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`).
 
 What it adds for tests (here): every call recorded (`calls`, `calls_for`,
 `sent_messages`), update builders (`user_message`, `callback_query`), fault
