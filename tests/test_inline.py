@@ -102,6 +102,16 @@ async def test_a_fresh_post_answers_with_urls_telegram_fetches(h: Harness) -> No
     assert not h.api.calls_for("sendPhoto"), "nothing is sent to any chat"
 
 
+async def test_a_query_during_a_chat_delivery_of_the_link_waits_for_it(h: Harness) -> None:
+    h.fx.add_post("309", text="both", photos=[h.photo("b1"), h.photo("b2")], delay=0.5)
+    h.api.user_message(CHAT, "https://x.com/a/status/309")
+    await h.api.wait_for(lambda: h.fx.hits.get("/a/status/309", 0) >= 1, 10)
+    answer = await ask(h, "https://x.com/a/status/309")
+    assert [r["type"] for r in answer.results] == ["photo", "photo"]
+    assert all("photo_file_id" in r for r in answer.results), "by the file_ids just sent"
+    assert h.fx.hits.get("/a/status/309", 0) == 1, "one fetch for the chat and the query"
+
+
 async def test_a_post_with_one_item_has_no_album_button(h: Harness) -> None:
     h.fx.add_post("302", text="one", photos=[h.photo("one")])
     answer = await ask(h, "https://x.com/a/status/302")

@@ -25,7 +25,15 @@ import attrs
 
 from xbot.media.models import MediaKind
 
-__all__ = ["MAX_GROUP", "PlanKind", "SendMethod", "SendStep", "plan_albums", "plan_sends"]
+__all__ = [
+    "MAX_GROUP",
+    "PlanKind",
+    "SendMethod",
+    "SendStep",
+    "one_send",
+    "plan_albums",
+    "plan_sends",
+]
 
 T = TypeVar("T")
 
@@ -107,3 +115,9 @@ def plan_sends(kinds: Sequence[PlanKind]) -> list[SendStep]:
         run.append(index)
     flush()
     return steps
+
+
+def one_send(kinds: Sequence[PlanKind]) -> bool:
+    """These items (at most 10) go as one message or one album: photos and videos
+    together, or documents only; never a GIF beside anything."""
+    return len(plan_sends(kinds)) == 1

@@ -44,12 +44,14 @@ from xbot.media.x_api import XApi
 from xbot.notices import KIND as NOTICE
 from xbot.notices import Notices, queue_notice
 from xbot.other_sites import OtherSites
+from xbot.outbox import Outbox
 from xbot.pacing import Pacer
 from xbot.polling import DurablePoller
 from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
-from xbot.services import Services, XContext
+from xbot.services import ChatMover, Services, XContext
+from xbot.sources import SourceRouter, XApiSource
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -111,14 +113,15 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
-    x_api = XApi(x_client, settings.x_api_url)
-    delivery = Delivery(settings, sender, x_api, cache, chats, guarded)
-    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    delivery.other_sites = OtherSites(settings, sender, cache, delivery)
-
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, sender, chats, queue, clock)
-    delivery.on_delivered = forwarding.on_delivered
+    # Every delivery sends, records and announces (the forward prompt) through it.
+    outbox = Outbox(sender, on_delivered=forwarding.on_delivered)
+    # Which source serves a link, by its kind: one entry per site.
+    sources = SourceRouter({"x": XApiSource(XApi(x_client, settings.x_api_url))})
+    # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
+    other_sites = OtherSites(settings, outbox, cache, guarded)
+    delivery = Delivery(settings, outbox, sources, cache, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:
@@ -130,8 +133,8 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    async def chat_moved(old_id: int, new_id: int) -> None:
-        await chats.move_chat(old_id, new_id, clock())
+    authority = Authority(application.bot)
+    mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(
         queue,
@@ -139,7 +142,7 @@ async def build_services(
         notify,
         count=settings.workers,
         clock=clock,
-        on_chat_moved=chat_moved,
+        on_chat_moved=mover.move,
     )
     forwarding.wake = workers.wake
     services = Services(
@@ -152,10 +155,13 @@ async def build_services(
         delivery=delivery,
         workers=workers,
         forwarding=forwarding,
-        authority=Authority(application.bot),
+        authority=authority,
+        sources=sources,
+        mover=mover,
         x_client=x_client,
         guarded=guarded,
-        inline=InlineFetches(x_api.fetch),
+        # @bot <link>: the same sources, joining a chat delivery of the link in flight.
+        inline=InlineFetches(sources.fetch, outbox.hold),
         clock=clock,
     )
     services.attach(application)

@@ -6,24 +6,24 @@ is written before the next album goes out (`TaskContext.flush`), so a crash
 between albums resumes with the next album and never resends one; the last
 album's record rides on the task's done mark, or on the link cache entry's
 write. The link cache is read first (one Bot API call per album, no
-download) and written last; one fetch is in flight per key (`Flights`).
+download) and written last; one fetch is in flight per key (the outbox's
+flights). Sending, recording and the follow-up are the `Outbox`'s; which
+source fetches the post is the `PostSource`'s (`xbot.sources`). Links to
+other sites go to `xbot.other_sites`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import attrs
 import httpx
 
-from xbot.albums import PlanKind, plan_sends
+from xbot.albums import PlanKind, one_send, plan_sends
 from xbot.caption import build_caption, build_text_reply
 from xbot.config import Settings
-from xbot.destination import Destination
 from xbot.errors import (
     FetchError,
     Permanent,
@@ -34,7 +34,6 @@ from xbot.errors import (
     TransientFetch,
     UrlNotFetched,
 )
-from xbot.flights import Flights
 from xbot.link_cache import CachedItem, CachedPost, LinkCache
 from xbot.links import classify
 from xbot.logs import kv
@@ -42,9 +41,12 @@ from xbot.media import thumbnail as thumbnails
 from xbot.media.download import download
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
-from xbot.media.x_api import XApi, choose_variant, expand_tco
-from xbot.payloads import DELIVER, DeliverPayload, OutKind, SentItem, SentStep
+from xbot.media.x_api import choose_variant, expand_tco
+from xbot.outbox import Outbox
+from xbot.payloads import DELIVER, DeliverPayload, OutKind, SentItem
+from xbot.progress import ChatAction, keep_chat_action
 from xbot.sender import OutMedia, Sender
+from xbot.sources import PostSource
 from xbot.state import ChatSettings, ChatStore
 from xbot.worker import TaskContext
 
@@ -54,35 +56,13 @@ KIND = DELIVER
 URL_PHOTO_LIMIT = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
 URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
 UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
-CHAT_ACTION_EVERY = 4.0
 # Long work shows progress; a link answered sooner (a cache hit, a quick fetch)
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
 # of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
 CHAT_ACTION_AFTER = 1.0
 
 
-@attrs.define
-class ChatAction:
-    """The chat action being refreshed; the work may switch it (photo → video)."""
-
-    value: str
-
-
-@attrs.frozen
-class Delivered:
-    """What a finished delivery sent, for whoever acts on it next (the forward prompt).
-
-    Attributes:
-        items: every media item sent, in post order, by file_id.
-        caption_parts: ``author_name``, ``author_handle``, ``text`` (unescaped).
-    """
-
-    dest: Destination
-    key: str
-    url: str
-    caption_parts: Mapping[str, str]
-    items: tuple[SentItem, ...]
-    user_id: int | None = None
+OtherSiteDelivery = Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]]
 
 
 @attrs.define
@@ -90,24 +70,23 @@ class Delivery:
     """Everything a deliver task needs, wired once by the app.
 
     Attributes:
+        outbox: sends, records and announces (the forward prompt hangs there).
+        source: fetches a post (`xbot.sources.SourceRouter`: by the link's kind).
         guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
-        other_sites: delivers a non-X link (yt-dlp), or None when that is off.
-        on_delivered: runs once after every album of a post was delivered (the
-            forward prompt hangs here); recorded in the payload so a retry does
-            not run it twice.
+        other_sites: delivers a link to another site (yt-dlp).
     """
 
     settings: Settings
-    sender: Sender
-    x_api: XApi
+    outbox: Outbox
+    source: PostSource
     cache: LinkCache
     chats: ChatStore
     guarded: httpx.AsyncClient
-    flights: Flights = attrs.field(factory=Flights)
-    other_sites: Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]] | None = (
-        None
-    )
-    on_delivered: Callable[[TaskContext, Delivered], Awaitable[None]] | None = None
+    other_sites: OtherSiteDelivery
+
+    @property
+    def sender(self) -> Sender:
+        return self.outbox.sender
 
     async def run(self, ctx: TaskContext) -> None:
         payload = DeliverPayload.from_task(ctx.task)
@@ -116,12 +95,12 @@ class Delivery:
         if payload.kind == "tco":
             payload = await self._expand(ctx, payload)
         if payload.kind == "other":
-            if self.other_sites is None:
-                raise Permanent("Links to that site are not supported here.", notify=False)
             await self.other_sites(ctx, payload, chat.settings)
             return
-        async with self._chat_action(payload.dest, "upload_photo") as action:
-            await self._deliver_x(ctx, payload, chat.settings, action)
+        async with keep_chat_action(
+            self.sender, payload.dest, "upload_photo", after=CHAT_ACTION_AFTER
+        ) as action:
+            await self._deliver_post(ctx, payload, chat.settings, action)
 
     async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
         try:
@@ -142,7 +121,7 @@ class Delivery:
         await ctx.save_payload(expanded.to_json())
         return expanded
 
-    async def _deliver_x(
+    async def _deliver_post(
         self,
         ctx: TaskContext,
         payload: DeliverPayload,
@@ -151,12 +130,12 @@ class Delivery:
     ) -> None:
         # Photos sent as files are other file_ids than photos: their own entry.
         key = cache_key(payload.key, as_documents=settings.photos_as_documents)
-        async with self.flights.hold(key):
+        async with self.outbox.hold(key):
             cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
             if cached is not None:
                 try:
                     payload = await self._send_cached(ctx, payload, cached, settings)
-                    await self.announce(ctx, payload, cached.url, cached.caption_parts)
+                    await self.outbox.announce(ctx, payload, cached.url, cached.caption_parts)
                     return
                 except StaleFileId:
                     log.info("stale file_id, refetching %s", kv(key=key))
@@ -170,30 +149,11 @@ class Delivery:
             payload = await self._send_fresh(ctx, payload, post, settings)
             parts = {"author_name": post.author_name, "author_handle": post.author_handle,
                      "text": post.text, "sensitive": "1" if post.sensitive else "0"}  # fmt: skip
-            await self.announce(ctx, payload, post.url, parts)
-
-    async def announce(
-        self,
-        ctx: TaskContext,
-        payload: DeliverPayload,
-        url: str,
-        caption_parts: Mapping[str, str],
-    ) -> None:
-        """Run `on_delivered` once per task, after every album went out."""
-        if self.on_delivered is None or payload.announced or not payload.sent:
-            return
-        items = tuple(i for step in sorted(payload.sent, key=lambda s: s.step) for i in step.items)
-        delivered = Delivered(
-            dest=payload.dest, key=payload.key, url=url, caption_parts=dict(caption_parts),
-            items=items, user_id=payload.user_id,
-        )  # fmt: skip
-        await self.on_delivered(ctx, delivered)  # flushes before it sends anything
-        ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())
+            await self.outbox.announce(ctx, payload, post.url, parts)
 
     async def _fetch(self, ctx: TaskContext, payload: DeliverPayload) -> Post | None:
-        assert payload.post_id is not None
         try:
-            post = await self.x_api.fetch(payload.post_id, payload.handle)
+            post = await self.source.fetch(payload.link)
         except PostUnavailable as exc:
             await self._say(ctx, payload, exc.reason)
             return None
@@ -221,22 +181,21 @@ class Delivery:
             text=cached.caption_parts.get("text", ""),
             sensitive=cached.caption_parts.get("sensitive") == "1",
         )
-        caption = self._caption(post, settings)
-        items = [OutMedia(i.kind, i.file_id, "file_id") for i in cached.items]
-        steps = plan_sends([i.kind for i in cached.items])
-        for index, step in enumerate(steps):
-            if any(s.step == index for s in payload.sent):
-                continue
-            await ctx.flush()  # the album before is recorded before this one goes out
-            out = [items[i] for i in step.items]
-            sent = await self.sender.send_media(
-                payload.dest,
-                out,
-                caption=caption if index == 0 else None,
-                spoiler=post.sensitive and settings.spoiler_sensitive,
-            )
-            payload = self._record(ctx, payload, index, [s for s, _ in sent])
-        return payload
+        box = [payload]
+
+        async def record(index: int, sent: list[SentItem]) -> None:
+            box[0] = self.outbox.record(ctx, box[0], index, sent)
+
+        await self.outbox.send_file_ids(
+            ctx,
+            payload.dest,
+            [SentItem(i.kind, i.file_id) for i in cached.items],
+            caption=self._caption(post, settings),
+            spoiler=post.sensitive and settings.spoiler_sensitive,
+            done=payload.steps_sent(),
+            record=record,
+        )
+        return box[0]
 
     async def _send_fresh(
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
@@ -256,7 +215,7 @@ class Delivery:
             sent, skipped = await self._send_step(
                 ctx, payload, media, caption if index == 0 else None, spoiler, as_docs=as_docs
             )
-            payload = self._record(ctx, payload, index, sent, skipped=skipped)
+            payload = self.outbox.record(ctx, payload, index, sent, skipped=skipped)
         entry = None
         if payload.skipped == 0:
             entry = self._cache_entry(post, payload, ctx.clock(), cache_key(post.key, as_docs))
@@ -284,10 +243,10 @@ class Delivery:
         by_url = [None if as_docs and m.kind == "photo" else _by_url(m) for m in media]
         if all(o is not None for o in by_url):
             try:
-                sent = await self.sender.send_media(
+                sent = await self.outbox.send_step(
                     dest, [o for o in by_url if o is not None], caption=caption, spoiler=spoiler
                 )
-                return [s for s, _ in sent], 0
+                return sent, 0
             except UrlNotFetched as exc:
                 log.info("telegram could not fetch, uploading %s", kv(key=payload.key, error=exc))
         with temp_folder(self.settings.data_dir) as folder:
@@ -300,15 +259,16 @@ class Delivery:
                     too_large.append(item)
             sent_items: list[SentItem] = []
             if uploads:
-                if len(uploads) == 1 or _groupable(uploads):
+                if one_send([u.kind for u in uploads]):
                     groups = [uploads]
                 else:  # a photo turned document: keep the order, one message each
                     groups = [[u] for u in uploads]
                 for i, group in enumerate(groups):
-                    sent = await self.sender.send_media(
-                        dest, group, caption=caption if i == 0 else None, spoiler=spoiler
+                    sent_items.extend(
+                        await self.outbox.send_step(
+                            dest, group, caption=caption if i == 0 else None, spoiler=spoiler
+                        )
                     )
-                    sent_items.extend(s for s, _ in sent)
         if too_large:
             limit = self.settings.upload_limit_mb
             await self._say(
@@ -358,24 +318,6 @@ class Delivery:
         )  # fmt: skip
 
     @staticmethod
-    def _record(
-        ctx: TaskContext,
-        payload: DeliverPayload,
-        index: int,
-        sent: Sequence[SentItem],
-        *,
-        skipped: int = 0,
-    ) -> DeliverPayload:
-        """Telegram confirmed album ``index``: stage the record (written before the next)."""
-        updated = attrs.evolve(
-            payload,
-            sent=(*payload.sent, SentStep(index, tuple(sent))),
-            skipped=payload.skipped + skipped,
-        )
-        ctx.stage_payload(updated.to_json())
-        return updated
-
-    @staticmethod
     def _cache_entry(
         post: Post, payload: DeliverPayload, now: float, key: str
     ) -> CachedPost | None:
@@ -402,26 +344,7 @@ class Delivery:
         self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False
     ) -> None:
         """One plain sentence in answer to the link."""
-        await self.sender.send_text(payload.dest, text, html=html)
-
-    @contextlib.asynccontextmanager
-    async def _chat_action(self, dest: Destination, initial: str) -> AsyncIterator[ChatAction]:
-        """Keep Telegram's "sending a photo…" status up while the work runs (past a second)."""
-        action = ChatAction(initial)
-
-        async def refresh() -> None:
-            await asyncio.sleep(CHAT_ACTION_AFTER)
-            while True:
-                await self.sender.chat_action(dest, action.value)
-                await asyncio.sleep(CHAT_ACTION_EVERY)
-
-        task = asyncio.create_task(refresh())
-        try:
-            yield action
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.outbox.say(payload.dest, text, html=html)
 
 
 def cache_key(key: str, as_documents: bool) -> str:
@@ -449,9 +372,3 @@ def _photo_shape_ok(item: MediaItem) -> bool:
     if not w or not h:
         return True
     return w + h <= 10000 and max(w, h) / min(w, h) <= 20
-
-
-def _groupable(items: Sequence[OutMedia]) -> bool:
-    """An album holds photos and videos together, or documents only; never GIFs."""
-    kinds = {i.kind for i in items}
-    return "gif" not in kinds and (kinds <= {"photo", "video"} or kinds == {"document"})

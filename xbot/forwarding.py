@@ -17,12 +17,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import attrs
 from telegram import InlineKeyboardMarkup
 
-from xbot.albums import plan_albums
+from xbot.albums import PlanKind, plan_sends
 from xbot.callback_data import Action, CallbackData
 from xbot.caption import build_caption
 from xbot.config import Settings
@@ -37,7 +37,8 @@ from xbot.errors import (
 )
 from xbot.logs import kv
 from xbot.media.models import Post
-from xbot.payloads import FORWARD, ForwardPayload, forward_dedup_key
+from xbot.outbox import send_file_ids
+from xbot.payloads import FORWARD, ForwardPayload, SentItem, forward_dedup_key
 from xbot.prompts import (
     EXPIRED_PROMPT,
     NO_CHANNEL,
@@ -53,12 +54,12 @@ from xbot.prompts import (
     prompt_view,
 )
 from xbot.queue import Task, TaskQueue
-from xbot.sender import OutMedia, Sender
+from xbot.sender import Sender
 from xbot.state import CAPTION_EDIT, ChatState, ChatStore, Record
 from xbot.worker import TaskContext
 
 if TYPE_CHECKING:
-    from xbot.delivery import Delivered
+    from xbot.outbox import Delivered
 
 log = logging.getLogger(__name__)
 
@@ -75,33 +76,9 @@ def dedup_key(chat_id: int, prompt_id: int) -> str:
 
 
 def plan_forward(kinds: Sequence[str]) -> list[tuple[int, ...]]:
-    """The sends that copy items of these kinds, in order (indices into the items).
-
-    Like `xbot.albums.plan_sends`, plus documents (a photo the delivery had to
-    send as a file): they group only with documents, so a run is cut where the
-    family changes; GIFs always go alone.
-    """
-    steps: list[tuple[int, ...]] = []
-    run: list[int] = []
-    family = ""
-
-    def flush() -> None:
-        if run:
-            steps.extend(tuple(chunk) for chunk in plan_albums(list(run)))
-            run.clear()
-
-    for index, kind in enumerate(kinds):
-        if kind == "gif":
-            flush()
-            steps.append((index,))
-            continue
-        this = "document" if kind == "document" else "media"
-        if this != family:
-            flush()
-            family = this
-        run.append(index)
-    flush()
-    return steps
+    """The sends that copy items of these kinds, in order (indices into the items):
+    `xbot.albums.plan_sends`, the one album planner."""
+    return [step.items for step in plan_sends(cast("Sequence[PlanKind]", kinds))]
 
 
 # --- the service ------------------------------------------------------------------------------
@@ -283,28 +260,30 @@ class Forwarding:
     async def run(self, ctx: TaskContext) -> None:
         """The ``forward`` task: copy the items to the channel, then say so on the prompt."""
         payload = ForwardPayload.from_json(ctx.task.payload)
-        steps = plan_forward([i.kind for i in payload.items])
-        for index, step in enumerate(steps):
-            if index in payload.sent:
-                continue
-            out = [
-                OutMedia(payload.items[i].kind, payload.items[i].file_id, "file_id") for i in step
-            ]
-            try:
-                await self.sender.send_media(
-                    payload.dest,  # a channel: paced like a group (20/min)
-                    out,
-                    caption=payload.caption if index == 0 else None,
-                    spoiler=payload.spoiler,
-                )
-            except ChatUnavailable as exc:
-                # The worker would drop this quietly (it reads as "the chat is gone"), but
-                # the channel is gone, not the chat that asked: tell them.
-                raise Permanent(f"I cannot post there any more ({exc})") from exc
-            except StaleFileId as exc:
-                raise Permanent("Telegram no longer has these files; send the link again") from exc
-            payload = attrs.evolve(payload, sent=(*payload.sent, index))
-            await ctx.save_payload(payload.to_json())
+        box = [payload]
+
+        async def record(index: int, _sent: list[SentItem]) -> None:
+            box[0] = attrs.evolve(box[0], sent=(*box[0].sent, index))
+            await ctx.save_payload(box[0].to_json())
+
+        try:
+            await send_file_ids(
+                self.sender,
+                ctx,
+                payload.dest,  # a channel: paced like a group (20/min)
+                payload.items,
+                caption=payload.caption,
+                spoiler=payload.spoiler,
+                done=payload.sent,
+                record=record,
+            )
+        except ChatUnavailable as exc:
+            # The worker would drop this quietly (it reads as "the chat is gone"), but
+            # the channel is gone, not the chat that asked: tell them.
+            raise Permanent(f"I cannot post there any more ({exc})") from exc
+        except StaleFileId as exc:
+            raise Permanent("Telegram no longer has these files; send the link again") from exc
+        payload = box[0]
         await self._settle(payload, forwarded_text(payload.channel_title))
         log.info(
             "forwarded %s",

@@ -1,7 +1,8 @@
 """A link to another site (YouTube, TikTok, Reddit, … through yt-dlp) becomes its video.
 
 The deliver task of a link whose kind is ``other`` lands here
-(`Delivery.other_sites`). The same rules as for X posts hold:
+(`Delivery.other_sites`); it sends, records and announces through the same
+`Outbox` as X posts. The same rules as for X posts hold:
 
 - **SSRF first.** The URL's host is checked and resolved before yt-dlp
   sees it (`xbot.media.netguard`); inside yt-dlp every request passes the
@@ -25,10 +26,9 @@ The deliver task of a link whose kind is ``other`` lands here
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,6 @@ import httpx
 
 from xbot.caption import build_caption
 from xbot.config import Settings
-from xbot.delivery import Delivery
 from xbot.errors import (
     BlockedAddress,
     FetchError,
@@ -55,7 +54,8 @@ from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
-from xbot.payloads import DeliverPayload, SentItem, SentStep
+from xbot.outbox import Outbox
+from xbot.payloads import DeliverPayload, SentItem
 from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sender import OutMedia, Sender
 from xbot.state import ChatSettings
@@ -122,10 +122,11 @@ def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
 
 @attrs.define
 class OtherSites:
-    """Delivers non-X links through yt-dlp; `xbot.app` sets it as `Delivery.other_sites`.
+    """Delivers non-X links through yt-dlp; `xbot.app` hands it to `Delivery`.
 
     Attributes:
-        delivery: shares its single-flight map and `announce` (the forward prompt).
+        outbox: sends, records, announces; its flights are shared with X posts.
+        guarded: the HTTP client for URLs from the site (the thumbnail).
         progress_first, progress_every: the status message's timings (tests shorten them).
         ytdlp_overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
         resolver: name resolution for the SSRF pre-check (tests inject one).
@@ -133,14 +134,18 @@ class OtherSites:
     """
 
     settings: Settings
-    sender: Sender
+    outbox: Outbox
     cache: LinkCache
-    delivery: Delivery
+    guarded: httpx.AsyncClient
     progress_first: float = FIRST_AFTER
     progress_every: float = EVERY
     ytdlp_overrides: Mapping[str, Any] = attrs.field(factory=dict)
     resolver: netguard.Resolver = netguard.system_resolver
     clock: Callable[[], float] = time.monotonic
+
+    @property
+    def sender(self) -> Sender:
+        return self.outbox.sender
 
     @property
     def config(self) -> YtdlpConfig:
@@ -168,7 +173,7 @@ class OtherSites:
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return
-        async with self.delivery.flights.hold(payload.key):
+        async with self.outbox.hold(payload.key):
             if await self._from_cache(ctx, payload, payload.key, settings):
                 return
             await self._fetch(ctx, payload, settings)
@@ -204,7 +209,7 @@ class OtherSites:
             await status.done()
         if done is not None:
             payload, url, parts = done
-            await self.delivery.announce(ctx, payload, url, parts)
+            await self.outbox.announce(ctx, payload, url, parts)
 
     async def _download_and_send(
         self,
@@ -220,7 +225,7 @@ class OtherSites:
         with temp_folder(self.settings.data_dir) as folder:
             async with YtdlpJob(payload.url, folder, self.config, on_progress=status.update) as job:
                 info = await job.extract()
-                async with self._hold(info.key, payload.key):
+                async with self.outbox.hold_also(info.key, payload.key):
                     if await self._from_cache(ctx, payload, info.key, settings):
                         return None
                     status.update(Snapshot("download", 0, info.size))
@@ -241,13 +246,12 @@ class OtherSites:
                         thumbnail=thumbnail,
                     )
                     parts = caption_parts(info)
-                    sent = await self.sender.send_media(
+                    items = await self.outbox.send_step(
                         payload.dest,
                         [out],
                         caption=self._caption(info.key, info.url, parts, settings),
                         spoiler=info.adult and settings.spoiler_sensitive,
                     )
-                    items = [item for item, _ in sent]
                     payload = await self._record(ctx, payload, items)
                     await self._remember(info, payload.key, items, ctx.clock())
                     log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
@@ -261,16 +265,7 @@ class OtherSites:
         if info.audio_only or not info.thumbnail:
             return None
         dest = folder / thumbnails.FILENAME
-        return await thumbnails.fetch(self.delivery.guarded, info.thumbnail, dest)
-
-    @contextlib.asynccontextmanager
-    async def _hold(self, key: str, held: str) -> AsyncIterator[None]:
-        """Single flight under the video's key too (two spellings, one download)."""
-        if key == held:
-            yield
-            return
-        async with self.delivery.flights.hold(key):
-            yield
+        return await thumbnails.fetch(self.guarded, info.thumbnail, dest)
 
     async def _from_cache(
         self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
@@ -282,7 +277,7 @@ class OtherSites:
         parts = cached.caption_parts
         item = cached.items[0]
         try:
-            sent = await self.sender.send_media(
+            sent = await self.outbox.send_step(
                 payload.dest,
                 [OutMedia(item.kind, item.file_id, "file_id")],
                 caption=self._caption(key, cached.url, parts, settings),
@@ -293,10 +288,10 @@ class OtherSites:
             for stale in {key, payload.key, parts.get("ytdlp_key", key)}:
                 await self.cache.invalidate(stale)
             return False
-        payload = await self._record(ctx, payload, [s for s, _ in sent])
+        payload = await self._record(ctx, payload, sent)
         if key != payload.key:  # found by the video's key: the link's spelling hits next time
             await self.cache.put(attrs.evolve(cached, key=payload.key, created_at=ctx.clock()))
-        await self.delivery.announce(ctx, payload, cached.url, parts)
+        await self.outbox.announce(ctx, payload, cached.url, parts)
         return True
 
     async def _resume(self, ctx: TaskContext, payload: DeliverPayload) -> None:
@@ -304,14 +299,14 @@ class OtherSites:
         cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
         url = cached.url if cached else payload.url
         parts = cached.caption_parts if cached else {}
-        await self.delivery.announce(ctx, payload, url, parts)
+        await self.outbox.announce(ctx, payload, url, parts)
 
     async def _record(
         self, ctx: TaskContext, payload: DeliverPayload, sent: Sequence[SentItem]
     ) -> DeliverPayload:
         """Phase one: Telegram confirmed the video; write it down before anything else."""
-        updated = attrs.evolve(payload, sent=(*payload.sent, SentStep(0, tuple(sent))))
-        await ctx.save_payload(updated.to_json())
+        updated = self.outbox.record(ctx, payload, 0, sent)
+        await ctx.flush()
         return updated
 
     async def _remember(
@@ -347,4 +342,4 @@ class OtherSites:
             await self._say(ctx, payload, sentence)
 
     async def _say(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
-        await self.sender.send_text(payload.dest, sentence, html=False)
+        await self.outbox.say(payload.dest, sentence)

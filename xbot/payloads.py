@@ -30,9 +30,9 @@ import attrs
 
 from xbot.destination import Destination
 from xbot.errors import PayloadError
+from xbot.links import Link
 
 if TYPE_CHECKING:
-    from xbot.links import Link
     from xbot.queue import Task
 
 __all__ = [
@@ -236,6 +236,11 @@ class DeliverPayload:
             dest=dest,
             user_id=user_id,
         )
+
+    @property
+    def link(self) -> Link:
+        """The link as it was canonicalised (a t.co link: as it was expanded)."""
+        return Link(self.url, self.key, self.kind, self.post_id, self.handle)  # type: ignore[arg-type]
 
     def steps_sent(self) -> frozenset[int]:
         return frozenset(s.step for s in self.sent)

@@ -5,7 +5,8 @@ message in reply to the user ("Downloading… 42% of 31 MB"), edited at most
 every `EVERY` seconds and only when its text changed (Telegram refuses an
 edit that changes nothing, and limits edits like messages). When the media
 is sent the status message is deleted; when the job fails it becomes the
-error sentence. The chat action (``upload_video``) keeps going meanwhile.
+error sentence. The chat action (``upload_video``) keeps going meanwhile
+(`keep_chat_action`, the one chat-action loop: X deliveries use it too).
 
 The decisions are pure (`Throttle`, `render`) over an injected clock, so
 their tests do not wait; `StatusReporter` is the thin shell that talks to
@@ -19,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from types import TracebackType
 from typing import Literal
 
@@ -39,6 +40,39 @@ CHAT_ACTION_EVERY = 4.0  # an action shows for ~5 s; refresh before it fades
 DELETE_TIMEOUT = 1.0  # at shutdown the status message gets this long to go away
 
 Phase = Literal["fetch", "download", "upload"]
+
+
+@attrs.define
+class ChatAction:
+    """The chat action being refreshed; the work may switch it (photo → video)."""
+
+    value: str
+
+
+@contextlib.asynccontextmanager
+async def keep_chat_action(
+    sender: Sender, dest: Destination, initial: str, *, after: float = 0.0
+) -> AsyncIterator[ChatAction]:
+    """Keep Telegram's "sending a video…" status up while the block runs.
+
+    The first one goes after ``after`` seconds (a quick answer needs none),
+    then one every `CHAT_ACTION_EVERY` seconds, until the block ends.
+    """
+    action = ChatAction(initial)
+
+    async def refresh() -> None:
+        await asyncio.sleep(after)
+        while True:
+            await sender.chat_action(dest, action.value)
+            await asyncio.sleep(CHAT_ACTION_EVERY)
+
+    task = asyncio.create_task(refresh(), name=f"xbot-action-{dest.chat_id}")
+    try:
+        yield action
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @attrs.frozen
@@ -139,6 +173,9 @@ class StatusReporter:
     _shown: str | None = attrs.field(default=None, init=False)
     _muted: bool = attrs.field(default=False, init=False)
     _loop: asyncio.Task[None] | None = attrs.field(default=None, init=False)
+    _action: contextlib.AbstractAsyncContextManager[ChatAction] | None = attrs.field(
+        default=None, init=False
+    )
     _posting: asyncio.Future[Message] | None = attrs.field(default=None, init=False)
 
     @property
@@ -153,6 +190,8 @@ class StatusReporter:
 
     async def __aenter__(self) -> StatusReporter:
         self._throttle = Throttle(self.clock(), self.first_after, self.every)
+        self._action = keep_chat_action(self.sender, self.dest, self.action)
+        await self._action.__aenter__()
         self._loop = asyncio.create_task(self._run(), name=f"xbot-status-{self.dest.chat_id}")
         return self
 
@@ -183,6 +222,9 @@ class StatusReporter:
         await self.sender.send_text(self.dest, sentence, html=False)
 
     async def _stop(self) -> None:
+        action, self._action = self._action, None
+        if action is not None:
+            await action.__aexit__(None, None, None)
         if self._loop is not None:
             self._loop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -197,23 +239,16 @@ class StatusReporter:
 
     async def _run(self) -> None:
         assert self._throttle is not None
-        next_action = self.clock()
         while True:
             now = self.clock()
-            if now >= next_action:
-                await self.sender.chat_action(self.dest, self.action)
-                next_action = now + CHAT_ACTION_EVERY
             if not self._muted and self._throttle.due(now):
                 await self._show(now)
-            wake = min(next_action, self._throttle.next_due())
             self._changed.clear()
             if not self._muted and self._shown != render(self._snapshot):
                 # Something new to show: sleep until it may be shown.
-                await asyncio.sleep(max(0.0, wake - self.clock()))
+                await asyncio.sleep(max(0.0, self._throttle.next_due() - self.clock()))
             else:
-                # Nothing new: sleep until the next chat action or a change.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), max(0.0, next_action - now))
+                await self._changed.wait()  # nothing new: sleep until a change
 
     async def _show(self, now: float) -> None:
         assert self._throttle is not None

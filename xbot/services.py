@@ -6,6 +6,7 @@ reach it as ``context.services`` (typed), never through string keys.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,9 @@ import attrs
 from telegram.ext import Application, CallbackContext, ExtBot
 
 from xbot.config import Settings
+from xbot.logs import kv
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import httpx
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from xbot.link_cache import LinkCache
     from xbot.queue import TaskQueue
     from xbot.sender import Sender
+    from xbot.sources import SourceRouter
     from xbot.state import ChatStore
     from xbot.worker import Workers
 
@@ -38,6 +43,8 @@ class Services:
     Attributes:
         forwarding: forward prompts, presses and the forward task.
         authority: who may do what (admin lists from the Bot API, cached).
+        sources: which source fetches a link (/debug asks it too).
+        mover: moves everything a chat owns when a group becomes a supergroup.
         inline: posts fetched for inline queries, within Telegram's answer window.
         started_at: wall-clock start, for /stats' uptime.
         clock: the wall clock (injected in tests).
@@ -53,6 +60,8 @@ class Services:
     workers: Workers
     forwarding: Forwarding
     authority: Authority
+    sources: SourceRouter
+    mover: ChatMover
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
     inline: InlineFetches
@@ -61,6 +70,28 @@ class Services:
 
     def attach(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
         application.bot_data[_KEY] = self
+
+
+@attrs.define
+class ChatMover:
+    """A group became a supergroup: its tasks, hold, settings, records and cached admin
+    list follow it. The one place that knows all of them (the worker meeting
+    `ChatMoved` and the two service messages all call `move`).
+
+    Each step is a no-op when repeated, so the service messages (``migrate_to``
+    in the old group, ``migrate_from`` in the new one) and a worker may all do it.
+    """
+
+    queue: TaskQueue
+    chats: ChatStore
+    authority: Authority
+    clock: Any = time.time
+
+    async def move(self, old_id: int, new_id: int) -> None:
+        moved = await self.queue.move_chat(old_id, new_id)
+        await self.chats.move_chat(old_id, new_id, self.clock())
+        self.authority.forget(old_id)
+        log.info("chat moved %s", kv(old=old_id, new=new_id, tasks=moved))
 
 
 class XContext(CallbackContext[ExtBot[None], dict[Any, Any], dict[Any, Any], dict[Any, Any]]):

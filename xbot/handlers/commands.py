@@ -36,13 +36,14 @@ from xbot.handlers import inline
 from xbot.handlers.answers import reply
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.messages import NOT_ALLOWED
-from xbot.links import classify
+from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.payloads import payload_identity
 from xbot.queue import Task
 from xbot.services import Services, XContext
 from xbot.settings_menu import MenuContext, menu_markup, menu_text
+from xbot.sources import PostSource
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ async def menu_context(services: Services, chat: Chat) -> MenuContext:
     return MenuContext(
         chat_type=chat.type,
         can_delete=can_delete,
-        other_sites=services.delivery.other_sites is not None,
+        other_sites=True,  # yt-dlp is always wired in; each chat turns it on or off
         documents=True,  # xbot.delivery sends photos as files when the chat asks
     )
 
@@ -431,17 +432,18 @@ async def cmd_debug(update: Update, context: XContext) -> None:
     lines.append(
         "Cache: no entry" if cached is None else f"Cache: {len(cached.items)} items by file_id"
     )
-    if link.kind == "x" and link.post_id is not None:
-        lines += await _debug_x(services, link.post_id, link.handle)
+    source = services.sources.source_for(link)
+    if source is not None:
+        lines += await _debug_post(source, link)
     else:
         lines.append("Not an X post: the fetcher for other sites decides when it is sent.")
     await _reply(context, message, "\n".join(lines)[:4000])
 
 
-async def _debug_x(services: Services, post_id: str, handle: str | None) -> list[str]:
-    """What the X fetcher sees (no media is downloaded or sent)."""
+async def _debug_post(source: PostSource, link: Link) -> list[str]:
+    """What the link's source sees (no media is downloaded or sent)."""
     try:
-        post = await services.delivery.x_api.fetch(post_id, handle)
+        post = await source.fetch(link)
     except FetchError as exc:
         return [f"Fetcher: {type(exc).__name__}: {exc.reason}"]
     lines = [
@@ -485,27 +487,14 @@ async def cmd_dead(update: Update, context: XContext) -> None:
 # --- the chat itself ------------------------------------------------------------------------
 
 
-async def move_chat(services: Services, old_id: int, new_id: int) -> None:
-    """A group became a supergroup: its tasks, hold, settings and records follow it.
-
-    Both steps are no-ops when repeated, so the two service messages (``migrate_to``
-    in the old group, ``migrate_from`` in the new one) and a worker that met
-    `ChatMoved` may all do it.
-    """
-    moved = await services.queue.move_chat(old_id, new_id)
-    await services.chats.move_chat(old_id, new_id, services.clock())
-    services.authority.forget(old_id)
-    log.info("chat moved %s", kv(old=old_id, new=new_id, tasks=moved))
-
-
 async def on_migrate(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
         return
     if message.migrate_to_chat_id:
-        await move_chat(context.services, message.chat.id, message.migrate_to_chat_id)
+        await context.services.mover.move(message.chat.id, message.migrate_to_chat_id)
     elif message.migrate_from_chat_id:
-        await move_chat(context.services, message.migrate_from_chat_id, message.chat.id)
+        await context.services.mover.move(message.migrate_from_chat_id, message.chat.id)
 
 
 COMMANDS: list[Command] = [

@@ -1,10 +1,11 @@
 """Inline mode: ``@bot <link>`` in any chat, and the album button's ``/start a<id>``.
 
-The inline handler looks the link up (the link cache first, then one fetch
-within `InlineFetches.budget`), lets `xbot.inline_results` plan the answer and
-answers once; a late or refused answer is a log line, never an error to the
-user. The album button opens the private chat with ``/start a<post id>``:
-that becomes an ordinary deliver task there.
+The inline handler looks the link up (`InlineFetches.look_up`: the link
+cache, then one fetch through the sources, within a budget), lets
+`xbot.inline_results` plan the answer and answers once; a late or refused
+answer is a log line, never an error to the user. The album button opens
+the private chat with ``/start a<post id>``: that becomes an ordinary deliver
+task there.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from xbot.delivery import KIND
 from xbot.destination import Destination
 from xbot.errors import FetchError, PostUnavailable, StoreError, TransientFetch
 from xbot.inline_results import InlineAnswer
+from xbot.link_cache import CachedPost
 from xbot.links import classify, x_status_url
 from xbot.logs import kv
 from xbot.payloads import DeliverPayload
@@ -72,24 +74,27 @@ async def answer_for(services: Services, user_id: int, text: str) -> InlineAnswe
     if link is None or link.post_id is None:
         return plan.for_hint(personal=personal)
     post_id = link.post_id
+
+    async def read_cache() -> CachedPost | None:
+        try:
+            return await services.cache.get(link.key, services.clock(), settings.cache_ttl)
+        except StoreError as exc:
+            log.warning("inline cache lookup failed %s", kv(key=link.key, error=exc))
+            return None
+
     try:
-        cached = await services.cache.get(link.key, services.clock(), settings.cache_ttl)
-    except StoreError as exc:
-        log.warning("inline cache lookup failed %s", kv(key=link.key, error=exc))
-        cached = None
-    if cached is not None and cached.items:
-        return plan.for_cached(cached, post_id, personal=personal)
-    try:
-        post = await services.inline.get(post_id, link.handle)
+        found = await services.inline.look_up(link, read_cache)
     except PostUnavailable as exc:
         return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=True)
     except TransientFetch:
         return plan.for_timeout(post_id, link.url, personal=personal, kind="transient")
     except FetchError as exc:
         return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=False)
-    if post is None:
+    if found is None:
         return plan.for_timeout(post_id, link.url, personal=personal)
-    return plan.for_fresh(post, post_id, personal=personal)
+    if isinstance(found, CachedPost):
+        return plan.for_cached(found, post_id, personal=personal)
+    return plan.for_fresh(found, post_id, personal=personal)
 
 
 async def start_album(update: Update, context: XContext, parameter: str) -> bool:

@@ -100,7 +100,7 @@ async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> t
     queued = 0
     refused_other = 0
     for link in plan.links:
-        if link.kind == "other" and not (others_on and services.delivery.other_sites):
+        if link.kind == "other" and not others_on:
             refused_other += 1
             continue
         payload = DeliverPayload.for_link(

@@ -1,0 +1,191 @@
+"""The outbox: how a delivery's media leave, are recorded and are followed up.
+
+One implementation, used by X deliveries, other sites and forwards:
+
+- **plan** the sends of a post's items (`xbot.albums.plan_sends`: balanced
+  albums of at most 10, GIFs alone, documents only with documents);
+- **send** each step through the `Sender` to the payload's `Destination`;
+- **record** each step under the task's lease right after Telegram confirmed
+  it (`TaskContext.stage_payload`), written before the next one goes out
+  (`TaskContext.flush`), so a crash resumes with the next step and never
+  resends one;
+- **hold** one flight per cache key (`Flights`): the link cache sits in front
+  of the sources, the second asker of a key waits and reads the cache;
+- **announce** once per task after the last step (`on_delivered`: the
+  forward prompt), recorded in the payload so a retry does not run it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Hashable,
+    Mapping,
+    Sequence,
+)
+
+import attrs
+
+from xbot.albums import plan_sends
+from xbot.destination import Destination
+from xbot.flights import Flights
+from xbot.payloads import DeliverPayload, SentItem, SentStep
+from xbot.sender import OutMedia, Sender
+from xbot.worker import TaskContext
+
+__all__ = ["Delivered", "OnDelivered", "Outbox", "send_file_ids"]
+
+
+@attrs.frozen
+class Delivered:
+    """What a finished delivery sent, for whoever acts on it next (the forward prompt).
+
+    Attributes:
+        dest: where it went (the chat, topic and the link message it answered).
+        items: every media item sent, in post order, by file_id.
+        caption_parts: ``author_name``, ``author_handle``, ``text`` (unescaped).
+    """
+
+    dest: Destination
+    key: str
+    url: str
+    caption_parts: Mapping[str, str]
+    items: tuple[SentItem, ...]
+    user_id: int | None = None
+
+
+OnDelivered = Callable[[TaskContext, Delivered], Awaitable[None]]
+Record = Callable[[int, list[SentItem]], Awaitable[None]]
+
+
+async def send_file_ids(
+    sender: Sender,
+    ctx: TaskContext,
+    dest: Destination,
+    items: Sequence[SentItem],
+    *,
+    caption: str | None,
+    spoiler: bool,
+    done: Collection[int],
+    record: Record,
+) -> None:
+    """Send items Telegram already has, step by step as planned, skipping ``done``.
+
+    The caption goes on the first step; `record` is told each step right after
+    Telegram confirmed it, and whatever it staged is written before the next
+    step goes out. (A forward, whose outbox is the channel's, calls this too.)
+    """
+    steps = plan_sends([i.kind for i in items])
+    for index, step in enumerate(steps):
+        if index in done:
+            continue
+        await ctx.flush()  # the step before is recorded before this one goes out
+        out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
+        sent = await sender.send_media(
+            dest, out, caption=caption if index == 0 else None, spoiler=spoiler
+        )
+        await record(index, [item for item, _ in sent])
+
+
+@attrs.define
+class Outbox:
+    """Sends, records and announces deliveries; wired once by the app.
+
+    Attributes:
+        sender: the bot's sender.
+        on_delivered: runs once after every album of a post was delivered.
+        flights: one piece of work in flight per cache key.
+    """
+
+    sender: Sender
+    on_delivered: OnDelivered | None = None
+    flights: Flights = attrs.field(factory=Flights)
+
+    def hold(self, key: Hashable) -> contextlib.AbstractAsyncContextManager[None]:
+        """The key's flight: the cache is read, and the post fetched, inside it."""
+        return self.flights.hold(key)
+
+    @contextlib.asynccontextmanager
+    async def hold_also(self, key: Hashable, held: Hashable) -> AsyncIterator[None]:
+        """A second key's flight beside the one held (two spellings, one download)."""
+        if key == held:
+            yield
+            return
+        async with self.flights.hold(key):
+            yield
+
+    async def say(self, dest: Destination, text: str, *, html: bool = False) -> None:
+        """One sentence in answer to the link."""
+        await self.sender.send_text(dest, text, html=html)
+
+    async def send_step(
+        self,
+        dest: Destination,
+        items: Sequence[OutMedia],
+        *,
+        caption: str | None,
+        spoiler: bool,
+    ) -> list[SentItem]:
+        """One message or one album; what Telegram confirmed, in order."""
+        sent = await self.sender.send_media(dest, items, caption=caption, spoiler=spoiler)
+        return [item for item, _ in sent]
+
+    async def send_file_ids(
+        self,
+        ctx: TaskContext,
+        dest: Destination,
+        items: Sequence[SentItem],
+        *,
+        caption: str | None,
+        spoiler: bool,
+        done: Collection[int],
+        record: Record,
+    ) -> None:
+        """`send_file_ids` through this outbox's sender."""
+        await send_file_ids(
+            self.sender, ctx, dest, items, caption=caption, spoiler=spoiler, done=done,
+            record=record,
+        )  # fmt: skip
+
+    @staticmethod
+    def record(
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        index: int,
+        sent: Sequence[SentItem],
+        *,
+        skipped: int = 0,
+    ) -> DeliverPayload:
+        """Telegram confirmed step ``index``: stage the record (written before the next)."""
+        updated = attrs.evolve(
+            payload,
+            sent=(*payload.sent, SentStep(index, tuple(sent))),
+            skipped=payload.skipped + skipped,
+        )
+        ctx.stage_payload(updated.to_json())
+        return updated
+
+    async def announce(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        url: str,
+        caption_parts: Mapping[str, str],
+    ) -> None:
+        """Run `on_delivered` once per task, after every album went out."""
+        if self.on_delivered is None or payload.announced or not payload.sent:
+            return
+        delivered = Delivered(
+            dest=payload.dest,
+            key=payload.key,
+            url=url,
+            caption_parts=dict(caption_parts),
+            items=payload.items_sent(),
+            user_id=payload.user_id,
+        )
+        await self.on_delivered(ctx, delivered)  # flushes before it sends anything
+        ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())

@@ -1,0 +1,44 @@
+"""Which source serves a link: one table, by the link's kind, built in `xbot.app`.
+
+    SourceRouter({"x": x_chain, "bsky": bluesky, ...})
+
+A new site is one more `PostSource` and one more entry here. A kind with no
+source is `UnsupportedLink`, the same answer as a link nothing can fetch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from xbot.errors import UnsupportedLink
+from xbot.links import Link
+from xbot.media.models import Post
+from xbot.sources.base import PostSource
+
+__all__ = ["SourceRouter"]
+
+
+@attrs.define
+class SourceRouter:
+    """A `PostSource` that hands each link to the source of its kind.
+
+    Attributes:
+        by_kind: link kind (``x``, ...) → the source that serves it.
+    """
+
+    by_kind: Mapping[str, PostSource]
+    name: str = "router"
+
+    def source_for(self, link: Link) -> PostSource | None:
+        return self.by_kind.get(link.kind)
+
+    def serves(self, link: Link) -> bool:
+        return link.kind in self.by_kind
+
+    async def fetch(self, link: Link) -> Post:
+        source = self.source_for(link)
+        if source is None:
+            raise UnsupportedLink("I cannot fetch anything from that link.")
+        return await source.fetch(link)
