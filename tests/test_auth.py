@@ -8,6 +8,7 @@ import pytest
 import telegram
 
 from xbot.handlers.auth import Actor, Authority, ChatAdmins, decide, is_operator
+from xbot.sender import Sender
 from xbot.testing.botapi import BotApiServer
 
 GROUP = -500
@@ -72,7 +73,7 @@ async def bot(api: BotApiServer) -> AsyncIterator[telegram.Bot]:
 async def test_admin_list_is_cached_then_refreshed(api: BotApiServer, bot: telegram.Bot) -> None:
     api.add_chat(GROUP, "supergroup", admins=[ADMIN], creator=OWNER)
     now = [0.0]
-    auth = Authority(bot, ttl=60.0, clock=lambda: now[0])
+    auth = Authority(Sender(bot), ttl=60.0, clock=lambda: now[0])
     assert await auth.may("supergroup", GROUP, Actor(ADMIN))
     assert await auth.may("supergroup", GROUP, Actor(OWNER))
     assert not await auth.may("supergroup", GROUP, Actor(OTHER))
@@ -88,7 +89,7 @@ async def test_admin_list_is_cached_then_refreshed(api: BotApiServer, bot: teleg
 
 async def test_no_api_call_when_the_answer_is_known(api: BotApiServer, bot: telegram.Bot) -> None:
     api.add_chat(GROUP, "supergroup", admins=[ADMIN])
-    auth = Authority(bot)
+    auth = Authority(Sender(bot))
     assert await auth.may("private", 5, Actor(5))
     assert await auth.may("supergroup", GROUP, Actor(OWNER), owner_id=OWNER)
     assert await auth.may("supergroup", GROUP, Actor(None, GROUP))
@@ -98,13 +99,13 @@ async def test_no_api_call_when_the_answer_is_known(api: BotApiServer, bot: tele
 async def test_bot_rights_come_from_the_admin_list(api: BotApiServer, bot: telegram.Bot) -> None:
     api.add_chat(GROUP, "supergroup", admins=[ADMIN], bot_is_admin=True)
     api.add_chat(GROUP - 1, "supergroup", admins=[ADMIN], bot_is_admin=False)
-    auth = Authority(bot)
+    auth = Authority(Sender(bot))
     assert (await auth.admins(GROUP)).bot_can_delete
     assert not (await auth.admins(GROUP - 1)).bot_can_delete
 
 
 async def test_a_chat_telegram_refuses_trusts_nobody(api: BotApiServer, bot: telegram.Bot) -> None:
-    auth = Authority(bot)
+    auth = Authority(Sender(bot))
     assert not await auth.may("supergroup", -404, Actor(ADMIN))
     api.add_chat(GROUP, "supergroup", admins=[ADMIN])
     api.block_bot(GROUP)

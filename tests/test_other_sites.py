@@ -187,7 +187,7 @@ async def test_a_slow_failure_turns_the_status_message_into_the_sentence(
     try:
         other = sites(h)
         other.progress_first, other.progress_every = 0.3, 1.0
-        other.ytdlp_overrides = {"ratelimit": 1_000_000}  # the cap is reached after ~1 s
+        other.source.overrides = {"ratelimit": 1_000_000}  # the cap is reached after ~1 s
         url = h.media.add("/media/slowbig.mp4", big(20 * 2**20), "video/mp4", chunked=True)
         await settle(h, CHAT, url)
         (status,) = [c for c in h.api.calls_for("sendMessage", CHAT) if c.status == 200]
@@ -200,7 +200,7 @@ async def test_a_slow_failure_turns_the_status_message_into_the_sentence(
 
 
 async def test_cancelling_a_running_download_at_shutdown_leaves_no_temp_files(h: Harness) -> None:
-    sites(h).ytdlp_overrides = {"ratelimit": 100_000}  # ~20 s for 2 MB: still running
+    sites(h).source.overrides = {"ratelimit": 100_000}  # ~20 s for 2 MB: still running
     url = h.media.add("/media/slow.mp4", fake_mp4(2_000_000), "video/mp4", chunked=True)
     h.api.user_message(CHAT, url)
 
@@ -223,7 +223,7 @@ async def test_cancelling_a_running_download_at_shutdown_leaves_no_temp_files(h:
 async def test_the_status_message_is_edited_no_more_often_than_the_throttle(h: Harness) -> None:
     other = sites(h)
     other.progress_first, other.progress_every = 0.5, 1.0
-    other.ytdlp_overrides = {"ratelimit": 400_000}  # ~4 s for 1.6 MB
+    other.source.overrides = {"ratelimit": 400_000}  # ~4 s for 1.6 MB
     url = h.media.add("/media/watched.mp4", mp4_with_header(1_600_000), "video/mp4")
     update = h.api.user_message(CHAT, url)
     await h.api.wait_for(lambda: videos(h, CHAT), 20)
@@ -352,7 +352,7 @@ async def test_a_name_that_resolves_to_a_private_address_is_refused_before_yt_dl
         async def resolver(host: str, port: int) -> list[str]:
             return ["127.0.0.1"]  # a public-looking name pointing at us
 
-        sites(h).resolver = resolver
+        sites(h).source.resolver = resolver
         await settle(h, CHAT, f"http://videos.example.com:{h.media.port}/media/secret.mp4")
         assert texts(h, CHAT) == [netguard.BLOCKED_REASON]
         assert h.media.hits["/media/secret.mp4"] == 0

@@ -228,7 +228,7 @@ async def test_the_status_message_of_a_long_download_is_in_the_topic(tmp_path: P
         other = h.services.delivery.other_sites
         assert isinstance(other, OtherSites)
         other.progress_first, other.progress_every = 0.3, 1.0
-        other.ytdlp_overrides = {"ratelimit": 400_000}  # about 2 s for 800 kB
+        other.source.overrides = {"ratelimit": 400_000}  # about 2 s for 800 kB
         topic = h.api.create_topic(FORUM, "Clips")
         url = h.media.add("/media/clip.mp4", mp4_with_header(800_000), "video/mp4")
         h.api.user_message(FORUM, url, user_id=MEMBER, topic_id=topic)

@@ -51,7 +51,7 @@ from xbot.queue import Task, TaskQueue
 from xbot.sdnotify import SystemdNotifier
 from xbot.sender import Sender
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter, XApiSource
+from xbot.sources import SourceRouter, XApiSource, YtdlpSource
 from xbot.state import ChatStore
 from xbot.worker import Workers
 
@@ -116,12 +116,12 @@ async def build_services(
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, sender, chats, queue, clock)
     # Every delivery sends, records and announces (the forward prompt) through it.
-    outbox = Outbox(sender, on_delivered=forwarding.on_delivered)
+    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site.
     sources = SourceRouter({"x": XApiSource(XApi(x_client, settings.x_api_url))})
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    other_sites = OtherSites(settings, outbox, cache, guarded)
-    delivery = Delivery(settings, outbox, sources, cache, chats, guarded, other_sites)
+    other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
+    delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     async def notify(task: Task, reason: str) -> None:
         if task.kind == FORWARD:
@@ -133,7 +133,7 @@ async def build_services(
         await queue_notice(queue, task, reason, clock())
         workers.wake()
 
-    authority = Authority(application.bot)
+    authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
     workers = Workers(

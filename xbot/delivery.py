@@ -34,7 +34,7 @@ from xbot.errors import (
     TransientFetch,
     UrlNotFetched,
 )
-from xbot.link_cache import CachedItem, CachedPost, LinkCache
+from xbot.link_cache import CachedItem, CachedPost
 from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
@@ -79,7 +79,6 @@ class Delivery:
     settings: Settings
     outbox: Outbox
     source: PostSource
-    cache: LinkCache
     chats: ChatStore
     guarded: httpx.AsyncClient
     other_sites: OtherSiteDelivery
@@ -131,7 +130,7 @@ class Delivery:
         # Photos sent as files are other file_ids than photos: their own entry.
         key = cache_key(payload.key, as_documents=settings.photos_as_documents)
         async with self.outbox.hold(key):
-            cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
+            cached = await self.outbox.lookup(key, ctx.clock())
             if cached is not None:
                 try:
                     payload = await self._send_cached(ctx, payload, cached, settings)
@@ -139,7 +138,7 @@ class Delivery:
                     return
                 except StaleFileId:
                     log.info("stale file_id, refetching %s", kv(key=key))
-                    await self.cache.invalidate(key)
+                    await self.outbox.forget(key)
                     payload = DeliverPayload.from_task(ctx.task)
             post = await self._fetch(ctx, payload)
             if post is None:
@@ -221,7 +220,7 @@ class Delivery:
             entry = self._cache_entry(post, payload, ctx.clock(), cache_key(post.key, as_docs))
         # The last album's record and the cache entry in one write, before the
         # flight ends: whoever waits for this key reads the entry next.
-        await ctx.flush(effects=(self.cache.put_op(entry),) if entry else ())
+        await self.outbox.remember(ctx, entry)
         return payload
 
     async def _send_step(

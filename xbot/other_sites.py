@@ -15,7 +15,8 @@ The deliver task of a link whose kind is ``other`` lands here
 - **Single flight.** One job per link key and per video key at a time; the
   second waits, then finds the cache filled.
 - **Two-phase.** The payload records the sent video right after Telegram
-  confirms it; a task resumed after that point only finishes up.
+  confirms it, in one write with the cache entries (`Outbox.remember`); a
+  task resumed after that point only finishes up.
 - **Progress.** The chat action runs meanwhile; a job longer than a few
   seconds gets one status message (`xbot.progress`), deleted when the video
   is sent or turned into the error sentence.
@@ -30,7 +31,6 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import httpx
@@ -46,18 +46,18 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.link_cache import CachedItem, CachedPost, LinkCache
+from xbot.link_cache import CachedItem, CachedPost
 from xbot.logs import kv
-from xbot.media import netguard
 from xbot.media import thumbnail as thumbnails
 from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
-from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.media.ytdlp import VideoInfo
 from xbot.outbox import Outbox
 from xbot.payloads import DeliverPayload, SentItem
 from xbot.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sender import OutMedia, Sender
+from xbot.sources.ytdlp import YtdlpSource
 from xbot.state import ChatSettings
 from xbot.worker import TaskContext
 
@@ -108,6 +108,20 @@ def caption_parts(info: VideoInfo) -> dict[str, str]:
     }
 
 
+def cache_entries(
+    info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
+) -> list[CachedPost]:
+    """What the cache keeps: under the video's key, and under the link's spelling too."""
+    items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
+    entry = CachedPost(
+        key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
+        created_at=now,
+    )  # fmt: skip
+    if link_key == info.key:
+        return [entry]
+    return [entry, attrs.evolve(entry, key=link_key)]
+
+
 def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
     return Post(
         key=key,
@@ -126,35 +140,23 @@ class OtherSites:
 
     Attributes:
         outbox: sends, records, announces; its flights are shared with X posts.
+        source: yt-dlp (options, sites, the SSRF pre-check) and its jobs.
         guarded: the HTTP client for URLs from the site (the thumbnail).
         progress_first, progress_every: the status message's timings (tests shorten them).
-        ytdlp_overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
-        resolver: name resolution for the SSRF pre-check (tests inject one).
         clock: monotonic seconds for the status message.
     """
 
     settings: Settings
     outbox: Outbox
-    cache: LinkCache
+    source: YtdlpSource
     guarded: httpx.AsyncClient
     progress_first: float = FIRST_AFTER
     progress_every: float = EVERY
-    ytdlp_overrides: Mapping[str, Any] = attrs.field(factory=dict)
-    resolver: netguard.Resolver = netguard.system_resolver
     clock: Callable[[], float] = time.monotonic
 
     @property
     def sender(self) -> Sender:
         return self.outbox.sender
-
-    @property
-    def config(self) -> YtdlpConfig:
-        return YtdlpConfig(
-            limit_bytes=self.settings.upload_limit,
-            sites=self.settings.ytdlp_sites,
-            allow_private=self.settings.allow_private_networks,
-            overrides=dict(self.ytdlp_overrides),
-        )
 
     async def __call__(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
@@ -169,7 +171,7 @@ class OtherSites:
                 await self._say(ctx, payload, X_ONLY)
             return
         try:
-            await self._precheck(payload.url)
+            await self.source.precheck(payload.url)
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return
@@ -177,14 +179,6 @@ class OtherSites:
             if await self._from_cache(ctx, payload, payload.key, settings):
                 return
             await self._fetch(ctx, payload, settings)
-
-    async def _precheck(self, url: str) -> None:
-        """The host of the link, resolved and checked before yt-dlp opens anything."""
-        allow = self.settings.allow_private_networks
-        netguard.check_url(url, allow)
-        parsed = httpx.URL(url)
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
 
     async def _fetch(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
@@ -223,7 +217,7 @@ class OtherSites:
         Returns what `announce` needs, or None when the cache answered (it announced).
         """
         with temp_folder(self.settings.data_dir) as folder:
-            async with YtdlpJob(payload.url, folder, self.config, on_progress=status.update) as job:
+            async with self.source.open_job(payload.url, folder, status.update) as job:
                 info = await job.extract()
                 async with self.outbox.hold_also(info.key, payload.key):
                     if await self._from_cache(ctx, payload, info.key, settings):
@@ -252,8 +246,11 @@ class OtherSites:
                         caption=self._caption(info.key, info.url, parts, settings),
                         spoiler=info.adult and settings.spoiler_sensitive,
                     )
-                    payload = await self._record(ctx, payload, items)
-                    await self._remember(info, payload.key, items, ctx.clock())
+                    # Phase one: the record and the cache entries, in one write at once.
+                    payload = self.outbox.record(ctx, payload, 0, items)
+                    await self.outbox.remember(
+                        ctx, *cache_entries(info, payload.key, items, ctx.clock())
+                    )
                     log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
         return payload, info.url, parts
 
@@ -271,7 +268,7 @@ class OtherSites:
         self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
     ) -> bool:
         """Answer from the link cache by file_id; False on a miss or a stale file_id."""
-        cached = await self.cache.get(key, ctx.clock(), self.settings.cache_ttl)
+        cached = await self.outbox.lookup(key, ctx.clock())
         if cached is None or not cached.items:
             return False
         parts = cached.caption_parts
@@ -285,41 +282,24 @@ class OtherSites:
             )
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
-            for stale in {key, payload.key, parts.get("ytdlp_key", key)}:
-                await self.cache.invalidate(stale)
+            await self.outbox.forget(key, payload.key, parts.get("ytdlp_key", key))
             return False
-        payload = await self._record(ctx, payload, sent)
-        if key != payload.key:  # found by the video's key: the link's spelling hits next time
-            await self.cache.put(attrs.evolve(cached, key=payload.key, created_at=ctx.clock()))
+        payload = self.outbox.record(ctx, payload, 0, sent)
+        # Found by the video's key: the link's spelling hits next time. Written at once,
+        # with the record, before anything else goes out.
+        alias = None
+        if key != payload.key:
+            alias = attrs.evolve(cached, key=payload.key, created_at=ctx.clock())
+        await self.outbox.remember(ctx, alias)
         await self.outbox.announce(ctx, payload, cached.url, parts)
         return True
 
     async def _resume(self, ctx: TaskContext, payload: DeliverPayload) -> None:
         """The video went out before a crash: only the follow-up (the prompt) is left."""
-        cached = await self.cache.get(payload.key, ctx.clock(), self.settings.cache_ttl)
+        cached = await self.outbox.lookup(payload.key, ctx.clock())
         url = cached.url if cached else payload.url
         parts = cached.caption_parts if cached else {}
         await self.outbox.announce(ctx, payload, url, parts)
-
-    async def _record(
-        self, ctx: TaskContext, payload: DeliverPayload, sent: Sequence[SentItem]
-    ) -> DeliverPayload:
-        """Phase one: Telegram confirmed the video; write it down before anything else."""
-        updated = self.outbox.record(ctx, payload, 0, sent)
-        await ctx.flush()
-        return updated
-
-    async def _remember(
-        self, info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
-    ) -> None:
-        items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
-        entry = CachedPost(
-            key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
-            created_at=now,
-        )  # fmt: skip
-        await self.cache.put(entry)
-        if link_key != info.key:
-            await self.cache.put(attrs.evolve(entry, key=link_key))
 
     def _caption(self, key: str, url: str, parts: Mapping[str, str], settings: ChatSettings) -> str:
         return build_caption(

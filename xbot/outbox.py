@@ -9,8 +9,10 @@ One implementation, used by X deliveries, other sites and forwards:
   it (`TaskContext.stage_payload`), written before the next one goes out
   (`TaskContext.flush`), so a crash resumes with the next step and never
   resends one;
-- **hold** one flight per cache key (`Flights`): the link cache sits in front
-  of the sources, the second asker of a key waits and reads the cache;
+- **hold** one flight per cache key (`Flights`) and **look up / remember**
+  the link cache: both sit in front of the sources; the second asker of a key
+  waits, then reads the entry the first wrote (in the same transaction as its
+  last record);
 - **announce** once per task after the last step (`on_delivered`: the
   forward prompt), recorded in the payload so a retry does not run it twice.
 """
@@ -33,6 +35,7 @@ import attrs
 from xbot.albums import plan_sends
 from xbot.destination import Destination
 from xbot.flights import Flights
+from xbot.link_cache import DEFAULT_TTL, CachedPost, LinkCache
 from xbot.payloads import DeliverPayload, SentItem, SentStep
 from xbot.sender import OutMedia, Sender
 from xbot.worker import TaskContext
@@ -97,13 +100,31 @@ class Outbox:
 
     Attributes:
         sender: the bot's sender.
+        cache: the link cache (canonical key → file_ids and caption parts).
+        ttl: how long a cache entry answers.
         on_delivered: runs once after every album of a post was delivered.
         flights: one piece of work in flight per cache key.
     """
 
     sender: Sender
+    cache: LinkCache
+    ttl: float = DEFAULT_TTL
     on_delivered: OnDelivered | None = None
     flights: Flights = attrs.field(factory=Flights)
+
+    async def lookup(self, key: str, now: float) -> CachedPost | None:
+        """The live cache entry of ``key`` (read inside its flight), or None."""
+        return await self.cache.get(key, now, self.ttl)
+
+    async def remember(self, ctx: TaskContext, *entries: CachedPost | None) -> None:
+        """Write the staged record and these cache entries in one fenced transaction,
+        before the flight ends: whoever waits for the key reads the entry next."""
+        await ctx.flush(effects=tuple(self.cache.put_op(e) for e in entries if e is not None))
+
+    async def forget(self, *keys: str) -> None:
+        """Drop entries whose file_ids Telegram refused (then fetch afresh)."""
+        for key in dict.fromkeys(keys):
+            await self.cache.invalidate(key)
 
     def hold(self, key: Hashable) -> contextlib.AbstractAsyncContextManager[None]:
         """The key's flight: the cache is read, and the post fetched, inside it."""

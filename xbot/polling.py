@@ -26,8 +26,8 @@ from telegram import Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application
 
+from xbot.bot_errors import retry_after_seconds
 from xbot.logs import kv
-from xbot.sender import retry_after_seconds
 
 log = logging.getLogger(__name__)
 

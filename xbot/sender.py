@@ -1,5 +1,6 @@
 """Sending to Telegram: one module calls the Bot API's send methods, and
-translates `telegram.error` into xbot's tree exactly once (`classify`).
+translates `telegram.error` into xbot's tree exactly once (`classify`, whose
+table lives in `xbot.bot_errors`).
 
 What goes out is described by `OutMedia` values; the media can be a
 `file_id`, a URL (Telegram fetches it) or a local file (uploaded). One item
@@ -12,9 +13,7 @@ worker holds the chat through the queue.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
-import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -33,26 +32,17 @@ from telegram import (
 from telegram.constants import ParseMode
 from telegram.error import (
     BadRequest,
-    ChatMigrated,
-    Conflict,
     Forbidden,
-    InvalidToken,
-    NetworkError,
-    RetryAfter,
     TelegramError,
-    TimedOut,
 )
 
 from xbot import topics
+from xbot.bot_errors import classify, retry_after_seconds
 from xbot.destination import Destination
 from xbot.errors import (
-    ChatMoved,
     ChatUnavailable,
-    Permanent,
     RateLimited,
     RetryLater,
-    StaleFileId,
-    UrlNotFetched,
     XbotError,
 )
 from xbot.flights import Flights
@@ -80,38 +70,6 @@ T = TypeVar("T")
 # been out this long is doing its work, and a chat action may go beside it.
 LONG_CALL = 0.5
 
-# Telegram's 400 texts (lower-cased substrings), by what they mean for us.
-_URL_FETCH_FAILED = (
-    "failed to get http url content",
-    "wrong type of the web page content",
-    "webpage_curl_failed",
-    "webpage_media_empty",
-    "wrong file identifier/http url specified",  # also a stale file_id: see classify
-    "failed to send message",
-    "group send failed",
-    "image_process_failed",
-    "photo_invalid_dimensions",
-    "photo_save_file_invalid",
-)
-_FILE_ID_REFUSED = (
-    "wrong file identifier/http url specified",
-    "wrong remote file identifier specified",
-    "file reference expired",
-    "media_empty",
-)
-_CHAT_GONE = (
-    "chat not found",
-    "bot was blocked by the user",
-    "bot was kicked",
-    "user is deactivated",
-    "bot is not a member",
-    "have no rights to send",
-    "not enough rights",
-    "chat_write_forbidden",
-    "need administrator rights",
-    "topic_closed",
-)
-
 
 @attrs.frozen
 class OutMedia:
@@ -137,51 +95,6 @@ class OutMedia:
     @property
     def size(self) -> int:
         return self.source.stat().st_size if isinstance(self.source, Path) else 0
-
-
-def retry_after_seconds(exc: RetryAfter) -> float:
-    """PTB 22 keeps a timedelta; its int property warns. Normalise once, here."""
-    raw: Any = getattr(exc, "_retry_after", None)
-    if raw is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            raw = exc.retry_after
-    if isinstance(raw, dt.timedelta):
-        return max(raw.total_seconds(), 0.0)
-    return max(float(raw), 0.0)
-
-
-def classify(exc: TelegramError, *, by: str = "") -> XbotError:
-    """Translate a `telegram.error` into xbot's tree. Pure: a table of cases in the tests.
-
-    `by` says how the media went (``file_id``, ``url``, ``upload`` or ``""`` for text),
-    because Telegram uses one text for a bad URL and a bad file_id.
-    """
-    if isinstance(exc, RetryAfter):
-        return RateLimited(retry_after_seconds(exc))
-    if isinstance(exc, ChatMigrated):
-        return ChatMoved(exc.new_chat_id)
-    if isinstance(exc, Forbidden):
-        return ChatUnavailable(exc.message)
-    if isinstance(exc, InvalidToken | Conflict):
-        # Ours, not the chat's: keep the task and let the operator fix the bot.
-        return RetryLater(f"the bot cannot reach Telegram: {type(exc).__name__}", delay=60)
-    if isinstance(exc, BadRequest):
-        text = exc.message.lower()
-        if by == "file_id" and any(s in text for s in _FILE_ID_REFUSED):
-            return StaleFileId(exc.message)
-        if by == "url" and any(s in text for s in _URL_FETCH_FAILED):
-            return UrlNotFetched(exc.message)
-        if any(s in text for s in _CHAT_GONE):
-            return ChatUnavailable(exc.message)
-        if "too many requests" in text:
-            return RetryLater(exc.message)
-        if "file is too big" in text or "request entity too large" in text:
-            return Permanent("The file is too large for Telegram.")
-        return Permanent(f"Telegram refused the message ({exc.message}).")
-    if isinstance(exc, TimedOut | NetworkError):
-        return RetryLater(f"Telegram did not answer ({type(exc).__name__})")
-    return RetryLater(f"Telegram error {type(exc).__name__}")
 
 
 def file_id_of(message: Message, kind: OutKind) -> str:
@@ -498,6 +411,12 @@ class Sender:
             return await self.bot.get_chat(target)
         except Forbidden as exc:
             raise ChatUnavailable(exc.message) from exc
+        except TelegramError as exc:
+            raise classify(exc) from exc
+
+    async def get_chat_administrators(self, chat_id: int) -> tuple[telegram.ChatMember, ...]:
+        try:
+            return tuple(await self.bot.get_chat_administrators(chat_id))
         except TelegramError as exc:
             raise classify(exc) from exc
 

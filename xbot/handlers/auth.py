@@ -20,9 +20,10 @@ from collections.abc import Callable
 
 import attrs
 import telegram
-from telegram.error import TelegramError
 
+from xbot.errors import XbotError
 from xbot.logs import kv
+from xbot.sender import Sender
 
 log = logging.getLogger(__name__)
 
@@ -107,12 +108,12 @@ class Authority:
     """The Bot API side of `decide`: admin lists, cached for `ttl` seconds per chat.
 
     Attributes:
-        bot: the PTB bot (its ``getChatAdministrators``).
+        sender: asks the Bot API (``getChatAdministrators``), its errors translated.
         ttl: how long an admin list is trusted.
         clock: monotonic seconds (injected in tests).
     """
 
-    bot: telegram.Bot
+    sender: Sender
     ttl: float = ADMIN_TTL
     clock: Callable[[], float] = time.monotonic
     _cache: dict[int, tuple[float, ChatAdmins]] = attrs.field(factory=dict, init=False)
@@ -124,11 +125,11 @@ class Authority:
         if hit is not None and now - hit[0] < self.ttl:
             return hit[1]
         try:
-            members = await self.bot.get_chat_administrators(chat_id)
-        except TelegramError as exc:
+            members = await self.sender.get_chat_administrators(chat_id)
+        except XbotError as exc:
             log.warning("admin list failed %s", kv(chat=chat_id, error=type(exc).__name__))
             return ChatAdmins()
-        found = admins_from(tuple(members), self.bot.id)
+        found = admins_from(tuple(members), self.sender.bot.id)
         if len(self._cache) > 10_000:  # a bound, not a policy: drop the oldest half
             for key, _ in sorted(self._cache.items(), key=lambda kv_: kv_[1][0])[:5_000]:
                 del self._cache[key]

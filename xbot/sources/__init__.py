@@ -2,7 +2,9 @@
 
 - `xbot.sources.base`: the protocol and what a source may raise.
 - `xbot.sources.x`: the fxtwitter-compatible API.
-- `xbot.sources.router`: which source serves a link, by its kind.
+- `xbot.sources.ytdlp`: other sites through yt-dlp (extraction here; the
+  download is a job `xbot.other_sites` drives, behind the same outbox).
+- `xbot.sources.router`: which source serves a post link, by its kind.
 """
 
 from __future__ import annotations
@@ -10,5 +12,6 @@ from __future__ import annotations
 from xbot.sources.base import PostSource
 from xbot.sources.router import SourceRouter
 from xbot.sources.x import XApiSource
+from xbot.sources.ytdlp import YtdlpSource
 
-__all__ = ["PostSource", "SourceRouter", "XApiSource"]
+__all__ = ["PostSource", "SourceRouter", "XApiSource", "YtdlpSource"]

@@ -1,0 +1,69 @@
+"""Task payloads: every kind carries a Destination, and what the previous version wrote
+still decodes (tasks queued before an upgrade survive it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xbot.destination import Destination
+from xbot.errors import PayloadError
+from xbot.payloads import DeliverPayload, NoticePayload, SentItem, SentStep
+
+# Written by the version before destinations: the chat only on the task row.
+OLD_DELIVER = json.dumps({
+    "v": 1, "url": "https://x.com/a/status/1", "key": "x:1", "kind": "x", "post_id": "1",
+    "handle": "a", "reply_to": 55, "chat_type": "supergroup",
+    "sent": [{"step": 0, "items": [["photo", "F1"]]}], "skipped": 0, "announced": False,
+    "user_id": 9,
+})  # fmt: skip
+OLD_NOTICE = json.dumps({"text": "Sorry, I could not deliver it.", "reply_to": 55, "for_task": 3})
+
+
+def test_an_old_deliver_payload_reads_with_the_rows_chat() -> None:
+    payload = DeliverPayload.from_json(OLD_DELIVER, chat_id=-1001)
+    assert payload.dest == Destination(-1001, "supergroup", None, 55)
+    assert payload.reply_to == 55
+    assert payload.chat_type == "supergroup"
+    assert payload.sent == (SentStep(0, (SentItem("photo", "F1"),)),)
+    assert payload.user_id == 9
+
+
+def test_a_new_payload_keeps_what_the_old_version_reads() -> None:
+    dest = Destination(-1001, "supergroup", 7, 55)
+    raw = DeliverPayload(url="u", key="k", kind="x", dest=dest).to_json()
+    data = json.loads(raw)
+    assert (data["reply_to"], data["chat_type"]) == (55, "supergroup")
+    assert DeliverPayload.from_json(raw).dest == dest
+
+
+def test_the_rows_chat_wins_after_a_migration() -> None:
+    raw = DeliverPayload(url="u", key="k", kind="x", dest=Destination(-5, "group", None, 3))
+    moved = DeliverPayload.from_json(raw.to_json(), chat_id=-1005)
+    assert moved.dest == Destination(-1005, "supergroup", None, 3)
+
+
+@pytest.mark.parametrize(
+    ("chat_id", "kind"), [(-100, "group"), (42, "private")], ids=["group", "private"]
+)
+def test_an_old_notice_reads_and_gets_a_destination(chat_id: int, kind: str) -> None:
+    notice = NoticePayload.from_json(OLD_NOTICE, chat_id=chat_id)
+    assert notice.text == "Sorry, I could not deliver it."
+    assert notice.dest == Destination(chat_id, kind, None, 55)
+    assert notice.for_task == 3
+
+
+def test_a_notice_round_trips() -> None:
+    notice = NoticePayload("text", Destination(-100, "supergroup", 7, 5), 12)
+    assert NoticePayload.from_json(notice.to_json()) == notice
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["", "[]", '{"v": 2, "text": "t"}', '{"reply_to": 1}', '{"text": "t", "dest": {"x": 1}}'],
+    ids=["empty", "list", "future-version", "no-text", "bad-dest"],
+)
+def test_an_unreadable_notice_is_a_payload_error(raw: str) -> None:
+    with pytest.raises(PayloadError):
+        NoticePayload.from_json(raw, chat_id=1)

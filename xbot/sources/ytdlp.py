@@ -1,0 +1,101 @@
+"""Other sites through yt-dlp (`xbot.media.ytdlp`) as a `PostSource`.
+
+`fetch(link)` extracts and answers the `Post` (one video: its page, title,
+uploader, size and picture) without downloading anything. A delivery needs
+more than a Post: the file itself, progress for the status message, and a
+second single-flight key that only extraction reveals (``yt:{extractor}:{id}``).
+So the source also opens the `YtdlpJob` that `xbot.other_sites` drives
+(`open_job`): extraction and download stay one job, one `YoutubeDL`, while
+which options, which sites and the SSRF pre-check are decided here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+
+from xbot.config import Settings
+from xbot.links import Link
+from xbot.media import netguard
+from xbot.media.models import MediaItem, Post
+from xbot.media.tempfiles import temp_folder
+from xbot.media.ytdlp import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.progress import Snapshot
+
+__all__ = ["YtdlpSource", "post_of_info"]
+
+
+def post_of_info(info: VideoInfo) -> Post:
+    """What extraction found, as a `Post` with its one video."""
+    item = MediaItem(
+        kind="video",
+        url=info.url,
+        width=info.width,
+        height=info.height,
+        duration=info.duration,
+        thumbnail_url=info.thumbnail,
+        size=info.size,
+    )
+    return Post(
+        key=info.key,
+        url=info.url,
+        author_name=info.uploader,
+        author_handle="",
+        text=info.title,
+        media=(item,),
+        sensitive=info.adult,
+        source="ytdlp",
+    )
+
+
+@attrs.define
+class YtdlpSource:
+    """yt-dlp for every site it knows (``XBOT_YTDLP_SITES``), behind the SSRF guard.
+
+    Attributes:
+        overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
+        resolver: name resolution for the SSRF pre-check (tests inject one).
+    """
+
+    settings: Settings
+    overrides: Mapping[str, Any] = attrs.field(factory=dict)
+    resolver: netguard.Resolver = netguard.system_resolver
+    name: str = "ytdlp"
+
+    @property
+    def config(self) -> YtdlpConfig:
+        return YtdlpConfig(
+            limit_bytes=self.settings.upload_limit,
+            sites=self.settings.ytdlp_sites,
+            allow_private=self.settings.allow_private_networks,
+            overrides=dict(self.overrides),
+        )
+
+    async def precheck(self, url: str) -> None:
+        """The host of the link, resolved and checked before yt-dlp opens anything.
+
+        Raises:
+            BlockedAddress: loopback, private, link-local, … (unless allowed).
+            UnsupportedLink: not a URL a fetch can start from.
+        """
+        allow = self.settings.allow_private_networks
+        netguard.check_url(url, allow)
+        parsed = httpx.URL(url)
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
+
+    def open_job(
+        self, url: str, folder: Path, on_progress: Callable[[Snapshot], None] | None = None
+    ) -> YtdlpJob:
+        """One link's job (``async with``): `extract`, then `download` into ``folder``."""
+        return YtdlpJob(url, folder, self.config, on_progress=on_progress)
+
+    async def fetch(self, link: Link) -> Post:
+        await self.precheck(link.url)
+        with temp_folder(self.settings.data_dir) as folder:
+            async with self.open_job(link.url, folder) as job:
+                return post_of_info(await job.extract())
