@@ -234,3 +234,15 @@ def test_doctor_says_whether_inline_mode_is_on_and_how_to_turn_it_on(tmp_path: P
     assert "warn  inline mode: off" in off
     assert "/setinline" in off
     assert "ok    inline mode: on" in on
+
+
+async def test_an_answer_too_late_is_a_log_line_not_an_error(
+    h: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h.api.inline_answer_window = 0.0  # every answer arrives after Telegram gave up
+    query_id = h.api.inline_query(USER, "hello")["inline_query"]["id"]
+    await h.api.wait_for(lambda: h.api.calls_for("answerInlineQuery"), 10)
+    (call,) = h.api.calls_for("answerInlineQuery")
+    assert (call.status, h.api.inline_answer(query_id)) == (400, None)
+    await h.api.wait_for(lambda: "inline answer refused" in caplog.text, 5)
+    assert "handler failed" not in caplog.text

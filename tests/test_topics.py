@@ -199,6 +199,41 @@ async def test_the_forward_prompt_and_its_edits_stay_in_the_topic(h: Harness) ->
     assert in_topic(h, None) == []
 
 
+async def test_a_caption_edit_asked_and_answered_in_the_topic(h: Harness) -> None:
+    topic = h.api.create_topic(FORUM, "Cats")
+    await h.services.chats.set_settings(
+        FORUM, h.clock(), channel_id=CHANNEL, channel_title="My Channel"
+    )
+    h.fx.add_post("413", text="to edit", photos=[h.photo("e")])
+    await link_in(h, topic, "https://x.com/a/status/413")
+    await h.api.wait_for(lambda: len(in_topic(h, topic)) >= 2, 10)
+    prompt = in_topic(h, topic)[1]
+
+    async def press(label: str) -> None:
+        def keyboard() -> dict[str, str]:
+            now = h.api.message(FORUM, prompt["message_id"]) or {}
+            rows = now.get("reply_markup", {}).get("inline_keyboard", [])
+            return {b["text"]: b["callback_data"] for row in rows for b in row}
+
+        await h.api.wait_for(lambda: label in keyboard(), 5)
+        update = h.api.callback_query(FORUM, prompt["message_id"], keyboard()[label], MEMBER)
+        await h.api.wait_for(lambda: update["callback_query"]["id"] in h.api.callback_answers, 5)
+
+    def prompt_text() -> str:
+        return str((h.api.message(FORUM, prompt["message_id"]) or {}).get("text", ""))
+
+    await press("Edit caption")
+    await h.api.wait_for(lambda: "Send me" in prompt_text(), 5)
+    h.api.user_message(FORUM, "new words", user_id=MEMBER, topic_id=topic)
+    await h.api.wait_for(lambda: "The caption will be" in prompt_text(), 5)
+    await press("Forward")
+    await h.api.wait_for(lambda: h.sent(CHANNEL), 10)
+    await h.wait_idle()
+    assert h.sent(CHANNEL)[0]["caption"] == "new words"
+    assert len(in_topic(h, topic)) == 2, "the prompt was edited in place, in the topic"
+    assert in_topic(h, None) == []
+
+
 @pytest.mark.parametrize("what", ["closed", "deleted"])
 async def test_a_topic_gone_meanwhile_gets_the_answer_in_general_once(
     h: Harness, what: str
