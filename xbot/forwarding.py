@@ -106,7 +106,7 @@ class Forwarding:
     # -- after a delivery --------------------------------------------------------------------
 
     async def on_delivered(self, ctx: TaskContext, delivered: Delivered) -> None:
-        """`Delivery.on_delivered`: remove the link message if asked, offer the forward."""
+        """`Outbox.on_delivered`: remove the link message if asked, offer the forward."""
         now = self.clock()
         dest = delivered.dest
         settings = (await self.chats.get(dest.chat_id, now)).settings
