@@ -78,6 +78,19 @@ async def test_a_cached_album_answers_by_file_id_with_the_chat_caption(h: Harnes
     assert not h.fx.hits.get("/trail/status/300", 0) > 1, "nor asks the X API again"
 
 
+async def test_a_stale_cached_file_id_is_forgotten_and_answered_afresh(h: Harness) -> None:
+    h.fx.add_post("310", text="stale", photos=[h.photo("st1"), h.photo("st2")])
+    await deliver_in_chat(h, "https://x.com/a/status/310")
+    for message in h.sent(CHAT)[-2:]:
+        h.api.invalidate_file_id(file_id_of(message))  # Telegram forgot them
+    answer = await ask(h, "https://x.com/a/status/310")
+    assert [r["type"] for r in answer.results] == ["photo", "photo"]
+    assert all("photo_url" in r for r in answer.results), "fresh URLs, not the stale ids"
+    refused = [c for c in h.api.calls_for("answerInlineQuery") if c.status == 400]
+    assert len(refused) == 1
+    assert await h.services.cache.get("x:310", h.clock()) is None, "the stale entry is gone"
+
+
 async def test_a_fresh_post_answers_with_urls_telegram_fetches(h: Harness) -> None:
     photo = h.photo("p")
     video = h.video("v")

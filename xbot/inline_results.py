@@ -94,6 +94,7 @@ class InlineAnswer:
         cache_time: seconds Telegram may serve this answer again without asking.
         is_personal: cached per user rather than for everyone.
         kind: what was answered, for the log line and the tests.
+        key: the link-cache key a cached answer came from (to forget a stale one).
     """
 
     results: tuple[InlineQueryResult, ...]
@@ -101,6 +102,7 @@ class InlineAnswer:
     cache_time: int
     is_personal: bool
     kind: str
+    key: str | None = None
 
 
 def parse_query(text: str, *, allow_private: bool = False) -> Link | None:
@@ -185,6 +187,7 @@ def for_cached(cached: CachedPost, post_id: str, *, personal: bool) -> InlineAns
         CACHE_WHOLE,
         personal,
         "cached",
+        cached.key,
     )
 
 

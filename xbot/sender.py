@@ -405,6 +405,27 @@ class Sender:
         except TelegramError as exc:
             raise classify(exc) from exc
 
+    async def answer_inline(
+        self,
+        query_id: str,
+        results: Sequence[telegram.InlineQueryResult],
+        *,
+        cache_time: int,
+        is_personal: bool,
+        button: telegram.InlineQueryResultsButton | None,
+        by: str = "",
+    ) -> None:
+        """Answer an inline query (once, within Telegram's window). Not a message either.
+
+        `by` is ``file_id`` for cached results, so a stale one is `StaleFileId`.
+        """
+        try:
+            await self.bot.answer_inline_query(
+                query_id, results, cache_time=cache_time, is_personal=is_personal, button=button
+            )
+        except TelegramError as exc:
+            raise classify(exc, by=by) from exc
+
     async def get_chat(self, target: int | str) -> telegram.ChatFullInfo:
         """A chat by id or ``@name``; unknown or closed to us is `ChatUnavailable`."""
         try:

@@ -15,13 +15,19 @@ import time
 
 from telegram import Update
 from telegram.constants import ChatType
-from telegram.error import TelegramError
 from telegram.ext import BaseHandler, InlineQueryHandler
 
 from xbot import inline_results as plan
 from xbot.delivery import KIND
 from xbot.destination import Destination
-from xbot.errors import FetchError, PostUnavailable, StoreError, TransientFetch
+from xbot.errors import (
+    FetchError,
+    PostUnavailable,
+    StaleFileId,
+    StoreError,
+    TransientFetch,
+    XbotError,
+)
 from xbot.inline_results import InlineAnswer
 from xbot.link_cache import CachedPost
 from xbot.links import classify, x_status_url
@@ -43,16 +49,20 @@ async def on_inline_query(update: Update, context: XContext) -> None:
     if query is None:
         return
     started = time.monotonic()
-    answer = await answer_for(context.services, query.from_user.id, query.query)
+    services = context.services
+    answer = await answer_for(services, query.from_user.id, query.query)
     try:
-        await query.answer(
-            list(answer.results),
-            cache_time=answer.cache_time,
-            is_personal=answer.is_personal,
-            button=answer.button,
-        )
-    except TelegramError as exc:  # too late, or refused: nobody is waiting for a reply
-        log.warning("inline answer refused %s", kv(kind=answer.kind, error=exc.message))
+        try:
+            await _answer(services, query.id, answer)
+        except StaleFileId:
+            # Telegram no longer knows a cached file_id: forget the entry, answer afresh
+            # (a refused answer is no answer: the query may still be answered once).
+            if answer.key is not None:
+                await services.cache.invalidate(answer.key)
+            answer = await answer_for(services, query.from_user.id, query.query, cached=False)
+            await _answer(services, query.id, answer)
+    except (XbotError, StoreError) as exc:  # too late, or refused: nobody waits for a reply
+        log.warning("inline answer refused %s", kv(kind=answer.kind, error=exc))
         return
     log.info(
         "inline %s",
@@ -64,8 +74,22 @@ async def on_inline_query(update: Update, context: XContext) -> None:
     )
 
 
-async def answer_for(services: Services, user_id: int, text: str) -> InlineAnswer:
-    """What to answer `user_id`'s query `text` with. Never raises for bad input."""
+async def _answer(services: Services, query_id: str, answer: InlineAnswer) -> None:
+    await services.sender.answer_inline(
+        query_id,
+        answer.results,
+        cache_time=answer.cache_time,
+        is_personal=answer.is_personal,
+        button=answer.button,
+        by="file_id" if answer.kind == "cached" else "",
+    )
+
+
+async def answer_for(
+    services: Services, user_id: int, text: str, *, cached: bool = True
+) -> InlineAnswer:
+    """What to answer `user_id`'s query `text` with (`cached=False`: never by a cache
+    entry). Never raises for bad input."""
     settings = services.settings
     if not settings.is_allowed_chat(user_id, user_id):
         return plan.for_not_allowed()
@@ -76,6 +100,8 @@ async def answer_for(services: Services, user_id: int, text: str) -> InlineAnswe
     post_id = link.post_id
 
     async def read_cache() -> CachedPost | None:
+        if not cached:
+            return None
         try:
             return await services.cache.get(link.key, services.clock(), settings.cache_ttl)
         except StoreError as exc:
