@@ -20,7 +20,6 @@ Result ids are ``<post id>-<index>``: unique per answer and far below 64 bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Final
 
 import attrs
@@ -307,7 +306,3 @@ def for_hint(*, personal: bool) -> InlineAnswer:
 def for_not_allowed() -> InlineAnswer:
     button = InlineQueryResultsButton(NOT_ALLOWED, start_parameter=HELP_PARAMETER)
     return InlineAnswer((), button, CACHE_WHOLE, True, "not-allowed")
-
-
-def result_ids(answer: InlineAnswer) -> Sequence[str]:
-    return [r.id for r in answer.results]
