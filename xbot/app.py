@@ -114,7 +114,12 @@ async def build_services(
         user_agent=USER_AGENT,
     )
     # The forward prompt after each delivery, and the forward task it starts.
-    forwarding = Forwarding(settings, sender, chats, queue, clock)
+    # Its wake is the workers' (built below, from the task handlers this wiring makes):
+    # looked up when called, so nothing is assigned after construction.
+    forwarding = Forwarding(
+        settings, sender, chats, queue, clock,
+        wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+    )  # fmt: skip
     # Every delivery sends, records and announces (the forward prompt) through it.
     outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site.
@@ -144,7 +149,6 @@ async def build_services(
         clock=clock,
         on_chat_moved=mover.move,
     )
-    forwarding.wake = workers.wake
     services = Services(
         settings=settings,
         pool=pool,

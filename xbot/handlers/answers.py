@@ -73,3 +73,12 @@ async def edit(
         log.info("edit failed %s", kv(chat=message.chat.id, error=type(exc).__name__))
         return False
     return True
+
+
+def rest_of(message: Message) -> str:
+    """The text after the command, spacing and line breaks kept (context.args loses them)."""
+    text = message.text or ""
+    _, _, rest = text.partition(" ")
+    if not rest:
+        _, _, rest = text.partition("\n")
+    return rest.strip()

@@ -19,8 +19,9 @@ from xbot.callback_data import Action, CallbackData, decode
 from xbot.errors import XbotError
 from xbot.handlers.answers import edit
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
-from xbot.handlers.commands import DEAD_SHOWN, dead_view, menu_context
+from xbot.handlers.commands import menu_context
 from xbot.handlers.messages import NOT_ALLOWED
+from xbot.handlers.operator import DEAD_SHOWN, dead_view
 from xbot.logs import kv
 from xbot.prompts import EXPIRED, SKIPPED, find_prompt
 from xbot.services import XContext

@@ -1,0 +1,148 @@
+"""The operator commands (``XBOT_ADMIN_IDS`` only, never in the public menu): /stats,
+/clear_cache, /debug and /dead. `xbot.handlers.commands` lists them in the one command
+table and checks who may run them.
+"""
+
+from __future__ import annotations
+
+import time
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
+
+from xbot import __version__
+from xbot.callback_data import Action, CallbackData, encode
+from xbot.errors import FetchError
+from xbot.handlers.answers import reply, rest_of
+from xbot.links import Link, classify
+from xbot.payloads import payload_identity
+from xbot.queue import Task
+from xbot.services import XContext
+from xbot.sources import PostSource
+
+__all__ = ["DEAD_SHOWN", "cmd_clear_cache", "cmd_dead", "cmd_debug", "cmd_stats", "dead_view"]
+
+DEAD_SHOWN = 10
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "none"
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+async def cmd_stats(update: Update, context: XContext) -> None:
+    message = update.effective_message
+    if message is None:
+        return
+    services = context.services
+    now = services.clock()
+    stats = await services.queue.stats(now)
+    cache = await services.cache.stats()
+    counts = stats.counts_by_state
+    by_state = ", ".join(f"{state} {n}" for state, n in counts.items())
+    lines = [
+        f"xbot {__version__}",
+        f"Uptime: {_age(time.time() - services.started_at)}",
+        f"Tasks: {by_state}",
+        f"Oldest pending: {_age(stats.oldest_pending_age)}",
+        f"Dead letters: {stats.dead} (/dead lists them)",
+        f"Chats on hold (rate limit): {stats.held_chats}",
+        f"Link cache: {cache.entries} entries, hit rate {cache.hit_rate:.0%} "
+        f"({cache.hits} hits, {cache.misses} misses)",
+        f"Workers: {services.settings.workers}, running {services.workers.in_flight}",
+    ]
+    await reply(context, message, "\n".join(lines))
+
+
+async def cmd_clear_cache(update: Update, context: XContext) -> None:
+    message = update.effective_message
+    if message is None:
+        return
+    services = context.services
+    arg = rest_of(message)
+    if not arg:
+        removed = await services.cache.clear()
+        await reply(context, message, f"Link cache cleared: {removed} entries removed.")
+        return
+    link = classify(arg, allow_private=services.settings.allow_private_networks)
+    if link is None:
+        await reply(context, message, "That is not a link I know. Usage: /clear_cache [link]")
+        return
+    if await services.cache.invalidate(link.key):
+        await reply(context, message, f"Removed {link.url} from the link cache.")
+    else:
+        await reply(context, message, f"{link.url} was not in the link cache.")
+
+
+async def cmd_debug(update: Update, context: XContext) -> None:
+    message = update.effective_message
+    if message is None:
+        return
+    services = context.services
+    arg = rest_of(message)
+    link = classify(arg, allow_private=services.settings.allow_private_networks) if arg else None
+    if link is None:
+        await reply(context, message, "Usage: /debug <link to a post>")
+        return
+    lines = [f"Link: {link.url}", f"Kind: {link.kind}, key: {link.key}"]
+    cached = await services.cache.get(link.key, services.clock(), services.settings.cache_ttl)
+    lines.append(
+        "Cache: no entry" if cached is None else f"Cache: {len(cached.items)} items by file_id"
+    )
+    source = services.sources.source_for(link)
+    if source is not None:
+        lines += await _debug_post(source, link)
+    else:
+        lines.append("Not an X post: the fetcher for other sites decides when it is sent.")
+    await reply(context, message, "\n".join(lines)[:4000])
+
+
+async def _debug_post(source: PostSource, link: Link) -> list[str]:
+    """What the link's source sees (no media is downloaded or sent)."""
+    try:
+        post = await source.fetch(link)
+    except FetchError as exc:
+        return [f"Fetcher: {type(exc).__name__}: {exc.reason}"]
+    lines = [
+        f"Author: {post.author_name} (@{post.author_handle})",
+        f"Text: {len(post.text)} characters; sensitive: {'yes' if post.sensitive else 'no'}",
+        f"Media: {len(post.media)} item(s)",
+    ]
+    for n, item in enumerate(post.media, 1):
+        size = f", {item.size} bytes" if item.size else ""
+        shape = f", {item.width}x{item.height}" if item.width and item.height else ""
+        lines.append(f"  {n}. {item.kind}{shape}{size}, {len(item.variants)} variant(s)")
+        lines.append(f"     {item.url}")
+    return lines
+
+
+def dead_view(tasks: list[Task]) -> tuple[str, InlineKeyboardMarkup | None]:
+    """The /dead message: the newest dead letters, each with a retry button."""
+    if not tasks:
+        return "No dead letters.", None
+    lines = [f"The last {len(tasks)} dead letter(s), newest first:"]
+    buttons = []
+    for task in tasks:
+        what = payload_identity(task.payload).get("url", "")
+        error = (task.last_error or "").splitlines()[0][:120] if task.last_error else ""
+        lines.append(f"#{task.id} {task.kind} chat {task.chat_id} {what}\n   {error}")
+        data = encode(CallbackData(Action.RETRY, (task.id,)))
+        buttons.append(InlineKeyboardButton(f"Retry #{task.id}", callback_data=data))
+    rows = [buttons[i : i + 2] for i in range(0, len(buttons), 2)]
+    return "\n".join(lines)[:4000], InlineKeyboardMarkup(rows)
+
+
+async def cmd_dead(update: Update, context: XContext) -> None:
+    message = update.effective_message
+    if message is None:
+        return
+    tasks = await context.services.queue.list(state="dead", limit=DEAD_SHOWN)
+    text, markup = dead_view(tasks)
+    await reply(context, message, text, markup=markup)
