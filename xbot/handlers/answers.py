@@ -1,17 +1,18 @@
 """How a handler answers: through the `Sender`, like every task, so the chat's pace and a
 429 hold cover handler replies too, and `telegram.error` stays inside the sender.
 
-A chat held by a 429 holds handler replies too: the reply waits the hold out
-(up to `HOLD_WAIT` seconds; handlers run concurrently, so one waiting reply
-holds up no other chat). Beyond that, or when Telegram refuses it (the bot
-was removed), the answer is logged, never raised into PTB's error handler.
+A chat held by a 429 holds handler replies too. The handler does not wait
+the hold out itself: the poller confirms a batch of updates only after all
+its handlers returned (`xbot.polling`), so one held chat would delay every
+other chat's updates. The reply goes out from a task of its own once the
+hold ends (for holds up to `HOLD_WAIT` seconds; longer ones drop it, as a
+chat Telegram refuses does). Nothing here is raised into PTB's error handler.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardMarkup, Message
@@ -21,11 +22,13 @@ from xbot.errors import RateLimited, XbotError
 from xbot.logs import kv
 
 if TYPE_CHECKING:
+    from xbot.sender import Sender
     from xbot.services import XContext
 
 log = logging.getLogger(__name__)
 
 HOLD_WAIT = 15.0  # the longest a reply waits for a 429 hold on its chat to pass
+_LATER: set[asyncio.Task[None]] = set()  # replies waiting out a hold (kept from the GC)
 
 
 async def reply(
@@ -37,23 +40,52 @@ async def reply(
     markup: InlineKeyboardMarkup | None = None,
     quote: bool | None = None,
 ) -> Message | None:
-    """Answer ``message`` in its chat and topic (quoted as `Destination.answering` says)."""
+    """Answer ``message`` in its chat and topic (quoted as `Destination.answering` says).
+
+    Returns the message sent, or None when it was dropped or waits out a hold.
+    """
     dest = Destination.answering(message, quote=quote)
-    deadline = time.monotonic() + HOLD_WAIT
-    while True:
+    sender = context.services.sender
+    try:
+        return await sender.send_text(dest, text, html=html, reply_markup=markup)
+    except RateLimited as exc:
+        if exc.retry_after > HOLD_WAIT:
+            log.info("answer not sent %s", kv(chat=dest.chat_id, held=exc.retry_after))
+            return None
+        later = asyncio.create_task(
+            _after_hold(sender, dest, text, html=html, markup=markup, wait=exc.retry_after),
+            name=f"xbot-reply-{dest.chat_id}",
+        )
+        _LATER.add(later)
+        later.add_done_callback(_LATER.discard)
+    except XbotError as exc:
+        log.info("answer not sent %s", kv(chat=dest.chat_id, error=type(exc).__name__))
+    return None
+
+
+async def _after_hold(
+    sender: Sender,
+    dest: Destination,
+    text: str,
+    *,
+    html: bool,
+    markup: InlineKeyboardMarkup | None,
+    wait: float,
+) -> None:
+    """The reply, once the chat's hold has passed (again if a new 429 came meanwhile)."""
+    left = HOLD_WAIT
+    while wait <= left:
+        await asyncio.sleep(wait)
+        left -= wait
         try:
-            return await context.services.sender.send_text(
-                dest, text, html=html, reply_markup=markup
-            )
+            await sender.send_text(dest, text, html=html, reply_markup=markup)
+            return
         except RateLimited as exc:
-            left = deadline - time.monotonic()
-            if exc.retry_after > left:
-                log.info("answer not sent %s", kv(chat=dest.chat_id, held=exc.retry_after))
-                return None
-            await asyncio.sleep(exc.retry_after)
+            wait = exc.retry_after
         except XbotError as exc:
             log.info("answer not sent %s", kv(chat=dest.chat_id, error=type(exc).__name__))
-            return None
+            return
+    log.info("answer not sent %s", kv(chat=dest.chat_id, held=wait))
 
 
 async def edit(
