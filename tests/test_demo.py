@@ -11,7 +11,8 @@ async def test_the_demo_conversation() -> None:
     out = io.StringIO()
     assert await run_demo(out=out) == 0
     text = out.getvalue()
-    assert text.count("   Ann │") == 10
+    assert text.count("   Ann │") == 11
+    assert "4 inline results: photo, photo, photo, photo" in text
     assert "[video, 256 KB] Cats of X (@catsofx)" in text
     # one, four in an album, one from the cache, one quoted, one via vx,
     # two from Bluesky, one from pixiv

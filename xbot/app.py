@@ -27,8 +27,9 @@ from telegram.request import HTTPXRequest
 from xbot import __version__
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import StoreBusy, StoreError
-from xbot.handlers import callbacks, caption_edit, commands, language, messages
+from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
 from xbot.handlers.auth import Authority
+from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.polling import DurablePoller
 from xbot.logs import kv
 from xbot.media import netguard
@@ -169,6 +170,8 @@ async def build_services(
         mover=mover,
         x_client=x_client,
         guarded=guarded,
+        # @bot <link>: the same sources, joining a chat delivery of the link in flight.
+        inline=InlineFetches(sources.fetch, outbox.hold),
         clock=clock,
     )
     services.attach(application)
@@ -181,6 +184,7 @@ def add_handlers(application: AppType) -> None:
     application.add_handlers(commands.handlers())
     application.add_handlers(callbacks.handlers())
     application.add_handlers(language.handlers())
+    application.add_handlers(inline.handlers())
     # New messages only: an edit (a typo fixed, a channel post reworded) must not deliver
     # the same post again; the dedup key only spans tasks still queued.
     fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
@@ -348,6 +352,7 @@ class Bot:
             await app.stop()
         await app.shutdown()
         if self.services is not None:
+            await self.services.inline.aclose()
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()
             await self.services.pool.close()

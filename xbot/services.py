@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import httpx
 
     from xbot.handlers.auth import Authority
+    from xbot.handlers.inline_fetch import InlineFetches
     from xbot.sending.sender import Sender
     from xbot.sources import SourceRouter
     from xbot.storage.db import DbPool
@@ -44,6 +45,7 @@ class Services:
         authority: who may do what (admin lists from the Bot API, cached).
         sources: which source fetches a link (/debug asks it too).
         mover: moves everything a chat owns when a group becomes a supergroup.
+        inline: posts fetched for inline queries, within Telegram's answer window.
         started_at: wall-clock start, for /stats' uptime.
         clock: the wall clock (injected in tests).
     """
@@ -62,6 +64,7 @@ class Services:
     mover: ChatMover
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
+    inline: InlineFetches
     started_at: float = attrs.field(factory=time.time)
     clock: Any = time.time
 

@@ -27,6 +27,7 @@ from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
 from xbot.errors import ChatUnavailable, Permanent, XbotError
+from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.language import language_of, translator_of
@@ -138,6 +139,9 @@ async def menu_context(
 async def cmd_start(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
+        return
+    # The inline album button opens this chat with "/start a<post id>".
+    if context.args and await inline.start_album(update, context, context.args[0]):
         return
     _ = (await translator_of(update, context)).gettext
     await _reply(context, message, _(HELP_TEXT))

@@ -4,9 +4,9 @@ A short scripted conversation — a photo post, a video post, a 4-item album,
 the same link again (answered from the cache), a post quoting another one's
 photo, a 45-second 1080p video that goes out as the 720p version that fits,
 a link while the fxtwitter API is down (answered by the next source), a
-deleted post, a Bluesky post, a pixiv work, and a second user whose Telegram
-is in German — printed as a readable transcript. No token, no network:
-everything is on 127.0.0.1.
+deleted post, a Bluesky post, a pixiv work, the album asked for inline
+(``@bot <link>``), and a second user whose Telegram is in German — printed
+as a readable transcript. No token, no network: everything is on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -138,6 +138,21 @@ def _sent_video(harness: Harness, urls: list[str]) -> str:
     return "sent" if sent in urls else f"sent something else ({sent!r}) than"
 
 
+async def _inline_step(harness: Harness, t: Transcript, link: str) -> None:
+    """Ann types ``@bot <link>`` in some other chat; the answer Telegram shows her."""
+    api = harness.api
+    t.say(USER, f"@{api.bot_user['username']} {link}   (inline, in another chat)")
+    query = api.inline_query(CHAT, link, chat_type="group", first_name=USER)["inline_query"]
+    await api.wait_for(lambda: api.inline_answer(query["id"]) is not None, 10.0)
+    answer = api.inline_answer(query["id"])
+    assert answer is not None
+    kinds = ", ".join(r["type"] for r in answer.results) or "no results"
+    t.say("xbot", f"{len(answer.results)} inline results: {kinds}")
+    if answer.button:
+        t.say("", f"[button: {answer.button['text']}]")
+    t.note(f"answered in {answer.latency * 1000:.0f} ms; Telegram allows about 10 s")
+
+
 async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if verbose:
@@ -240,6 +255,8 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 harness, t, "https://www.pixiv.net/en/artworks/120000777",
                 "pixiv's image host wants its Referer: downloaded with it, then uploaded",
             )  # fmt: skip
+            harness.api.set_inline_mode(True)  # BotFather's /setinline
+            await _inline_step(harness, t, "https://x.com/trailnotes/status/1790000000000000003")
             out.write("\n")
             t.note(f"{USER_DE}'s Telegram is in German ({LANGUAGE_DE}): the bot answers in German")
             await _step(harness, t, "/start", chat=CHAT_DE, user=USER_DE, language_code=LANGUAGE_DE)

@@ -331,4 +331,17 @@ def check_bot_api(
                 "the bot to each group, or make the bot a group admin",
             )
         )
+    found.append(inline_finding(result))
     return found
+
+
+def inline_finding(me: Mapping[str, object]) -> Finding:
+    """Inline mode (``@bot <link>`` in any chat) is optional: "off" is said, not failed."""
+    if me.get("supports_inline_queries"):
+        return Finding("ok", "inline mode", "on: `@bot <link>` works in any chat")
+    return Finding(
+        "warn",
+        "inline mode",
+        "off: `@bot <link>` in other chats gets nothing. Turn it on in @BotFather "
+        "(/setinline, then a placeholder such as `paste a link to an X post`)",
+    )

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 import attrs
 import telegram
@@ -31,6 +31,7 @@ from telegram import (
 )
 from telegram.constants import ParseMode
 from telegram.error import (
+    BadRequest,
     Forbidden,
     TelegramError,
     TimedOut,
@@ -42,7 +43,9 @@ from xbot.errors import (
     RetryLater,
     XbotError,
 )
+from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
+from xbot.sending import topics
 from xbot.sending.bot_errors import classify, retry_after_seconds
 from xbot.sending.destination import Destination
 from xbot.sending.pacing import Pacer
@@ -62,6 +65,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Telegram refuses a flooded chat (429) at once; a call to the chat that has
 # been out this long is doing its work, and a chat action may go beside it.
@@ -234,12 +238,29 @@ class Sender:
         async with self.pacer.sending(chat_id, group=group, messages=len(items)) as slot:
             try:
                 async with self._line(chat_id):
-                    return await self._send_media(
-                        dest, items, caption, spoiler=spoiler, write_timeout=write_timeout
+                    return await self._in_topic(
+                        dest,
+                        lambda d: self._send_media(
+                            d, items, caption, spoiler=spoiler, write_timeout=write_timeout
+                        ),
                     )
             except TelegramError as exc:
                 slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
                 raise self._translate(exc, chat_id, by=by) from exc
+
+    async def _in_topic(self, dest: Destination, send: Callable[[Destination], Awaitable[T]]) -> T:
+        """`send` to `dest`; to General once if its topic was closed or deleted meanwhile."""
+        try:
+            return await send(dest)
+        except BadRequest as exc:
+            general = topics.fallback(dest, exc.message)
+            if general is None:
+                raise
+            log.info(
+                "topic gone, answering in General %s",
+                kv(chat=dest.chat_id, topic=dest.topic_id, error=exc.message),
+            )
+            return await send(general)
 
     async def _send_media(
         self,
@@ -319,8 +340,9 @@ class Sender:
         async with self.pacer.sending(chat_id, group=group, messages=1) as slot:
             try:
                 async with self._line(chat_id):
-                    return await self._send_message(
-                        dest, text, html=html, reply_markup=reply_markup
+                    return await self._in_topic(
+                        dest,
+                        lambda d: self._send_message(d, text, html=html, reply_markup=reply_markup),
                     )
             except TelegramError as exc:
                 slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
@@ -388,6 +410,27 @@ class Sender:
             await self.bot.answer_callback_query(query_id, text)
         except TelegramError as exc:
             raise classify(exc) from exc
+
+    async def answer_inline(
+        self,
+        query_id: str,
+        results: Sequence[telegram.InlineQueryResult],
+        *,
+        cache_time: int,
+        is_personal: bool,
+        button: telegram.InlineQueryResultsButton | None,
+        by: str = "",
+    ) -> None:
+        """Answer an inline query (once, within Telegram's window). Not a message either.
+
+        `by` is ``file_id`` for cached results, so a stale one is `StaleFileId`.
+        """
+        try:
+            await self.bot.answer_inline_query(
+                query_id, results, cache_time=cache_time, is_personal=is_personal, button=button
+            )
+        except TelegramError as exc:
+            raise classify(exc, by=by) from exc
 
     async def get_chat(self, target: int | str) -> telegram.ChatFullInfo:
         """A chat by id or ``@name``; unknown or closed to us is `ChatUnavailable`."""

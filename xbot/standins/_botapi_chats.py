@@ -32,6 +32,7 @@ class ChatInfo:
         members: user id -> status for everyone else (default: "member" in groups,
             "left" in channels).
         bot_blocked: the user blocked the bot, or the bot was removed from the chat.
+        is_forum: a supergroup with topics (`_botapi_topics`).
     """
 
     id: int
@@ -46,6 +47,7 @@ class ChatInfo:
     linked_chat_id: int | None = None
     members: dict[int, str] = attrs.Factory(dict)
     bot_blocked: bool = False
+    is_forum: bool = False
 
     def as_message_chat(self) -> JSON:
         """The Chat object as it appears inside a Message."""
@@ -56,6 +58,8 @@ class ChatInfo:
             out["title"] = self.title or f"Chat {self.id}"
         if self.username:
             out["username"] = self.username
+        if self.is_forum:
+            out["is_forum"] = True
         return out
 
     def full_info(self) -> JSON:

@@ -21,6 +21,8 @@ from typing import Any
 
 from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
 from xbot.standins._botapi_files import FileStore, StoredFile, media_content
+from xbot.standins._botapi_inline import InlineMode
+from xbot.standins._botapi_topics import ForumTopics
 from xbot.standins._botapi_wire import (
     CAPTION_LIMIT,
     CHAT_NOT_FOUND,
@@ -68,8 +70,9 @@ _CONFLICT = (
 MethodFn = Callable[[JSON, dict[str, Upload]], Awaitable[Any]]
 
 
-class TelegramModel:
-    """Telegram's side of the conversation, without HTTP.
+class TelegramModel(ForumTopics, InlineMode):
+    """Telegram's side of the conversation, without HTTP (forum topics and inline
+    mode in their own mixins).
 
     Attributes:
         token: the token it accepts (``<bot id>:<secret>``).
@@ -124,6 +127,8 @@ class TelegramModel:
         self._commands: dict[str, list[JSON]] = {}
         self._callbacks: dict[str, tuple[float, JSON]] = {}
         self.callback_answers: dict[str, JSON] = {}
+        self._init_topics()
+        self._init_inline()
 
     @property
     def allow_url_fetch_from_loopback(self) -> bool:
@@ -431,8 +436,8 @@ class TelegramModel:
             raise bad_request(TEXT_EMPTY)
         markup = parse_markup(params)
         with self._lock:
-            reply = self._reply_target(chat, params)
-            content: JSON = {"text": text}
+            reply, where = self._placement(chat, params)
+            content: JSON = {"text": text, **where}
             if entities:
                 content["entities"] = entities
             if params.get("link_preview_options") is not None:
@@ -448,8 +453,8 @@ class TelegramModel:
         markup = parse_markup(params)
         stored = await self._files.resolve(kind, params.get(kind), files.get(kind), files, params)
         with self._lock:
-            reply = self._reply_target(chat, params)
-            content = media_content(kind, stored, params)
+            reply, where = self._placement(chat, params)
+            content = media_content(kind, stored, params) | where
             if caption:
                 content["caption"] = caption
             if caption_entities:
@@ -524,10 +529,10 @@ class TelegramModel:
                 raise
         group_id = str(self._rng.getrandbits(60))
         with self._lock:
-            reply = self._reply_target(chat, params)
+            reply, where = self._placement(chat, params)
             out = []
             for item, info, (caption, entities) in zip(media, stored, texts, strict=True):
-                content = media_content(item["type"], info, item)
+                content = media_content(item["type"], info, item) | where
                 content["media_group_id"] = group_id
                 if caption:
                     content["caption"] = caption
@@ -538,7 +543,7 @@ class TelegramModel:
 
     async def _m_sendChatAction(self, params: JSON, files: dict[str, Upload]) -> Any:
         with self._lock:
-            self._chats.require(params)
+            self._check_thread(self._chats.require(params), params)
         if params.get("action") not in _CHAT_ACTIONS:
             raise bad_request("Bad Request: wrong parameter action in request")
         return True
@@ -655,7 +660,8 @@ class TelegramModel:
                 content["caption_entities"] = entities
         if group is not None:
             content["media_group_id"] = group
-        reply = self._reply_target(chat, params)
+        reply, where = self._placement(chat, params)
+        content.update(where)
         return self._new_message(chat, content, reply=reply, markup=parse_markup(params))
 
     async def _m_copyMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
@@ -718,9 +724,15 @@ class TelegramModel:
                     "reply_markup",
                     "edit_date",
                     "media_group_id",
+                    "message_thread_id",
+                    "is_topic_message",
                 )
             }
-            return self._new_message(chat, content, extra={"forward_origin": origin})
+            topic_reply, where = self._placement(chat, params)
+            content.update(where)
+            return self._new_message(
+                chat, content, reply=topic_reply, extra={"forward_origin": origin}
+            )
 
     # ------------------------------------------------------------------ chat info
 

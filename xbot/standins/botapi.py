@@ -15,7 +15,10 @@ statuses, its limits (caption 1024 and text 4096 UTF-16 units after entity
 parsing, albums of 2-10, photo URLs 5 MB, other URLs 20 MB), fetching media
 by URL itself (and, like the real one, failing on loopback/private hosts
 unless `allow_url_fetch_from_loopback`), long polling held open until an
-update arrives, and 429s with `retry_after`.
+update arrives, and 429s with `retry_after`. Forum topics (`add_forum`,
+`create_topic`, `close_topic`, `delete_topic`; where each message lands, in
+`_botapi_topics`) and inline mode (`set_inline_mode`, `inline_query`,
+`inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`).
 
 What it adds for tests (here): every call recorded (`calls`, `calls_for`,
 `sent_messages`), update builders (`user_message`, `callback_query`), fault
@@ -236,8 +239,12 @@ class BotApiServer(TelegramModel, ServerBase):
         first_name: str | None = None,
         username: str | None = None,
         language_code: str = "en",
+        topic_id: int | None = None,
     ) -> JSON:
         """A user (or, in a channel, the channel) posts `text`; returns the update.
+
+        `topic_id` posts in that forum topic (`add_forum`, `create_topic`); a
+        reply lands in its target's topic, as on Telegram.
 
         `entities=None` attaches what Telegram would: `url` for http(s) links and
         `bot_command`, with UTF-16 offsets. `caption=True` sends a photo with
@@ -284,10 +291,12 @@ class BotApiServer(TelegramModel, ServerBase):
                 msg["text"] = text
                 if found:
                     msg["entities"] = found
+            replied = None
             if reply_to is not None:
                 replied = self._messages.get((chat_id, reply_to))
                 if replied is not None:
                     msg["reply_to_message"] = without_reply(replied)
+            self._place_user_message(chat, msg, topic_id, replied)
             self._remember(msg)
             kind = "channel_post" if chat.type == "channel" else "message"
             return self.inject_update({kind: msg})

@@ -1,0 +1,159 @@
+"""Inline mode: ``@bot <link>`` in any chat, and the album button's ``/start a<id>``.
+
+The inline handler looks the link up (`InlineFetches.look_up`: the link
+cache, then one fetch through the sources, within a budget), lets
+`xbot.handlers.inline_results` plan the answer and answers once; a late or refused
+answer is a log line, never an error to the user. The album button opens
+the private chat with ``/start a<post id>``: that becomes an ordinary deliver
+task there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from telegram import Update
+from telegram.constants import ChatType
+from telegram.ext import BaseHandler, InlineQueryHandler
+
+from xbot.errors import (
+    FetchError,
+    PostUnavailable,
+    StaleFileId,
+    StoreError,
+    TransientFetch,
+    XbotError,
+)
+from xbot.handlers import inline_results as plan
+from xbot.handlers.inline_results import InlineAnswer
+from xbot.links import classify, x_status_url
+from xbot.logs import kv
+from xbot.sending.destination import Destination
+from xbot.services import Services, XContext
+from xbot.storage.link_cache import CachedPost
+from xbot.tasks.delivery import KIND
+from xbot.tasks.payloads import DeliverPayload
+
+log = logging.getLogger(__name__)
+
+ALBUM_REFUSED = "That button is out of date: paste the link here instead."
+
+
+def handlers() -> list[BaseHandler[Update, XContext, None]]:
+    return [InlineQueryHandler(on_inline_query)]
+
+
+async def on_inline_query(update: Update, context: XContext) -> None:
+    query = update.inline_query
+    if query is None:
+        return
+    started = time.monotonic()
+    services = context.services
+    answer = await answer_for(services, query.from_user.id, query.query)
+    try:
+        try:
+            await _answer(services, query.id, answer)
+        except StaleFileId:
+            # Telegram no longer knows a cached file_id: forget the entry, answer afresh
+            # (a refused answer is no answer: the query may still be answered once).
+            if answer.key is not None:
+                await services.cache.invalidate(answer.key)
+            answer = await answer_for(services, query.from_user.id, query.query, cached=False)
+            await _answer(services, query.id, answer)
+    except (XbotError, StoreError) as exc:  # too late, or refused: nobody waits for a reply
+        log.warning("inline answer refused %s", kv(kind=answer.kind, error=exc))
+        return
+    log.info(
+        "inline %s",
+        kv(
+            kind=answer.kind,
+            results=len(answer.results),
+            ms=int((time.monotonic() - started) * 1000),
+        ),
+    )
+
+
+async def _answer(services: Services, query_id: str, answer: InlineAnswer) -> None:
+    await services.sender.answer_inline(
+        query_id,
+        answer.results,
+        cache_time=answer.cache_time,
+        is_personal=answer.is_personal,
+        button=answer.button,
+        by="file_id" if answer.kind == "cached" else "",
+    )
+
+
+async def answer_for(
+    services: Services, user_id: int, text: str, *, cached: bool = True
+) -> InlineAnswer:
+    """What to answer `user_id`'s query `text` with (`cached=False`: never by a cache
+    entry). Never raises for bad input."""
+    settings = services.settings
+    if not settings.is_allowed_chat(user_id, user_id):
+        return plan.for_not_allowed()
+    personal = bool(settings.allowed_chat_ids)
+    link = plan.parse_query(text, allow_private=settings.allow_private_networks)
+    if link is None or link.post_id is None:
+        return plan.for_hint(personal=personal)
+    post_id = link.post_id
+
+    async def read_cache() -> CachedPost | None:
+        if not cached:
+            return None
+        try:
+            return await services.cache.get(link.key, services.clock(), settings.cache_ttl)
+        except StoreError as exc:
+            log.warning("inline cache lookup failed %s", kv(key=link.key, error=exc))
+            return None
+
+    try:
+        found = await services.inline.look_up(link, read_cache)
+    except PostUnavailable as exc:
+        return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=True)
+    except TransientFetch:
+        return plan.for_timeout(post_id, link.url, personal=personal, kind="transient")
+    except FetchError as exc:
+        return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=False)
+    if found is None:
+        return plan.for_timeout(post_id, link.url, personal=personal)
+    if isinstance(found, CachedPost):
+        return plan.for_cached(found, post_id, personal=personal)
+    return plan.for_fresh(found, post_id, personal=personal)
+
+
+async def start_album(update: Update, context: XContext, parameter: str) -> bool:
+    """``/start a<post id>`` from the album button: queue the post for this private chat.
+
+    Returns False when `parameter` is not an album button's (the caller answers as usual).
+    """
+    post_id = plan.album_post_id(parameter)
+    message, chat, user = update.effective_message, update.effective_chat, update.effective_user
+    if post_id is None or message is None or chat is None or chat.type != ChatType.PRIVATE:
+        return False
+    services = context.services
+    if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
+        return False
+    link = classify(x_status_url(post_id, None))
+    if link is None:  # pragma: no cover - the id was validated, the URL is ours
+        await message.reply_text(ALBUM_REFUSED)
+        return True
+    payload = DeliverPayload.for_link(
+        link, Destination.answering(message, quote=True), user_id=user.id if user else None
+    )
+    try:
+        await services.queue.enqueue(
+            KIND,
+            payload.to_json(),
+            chat.id,
+            now=services.clock(),
+            dedup_key=f"start:{chat.id}:{message.message_id}",
+        )
+    except StoreError as exc:
+        log.warning("album not queued %s", kv(chat=chat.id, post=post_id, error=exc))
+        await message.reply_text(ALBUM_REFUSED)
+        return True
+    services.workers.wake()
+    log.info("inline album queued %s", kv(chat=chat.id, post=post_id))
+    return True

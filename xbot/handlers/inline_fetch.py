@@ -1,0 +1,108 @@
+"""Looking a post up for an inline query, inside Telegram's answer window.
+
+An inline query must be answered within about 10 s, so the lookup gets a
+budget. It first lets a chat delivery of the same link that is in flight
+finish (the outbox's single flight per key: that delivery fills the link
+cache, so the query is answered by ``file_id`` and nothing is fetched twice),
+then reads the link cache, then fetches through the same sources as a chat
+link. A fetch that runs over the budget is not cancelled but kept — one in
+flight per post, shared by every query that names it — and its post
+remembered for a short while, so the user's next keystroke, or the next
+person typing the same link, is answered at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Hashable
+from typing import Any
+
+import attrs
+
+from xbot.links import Link
+from xbot.media.models import Post
+from xbot.storage.link_cache import CachedPost
+
+Fetch = Callable[[Link], Coroutine[Any, Any, Post]]
+Hold = Callable[[Hashable], contextlib.AbstractAsyncContextManager[None]]
+# Telegram waits about 10 s for an answer from the moment the user typed; the lookup
+# gets half of that, leaving room for the network both ways and the answer itself.
+BUDGET = 5.0
+REMEMBER = 120.0  # seconds a fetched post answers inline queries again
+MAX_REMEMBERED = 256
+
+
+@contextlib.asynccontextmanager
+async def _no_flight(key: Hashable) -> AsyncIterator[None]:
+    yield
+
+
+@attrs.define
+class InlineFetches:
+    """In-flight and recently finished fetches by link key.
+
+    Attributes:
+        fetch: the sources' ``fetch(link) -> Post``; raises `FetchError` and kin.
+        hold: the outbox's single flight per cache key (a chat delivery holds it).
+        budget: seconds a query waits for its lookup.
+        clock: monotonic seconds (injected in tests).
+    """
+
+    fetch: Fetch
+    hold: Hold = _no_flight
+    budget: float = BUDGET
+    clock: Callable[[], float] = time.monotonic
+    _flights: dict[str, asyncio.Task[Post]] = attrs.field(factory=dict, init=False)
+    _done: OrderedDict[str, tuple[float, Post]] = attrs.field(factory=OrderedDict, init=False)
+
+    async def look_up(
+        self, link: Link, read_cache: Callable[[], Awaitable[CachedPost | None]]
+    ) -> CachedPost | Post | None:
+        """The cache entry (with media), else the post, else None when neither came in time.
+
+        Raises:
+            FetchError: the fetch failed (`PostUnavailable`, `TransientFetch`, ...).
+        """
+        deadline = self.clock() + self.budget
+        try:
+            async with asyncio.timeout(self.budget), self.hold(link.key):
+                cached = await read_cache()
+        except TimeoutError:
+            return None
+        if cached is not None and cached.items:
+            return cached
+        return await self._post(link, max(0.0, deadline - self.clock()))
+
+    async def _post(self, link: Link, budget: float) -> Post | None:
+        remembered = self._done.get(link.key)
+        if remembered is not None and self.clock() - remembered[0] < REMEMBER:
+            return remembered[1]
+        task = self._flights.get(link.key)
+        if task is None:
+            task = asyncio.create_task(self.fetch(link), name=f"inline-fetch-{link.key}")
+            self._flights[link.key] = task
+            task.add_done_callback(lambda t: self._finished(link.key, t))
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), budget)
+        except TimeoutError:
+            return None
+
+    def _finished(self, key: str, task: asyncio.Task[Post]) -> None:
+        self._flights.pop(key, None)
+        if task.cancelled():
+            return
+        # Retrieved here, so a failure nobody waited for is not logged as unretrieved;
+        # a failure is not remembered: the next query tries again.
+        if task.exception() is None:
+            self._done[key] = (self.clock(), task.result())
+            while len(self._done) > MAX_REMEMBERED:
+                self._done.popitem(last=False)
+
+    async def aclose(self) -> None:
+        for task in list(self._flights.values()):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
