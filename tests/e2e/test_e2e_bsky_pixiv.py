@@ -4,7 +4,6 @@ the real queue on a temp file, real downloads through the SSRF guard."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -300,18 +299,11 @@ async def test_a_flaky_appview_or_pixiv_is_retried(harness: Harness) -> None:
 # -- the rest works unchanged: groups (other sites off there), forum topics ------------
 
 FORUM = -100778
-TOPIC = 9
 
 
-def forum_link(h: Harness, link: str, message_id: int) -> None:
-    h.api.add_chat(FORUM, "supergroup")
-    h.api.inject_update({"message": {
-        "message_id": message_id, "date": int(time.time()),
-        "chat": {"id": FORUM, "type": "supergroup", "title": "Forum", "is_forum": True},
-        "from": {"id": 5, "is_bot": False, "first_name": "Ann"}, "text": link,
-        "entities": [{"type": "url", "offset": 0, "length": len(link)}],
-        "message_thread_id": TOPIC, "is_topic_message": True,
-    }})  # fmt: skip
+def forum_link(h: Harness, link: str, topic: int) -> None:
+    """`link` posted in forum topic `topic` (the stand-in refuses a topic it never made)."""
+    h.api.user_message(FORUM, link, user_id=5, chat_type="supergroup", topic_id=topic)
 
 
 async def test_in_a_group_both_sites_answer_though_other_sites_are_off(harness: Harness) -> None:
@@ -328,15 +320,17 @@ async def test_in_a_group_both_sites_answer_though_other_sites_are_off(harness: 
 
 async def test_answers_stay_in_the_links_forum_topic(harness: Harness) -> None:
     h = harness
+    h.api.add_forum(FORUM, "Forum")
+    topic = h.api.create_topic(FORUM, "Art")
     h.bsky.add_post(ALICE, "3lbtopic12345", text="t", images=[h.photo("t1"), h.photo("t2")])
-    forum_link(h, f"https://bsky.app/profile/{ALICE}/post/3lbtopic12345", 80)
-    forum_link(h, "https://www.pixiv.net/artworks/120000098", 81)  # missing: a sentence
-    forum_link(h, "https://bsky.app/profile/nobody.example.com/post/3lbnobody1234", 82)
+    forum_link(h, f"https://bsky.app/profile/{ALICE}/post/3lbtopic12345", topic)
+    forum_link(h, "https://www.pixiv.net/artworks/120000098", topic)  # missing: a sentence
+    forum_link(h, "https://bsky.app/profile/nobody.example.com/post/3lbnobody1234", topic)
     await h.api.wait_for(lambda: ok_media_calls(h, FORUM) and len(texts(h, FORUM)) == 2, 15)
     sends = [c for c in h.api.calls if c.chat_id == FORUM and c.method.startswith("send")
              and c.method != "sendChatAction" and c.status == 200]  # fmt: skip
     assert len(sends) == 3
-    assert all(c.params["message_thread_id"] == TOPIC for c in sends)
+    assert all(c.params["message_thread_id"] == topic for c in sends)
 
 
 async def test_bluesky_video_length_comes_from_the_files_header(harness: Harness) -> None:
