@@ -149,7 +149,7 @@ def test_cached_results_by_file_id(kind: str, type_: str, field: str) -> None:
 @pytest.mark.parametrize(
     ("answer", "cache_time"),
     [
-        (plan.for_timeout(ID, "u", personal=False), plan.CACHE_PARTIAL),
+        (plan.for_timeout(ID, "u", personal=False, key=f"x:{ID}"), plan.CACHE_PARTIAL),
         (plan.for_failure(ID, "u", "gone", personal=False, lasting=True), plan.CACHE_WHOLE),
         (plan.for_failure(ID, "u", "odd", personal=False, lasting=False), plan.CACHE_PARTIAL),
         (plan.for_hint(personal=False), plan.CACHE_HINT),
