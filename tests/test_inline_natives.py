@@ -86,6 +86,13 @@ async def test_a_bluesky_video_is_never_a_url_result(h: Harness) -> None:
     assert no_url_result(answer), "a PDS blob is uploaded, not fetched by Telegram"
     assert answer.button is not None
     assert answer.button["text"] == OPEN_PRIVATE
+    # Delivered in a chat (cached under the DID), the handle's query finds it by file_id.
+    h.api.user_message(CHAT, f"https://bsky.app/profile/{ALICE}/post/3lbvideo12345")
+    await h.api.wait_for(lambda: h.sent(CHAT), 15)
+    await h.wait_idle(15)
+    again = await ask(h, f"https://bsky.app/profile/{ALICE}/post/3lbvideo12345")
+    assert [r["type"] for r in again.results] == ["video"]
+    assert "video_file_id" in again.results[0]
 
 
 async def test_a_cached_pixiv_work_answers_by_file_id(h: Harness) -> None:

@@ -27,6 +27,7 @@ from xbot.errors import (
 )
 from xbot.handlers import inline_results as plan
 from xbot.handlers.inline_results import InlineAnswer
+from xbot.links import Link
 from xbot.logs import kv
 from xbot.sending.destination import Destination
 from xbot.services import Services, XContext
@@ -98,13 +99,13 @@ async def answer_for(
         return plan.for_hint(personal=personal)
     post_id = link.post_id
 
-    async def read_cache() -> CachedPost | None:
+    async def read_cache(resolved: Link) -> CachedPost | None:
         if not cached:
             return None
         try:
-            return await services.cache.get(link.key, services.clock(), settings.cache_ttl)
+            return await services.cache.get(resolved.key, services.clock(), settings.cache_ttl)
         except StoreError as exc:
-            log.warning("inline cache lookup failed %s", kv(key=link.key, error=exc))
+            log.warning("inline cache lookup failed %s", kv(key=resolved.key, error=exc))
             return None
 
     try:
