@@ -1,11 +1,12 @@
-"""Inline mode: ``@bot <link>`` in any chat, and the album button's ``/start a<id>``.
+"""Inline mode: ``@bot <link>`` in any chat (X, Bluesky, pixiv), and the album button's
+``/start <parameter>`` (`inline_results.album_parameter`).
 
 The inline handler looks the link up (`InlineFetches.look_up`: the link
 cache, then one fetch through the sources, within a budget), lets
 `xbot.handlers.inline_results` plan the answer and answers once; a late or refused
 answer is a log line, never an error to the user. The album button opens
-the private chat with ``/start a<post id>``: that becomes an ordinary deliver
-task there.
+the private chat with ``/start <parameter>`` naming the post: that becomes an
+ordinary deliver task there.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ or nothing in time — and this module turns that into one `InlineAnswer`:
   limit, an mp4 video variant within 20 MB, GIFs as ``mpeg4_gif``);
 - either with the caption a chat would get on every result (each result
   becomes its own message), and, for more than one item, a button that opens
-  the private chat with ``/start a<post id>`` where the album is delivered;
+  the private chat with ``/start <parameter>`` (`album_parameter`) where the
+  album is delivered; an upload-only item (pixiv, a Bluesky video) is never a
+  URL result;
 - not in time: an article pointing at the private chat; not a link, or one
   the bot cannot serve: no results and a hint button; a post that failed: one
   article saying why. Never an error.
@@ -100,7 +102,7 @@ CACHE_HINT: Final = 3600  # the hint never changes
 CACHE_PARTIAL: Final = 0
 
 OPEN_PRIVATE: Final = "Open in private chat to get all media"
-PASTE_HINT: Final = "Paste a link to a post on X"
+PASTE_HINT: Final = "Paste a link to a post on X, Bluesky or pixiv"
 NOT_ALLOWED: Final = "This bot is private"
 
 
@@ -376,7 +378,7 @@ def for_failure(
 
 
 def for_hint(*, personal: bool) -> InlineAnswer:
-    """Not a link to an X post: no results, and the button says what to paste."""
+    """Not a link to a post inline serves: no results, and the button says what to paste."""
     button = InlineQueryResultsButton(PASTE_HINT, start_parameter=HELP_PARAMETER)
     return InlineAnswer((), button, CACHE_HINT, personal, "hint")
 
