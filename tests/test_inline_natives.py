@@ -128,3 +128,11 @@ async def test_other_sites_stay_out_of_inline(h: Harness) -> None:
     assert answer.results == []
     assert answer.button is not None
     assert answer.button["start_parameter"] == "inline_help"
+
+
+async def test_a_button_naming_a_bluesky_handle_delivers_after_resolving_it(h: Harness) -> None:
+    # What a query answered before the handle was resolved (a timeout) carries.
+    h.bsky.add_post(ALICE, RKEY, text="by handle", images=[h.photo("hh1"), h.photo("hh2")])
+    album = await press(h, f"h{RKEY}{ALICE.replace('.', '_')}", 2)
+    assert [("photo" in m) for m in album] == [True, True]
+    assert "by handle" in str(album[0]["caption"])
