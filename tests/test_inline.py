@@ -153,7 +153,7 @@ async def test_garbage_gets_the_hint_button_and_no_error(h: Harness, text: str) 
     answer = await ask(h, text)
     assert answer.results == []
     assert answer.button == {
-        "text": "Paste a link to a post on X",
+        "text": "Paste a link to a post on X, Bluesky or pixiv",
         "start_parameter": HELP_PARAMETER,
     }
 

@@ -38,7 +38,7 @@ class Source:
         return Post(found.key, found.url, "Ann", "ann", "hi")
 
 
-async def nothing_cached() -> CachedPost | None:
+async def nothing_cached(found: Link) -> CachedPost | None:
     return None
 
 
@@ -93,7 +93,7 @@ async def test_a_cache_entry_with_media_answers_without_a_fetch() -> None:
     source = Source()
     entry = CachedPost("x:1", "https://x.com/a/status/1", {}, (CachedItem("photo", "F"),), 0.0)
 
-    async def cached() -> CachedPost | None:
+    async def cached(found: Link) -> CachedPost | None:
         return entry
 
     assert await InlineFetches(source.fetch).look_up(link(), cached) is entry
@@ -123,3 +123,27 @@ async def test_close_cancels_what_is_in_flight() -> None:
     assert await fetches.look_up(link(), nothing_cached) is None
     await fetches.aclose()
     assert source.calls == 1
+
+
+async def test_the_link_is_resolved_before_the_cache_and_the_flight() -> None:
+    source = Source()
+    held: list[Hashable] = []
+    asked: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def hold(key: Hashable) -> AsyncIterator[None]:
+        held.append(key)
+        yield
+
+    async def resolve(found: Link) -> Link:
+        return Link(found.url, "x:final", found.kind, found.post_id)
+
+    entry = CachedPost("x:final", "u", {}, (CachedItem("photo", "F"),), 0.0)
+
+    async def cached(found: Link) -> CachedPost | None:
+        asked.append(found.key)
+        return entry
+
+    fetches = InlineFetches(source.fetch, hold, resolve=resolve)
+    assert await fetches.look_up(link(), cached) is entry
+    assert (held, asked) == (["x:final"], ["x:final"])

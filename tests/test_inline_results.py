@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from xbot.handlers import inline_results as plan
@@ -149,7 +151,7 @@ def test_cached_results_by_file_id(kind: str, type_: str, field: str) -> None:
 @pytest.mark.parametrize(
     ("answer", "cache_time"),
     [
-        (plan.for_timeout(ID, "u", personal=False), plan.CACHE_PARTIAL),
+        (plan.for_timeout(ID, "u", personal=False, key=f"x:{ID}"), plan.CACHE_PARTIAL),
         (plan.for_failure(ID, "u", "gone", personal=False, lasting=True), plan.CACHE_WHOLE),
         (plan.for_failure(ID, "u", "odd", personal=False, lasting=False), plan.CACHE_PARTIAL),
         (plan.for_hint(personal=False), plan.CACHE_HINT),
@@ -163,3 +165,49 @@ def test_what_may_stick_in_telegrams_cache(answer: plan.InlineAnswer, cache_time
 def test_not_allowed_is_personal_and_empty() -> None:
     answer = plan.for_not_allowed()
     assert (answer.results, answer.is_personal) == ((), True)
+
+
+PLC = "did:plc:ewvi7nxzyoun6zhxrhs64oiz"
+BSKY = "https://bsky.app/profile"
+TID = "3lbdpylqvrk2c"
+
+
+@pytest.mark.parametrize(
+    ("url", "parameter"),
+    [
+        ("https://x.com/a/status/123", "a123"),
+        ("https://www.pixiv.net/en/artworks/120000001", "p120000001"),
+        (f"{BSKY}/{PLC}/post/{TID}", f"bewvi7nxzyoun6zhxrhs64oiz{TID}"),
+        (f"{BSKY}/alice.bsky.social/post/{TID}", f"h{TID}alice_bsky_social"),
+        (f"{BSKY}/did:web:my-site.example/post/{TID}", f"w{TID}my-site_example"),
+    ],
+)  # fmt: skip
+def test_the_album_parameter_names_every_kind_and_comes_back(url: str, parameter: str) -> None:
+    link = plan.parse_query(f"look {url}")
+    assert link is not None
+    assert plan.album_parameter(link.key) == parameter
+    assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", parameter)
+    back = plan.album_link(parameter)
+    assert back is not None
+    assert back.key == link.key
+
+
+@pytest.mark.parametrize(
+    "parameter",
+    ["a12x", "p0", "p", "b" + "a" * 24, "bshort3lbdpylqvrk2c", "h3lbdpylqvrk2c_", "x123",
+     "w3lbdpylqvrk2c" + "a" * 51],
+)  # fmt: skip
+def test_other_parameters_name_no_post(parameter: str) -> None:
+    assert plan.album_link(parameter) is None
+
+
+def test_a_key_with_no_short_spelling_gets_no_button() -> None:
+    long_handle = "a" * 40 + ".bsky.social"
+    assert plan.album_parameter(f"bsky:{long_handle}/3lbdpylqvrk2c") is None
+    assert plan.album_parameter("url:https://example.com/v") is None
+    answer = plan.for_timeout("r", "u", personal=False, key="url:https://example.com/v")
+    assert answer.button is None
+
+
+def test_other_sites_are_not_inline_queries() -> None:
+    assert plan.parse_query("https://www.youtube.com/watch?v=abc") is None

@@ -171,7 +171,7 @@ async def build_services(
         x_client=x_client,
         guarded=guarded,
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
-        inline=InlineFetches(sources.fetch, outbox.hold),
+        inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
         clock=clock,
     )
     services.attach(application)

@@ -1,11 +1,12 @@
-"""Inline mode: ``@bot <link>`` in any chat, and the album button's ``/start a<id>``.
+"""Inline mode: ``@bot <link>`` in any chat (X, Bluesky, pixiv), and the album button's
+``/start <parameter>`` (`inline_results.album_parameter`).
 
 The inline handler looks the link up (`InlineFetches.look_up`: the link
 cache, then one fetch through the sources, within a budget), lets
 `xbot.handlers.inline_results` plan the answer and answers once; a late or refused
 answer is a log line, never an error to the user. The album button opens
-the private chat with ``/start a<post id>``: that becomes an ordinary deliver
-task there.
+the private chat with ``/start <parameter>`` naming the post: that becomes an
+ordinary deliver task there.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from xbot.errors import (
 )
 from xbot.handlers import inline_results as plan
 from xbot.handlers.inline_results import InlineAnswer
-from xbot.links import classify, x_status_url
+from xbot.links import Link
 from xbot.logs import kv
 from xbot.sending.destination import Destination
 from xbot.services import Services, XContext
@@ -99,13 +100,13 @@ async def answer_for(
         return plan.for_hint(personal=personal)
     post_id = link.post_id
 
-    async def read_cache() -> CachedPost | None:
+    async def read_cache(resolved: Link) -> CachedPost | None:
         if not cached:
             return None
         try:
-            return await services.cache.get(link.key, services.clock(), settings.cache_ttl)
+            return await services.cache.get(resolved.key, services.clock(), settings.cache_ttl)
         except StoreError as exc:
-            log.warning("inline cache lookup failed %s", kv(key=link.key, error=exc))
+            log.warning("inline cache lookup failed %s", kv(key=resolved.key, error=exc))
             return None
 
     try:
@@ -113,32 +114,32 @@ async def answer_for(
     except PostUnavailable as exc:
         return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=True)
     except TransientFetch:
-        return plan.for_timeout(post_id, link.url, personal=personal, kind="transient")
+        return plan.for_timeout(
+            post_id, link.url, personal=personal, key=link.key, kind="transient"
+        )
     except FetchError as exc:
         return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=False)
     if found is None:
-        return plan.for_timeout(post_id, link.url, personal=personal)
+        return plan.for_timeout(post_id, link.url, personal=personal, key=link.key)
     if isinstance(found, CachedPost):
         return plan.for_cached(found, post_id, personal=personal)
     return plan.for_fresh(found, post_id, personal=personal)
 
 
 async def start_album(update: Update, context: XContext, parameter: str) -> bool:
-    """``/start a<post id>`` from the album button: queue the post for this private chat.
+    """``/start <parameter>`` from the album button (`plan.album_link`: ``a<X id>``,
+    ``p<pixiv id>``, ``b…``/``h…``/``w…`` for Bluesky): queue the post for this private chat.
 
     Returns False when `parameter` is not an album button's (the caller answers as usual).
     """
-    post_id = plan.album_post_id(parameter)
+    link = plan.album_link(parameter)
     message, chat, user = update.effective_message, update.effective_chat, update.effective_user
-    if post_id is None or message is None or chat is None or chat.type != ChatType.PRIVATE:
+    if link is None or message is None or chat is None or chat.type != ChatType.PRIVATE:
         return False
     services = context.services
     if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
         return False
-    link = classify(x_status_url(post_id, None))
-    if link is None:  # pragma: no cover - the id was validated, the URL is ours
-        await message.reply_text(ALBUM_REFUSED)
-        return True
+    key = link.key
     payload = DeliverPayload.for_link(
         link, Destination.answering(message, quote=True), user_id=user.id if user else None
     )
@@ -151,9 +152,9 @@ async def start_album(update: Update, context: XContext, parameter: str) -> bool
             dedup_key=f"start:{chat.id}:{message.message_id}",
         )
     except StoreError as exc:
-        log.warning("album not queued %s", kv(chat=chat.id, post=post_id, error=exc))
+        log.warning("album not queued %s", kv(chat=chat.id, post=key, error=exc))
         await message.reply_text(ALBUM_REFUSED)
         return True
     services.workers.wake()
-    log.info("inline album queued %s", kv(chat=chat.id, post=post_id))
+    log.info("inline album queued %s", kv(chat=chat.id, post=key))
     return True

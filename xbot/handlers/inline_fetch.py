@@ -27,6 +27,7 @@ from xbot.media.models import Post
 from xbot.storage.link_cache import CachedPost
 
 Fetch = Callable[[Link], Coroutine[Any, Any, Post]]
+Resolve = Callable[[Link], Awaitable[Link]]
 Hold = Callable[[Hashable], contextlib.AbstractAsyncContextManager[None]]
 # Telegram waits about 10 s for an answer from the moment the user typed; the lookup
 # gets half of that, leaving room for the network both ways and the answer itself.
@@ -40,6 +41,10 @@ async def _no_flight(key: Hashable) -> AsyncIterator[None]:
     yield
 
 
+async def _as_is(link: Link) -> Link:
+    return link
+
+
 @attrs.define
 class InlineFetches:
     """In-flight and recently finished fetches by link key.
@@ -47,29 +52,35 @@ class InlineFetches:
     Attributes:
         fetch: the sources' ``fetch(link) -> Post``; raises `FetchError` and kin.
         hold: the outbox's single flight per cache key (a chat delivery holds it).
+        resolve: the router's ``resolve(link) -> link`` under its final cache key (a
+            Bluesky handle becomes its DID, so a post delivered in a chat is found).
         budget: seconds a query waits for its lookup.
         clock: monotonic seconds (injected in tests).
     """
 
     fetch: Fetch
     hold: Hold = _no_flight
+    resolve: Resolve = _as_is
     budget: float = BUDGET
     clock: Callable[[], float] = time.monotonic
     _flights: dict[str, asyncio.Task[Post]] = attrs.field(factory=dict, init=False)
     _done: OrderedDict[str, tuple[float, Post]] = attrs.field(factory=OrderedDict, init=False)
 
     async def look_up(
-        self, link: Link, read_cache: Callable[[], Awaitable[CachedPost | None]]
+        self, link: Link, read_cache: Callable[[Link], Awaitable[CachedPost | None]]
     ) -> CachedPost | Post | None:
-        """The cache entry (with media), else the post, else None when neither came in time.
+        """The cache entry (with media) for `link` resolved, else the post, else None when
+        neither came in time.
 
         Raises:
-            FetchError: the fetch failed (`PostUnavailable`, `TransientFetch`, ...).
+            FetchError: resolving or the fetch failed (`PostUnavailable`, ...).
         """
         deadline = self.clock() + self.budget
         try:
-            async with asyncio.timeout(self.budget), self.hold(link.key):
-                cached = await read_cache()
+            async with asyncio.timeout(self.budget):
+                link = await self.resolve(link)
+                async with self.hold(link.key):
+                    cached = await read_cache(link)
         except TimeoutError:
             return None
         if cached is not None and cached.items:

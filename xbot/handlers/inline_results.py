@@ -9,7 +9,9 @@ or nothing in time — and this module turns that into one `InlineAnswer`:
   limit, an mp4 video variant within 20 MB, GIFs as ``mpeg4_gif``);
 - either with the caption a chat would get on every result (each result
   becomes its own message), and, for more than one item, a button that opens
-  the private chat with ``/start a<post id>`` where the album is delivered;
+  the private chat with ``/start <parameter>`` (`album_parameter`) where the
+  album is delivered; an upload-only item (pixiv, a Bluesky video) is never a
+  URL result;
 - not in time: an article pointing at the private chat; not a link, or one
   the bot cannot serve: no results and a hint button; a post that failed: one
   article saying why. Never an error.
@@ -39,9 +41,11 @@ from telegram import (
 )
 from telegram.constants import ParseMode
 
-from xbot.links import Link, classify
+from xbot.links import Link, classify, x_status_url
 from xbot.media.models import MediaItem, Post
 from xbot.sending.caption import build_caption, build_text_reply
+from xbot.sources.bsky_links import post_url
+from xbot.sources.pixiv_links import work_url
 from xbot.sources.x_api import choose_variant
 from xbot.storage.link_cache import CachedPost
 
@@ -49,6 +53,8 @@ __all__ = [
     "ALBUM_PREFIX",
     "HELP_PARAMETER",
     "InlineAnswer",
+    "album_link",
+    "album_parameter",
     "album_post_id",
     "for_cached",
     "for_failure",
@@ -66,6 +72,23 @@ URL_OTHER_LIMIT: Final = 20 * 1024 * 1024  # and other content up to 20 MB
 ALBUM_PREFIX: Final = "a"  # /start a<post id>: the whole album in the private chat
 HELP_PARAMETER: Final = "inline_help"
 _ALBUM_RE: Final = re.compile(rf"^{ALBUM_PREFIX}([0-9]{{1,20}})$")
+# The album button names a post of any kind the router serves inline, within Telegram's
+# start-parameter rule (1-64 of A-Za-z0-9_-), derived from the cache key so nothing is
+# stored and an old button keeps working: x:{id} -> a{id}, pixiv:{id} -> p{id},
+# bsky:did:plc:{24 base32}/{rkey} -> b{24}{rkey}; a handle or did:web (both domain names,
+# never an underscore) -> h/w{13-char TID rkey}{name with "." as "_"}.
+_PIXIV_RE: Final = re.compile(r"^p([1-9][0-9]{0,11})$")
+_PLC_RE: Final = re.compile(r"^b([a-z2-7]{24})([A-Za-z0-9]{1,39})$")
+_NAMED_RE: Final = re.compile(r"^([hw])([2-7a-z]{13})([a-z0-9_-]{3,50})$")
+_PLC_KEY: Final = re.compile(r"^bsky:did:plc:([a-z2-7]{24})/([A-Za-z0-9]{1,39})$")
+_NAMED_KEY: Final = re.compile(r"^bsky:(did:web:)?([a-z0-9.-]{3,50})/([2-7a-z]{13})$")
+_PIXIV_KEY: Final = re.compile(r"^pixiv:([1-9][0-9]{0,11})$")
+_X_KEY: Final = re.compile(r"^x:([0-9]{1,20})$")
+# Inline answers only what a source in the router fetches within Telegram's window.
+# yt-dlp's other sites ("other") stay out: their download (often a whole video through
+# yt-dlp) cannot finish within the ~10 s an inline answer has, and Telegram cannot fetch
+# their pages as media by URL.
+INLINE_KINDS: Final = frozenset({"x", "bsky", "pixiv"})
 
 # Telegram caches an answer per query text on its servers for `cache_time` seconds and,
 # unless `is_personal`, serves it to everyone who types the same text without asking us.
@@ -79,7 +102,7 @@ CACHE_HINT: Final = 3600  # the hint never changes
 CACHE_PARTIAL: Final = 0
 
 OPEN_PRIVATE: Final = "Open in private chat to get all media"
-PASTE_HINT: Final = "Paste a link to a post on X"
+PASTE_HINT: Final = "Paste a link to a post on X, Bluesky or pixiv"
 NOT_ALLOWED: Final = "This bot is private"
 
 
@@ -105,12 +128,46 @@ class InlineAnswer:
 
 
 def parse_query(text: str, *, allow_private: bool = False) -> Link | None:
-    """The X post a query names: its first word that is a link to one, else None."""
+    """The post a query names (X, Bluesky, pixiv): its first word that is a link to one,
+    else None."""
     for word in text.split()[:5]:
         link = classify(word, allow_private=allow_private)
-        if link is not None and link.kind == "x" and link.post_id:
+        if link is not None and link.kind in INLINE_KINDS and link.post_id:
             return link
     return None
+
+
+def album_parameter(key: str) -> str | None:
+    """The album button's start parameter for the post under cache `key`; None when the
+    key has no spelling within Telegram's rule (the answer then goes without a button)."""
+    if m := _X_KEY.match(key):
+        return f"{ALBUM_PREFIX}{m.group(1)}"
+    if m := _PIXIV_KEY.match(key):
+        return f"p{m.group(1)}"
+    if m := _PLC_KEY.match(key):
+        return f"b{m.group(1)}{m.group(2)}"
+    if m := _NAMED_KEY.match(key):
+        kind = "w" if m.group(1) else "h"
+        return f"{kind}{m.group(3)}{m.group(2).replace('.', '_')}"
+    return None
+
+
+def album_link(parameter: str) -> Link | None:
+    """The link an album button's start parameter names, or None for anything else."""
+    url: str | None = None
+    if m := _ALBUM_RE.match(parameter):
+        url = x_status_url(m.group(1), None)
+    elif m := _PIXIV_RE.match(parameter):
+        url = work_url(m.group(1))
+    elif m := _PLC_RE.match(parameter):
+        url = post_url(f"did:plc:{m.group(1)}", m.group(2))
+    elif m := _NAMED_RE.match(parameter):
+        name = m.group(3).replace("_", ".")
+        url = post_url(f"did:web:{name}" if m.group(1) == "w" else name, m.group(2))
+    if url is None:
+        return None
+    link = classify(url)  # the same validation as a pasted link
+    return link if link is not None and link.kind in INLINE_KINDS else None
 
 
 def album_post_id(parameter: str) -> str | None:
@@ -119,10 +176,11 @@ def album_post_id(parameter: str) -> str | None:
     return m.group(1) if m else None
 
 
-def album_button(post_id: str, count: int) -> InlineQueryResultsButton:
-    return InlineQueryResultsButton(
-        f"Get all {count} in a private chat", start_parameter=f"{ALBUM_PREFIX}{post_id}"
-    )
+def album_button(key: str, count: int) -> InlineQueryResultsButton | None:
+    parameter = album_parameter(key)
+    if parameter is None:
+        return None
+    return InlineQueryResultsButton(f"Get all {count} in a private chat", start_parameter=parameter)
 
 
 def _id(post_id: str, index: int) -> str:
@@ -182,7 +240,7 @@ def for_cached(cached: CachedPost, post_id: str, *, personal: bool) -> InlineAns
     count = len(cached.items)
     return InlineAnswer(
         tuple(results),
-        album_button(post_id, count) if count > 1 else None,
+        album_button(cached.key, count) if count > 1 else None,
         CACHE_WHOLE,
         personal,
         "cached",
@@ -192,6 +250,11 @@ def for_cached(cached: CachedPost, post_id: str, *, personal: bool) -> InlineAns
 
 def _url_result(item: MediaItem, rid: str, caption: str, title: str) -> InlineQueryResult | None:
     """The item as a result Telegram fetches by URL, or None when it cannot."""
+    if item.upload_only:
+        # Its host refuses Telegram's fetch (pixiv wants a Referer; a Bluesky video is a
+        # PDS blob): never a URL result. Cached, it is answered by file_id; fresh, by the
+        # way to the private chat, where it is uploaded as in any chat.
+        return None
     if item.kind == "photo":
         if item.size is not None and item.size > URL_PHOTO_LIMIT:
             return None
@@ -261,24 +324,41 @@ def for_fresh(post: Post, post_id: str, *, personal: bool) -> InlineAnswer:
     ]
     count = len(post.media)
     if not results:
-        return for_timeout(post_id, post.url, personal=personal, count=count, kind="too-large")
-    # A missing item (over Telegram's URL limits) is in the album the button delivers.
-    button = album_button(post_id, count) if count > 1 or len(results) < count else None
+        kind = "upload-only" if any(m.upload_only for m in post.media) else "too-large"
+        return for_timeout(
+            post_id, post.url, personal=personal, key=post.key, count=count, kind=kind
+        )
+    # A missing item (over Telegram's URL limits, or upload only) is in the album the
+    # button delivers.
+    wanted = count > 1 or len(results) < count
+    button = album_button(post.key, count) if wanted else None
     return InlineAnswer(tuple(results), button, CACHE_WHOLE, personal, "fresh")
 
 
 def for_timeout(
-    post_id: str, url: str, *, personal: bool, count: int = 0, kind: str = "timeout"
+    post_id: str,
+    url: str,
+    *,
+    personal: bool,
+    key: str,
+    count: int = 0,
+    kind: str = "timeout",
 ) -> InlineAnswer:
-    """What is known when the post could not be fetched in time: the link, and the way
-    to the private chat, where the album is delivered as usual."""
+    """What is known when the post could not be fetched in time (or not by URL): the
+    link, and the way to the private chat (the post under cache `key`), where the album
+    is delivered as usual."""
     article = InlineQueryResultArticle(
         _id(post_id, 0),
         OPEN_PRIVATE,
         InputTextMessageContent(url, link_preview_options=LinkPreviewOptions(is_disabled=True)),
         description=url,
     )
-    button = InlineQueryResultsButton(OPEN_PRIVATE, start_parameter=f"{ALBUM_PREFIX}{post_id}")
+    parameter = album_parameter(key)
+    button = (
+        None
+        if parameter is None
+        else InlineQueryResultsButton(OPEN_PRIVATE, start_parameter=parameter)
+    )
     return InlineAnswer((article,), button, CACHE_PARTIAL, personal, kind)
 
 
@@ -298,7 +378,7 @@ def for_failure(
 
 
 def for_hint(*, personal: bool) -> InlineAnswer:
-    """Not a link to an X post: no results, and the button says what to paste."""
+    """Not a link to a post inline serves: no results, and the button says what to paste."""
     button = InlineQueryResultsButton(PASTE_HINT, start_parameter=HELP_PARAMETER)
     return InlineAnswer((), button, CACHE_HINT, personal, "hint")
 
