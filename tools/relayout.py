@@ -189,6 +189,7 @@ UNIT_TESTS_STAY = """
     test_answers test_destination test_outbox test_payloads test_sources test_topics
     test_topics_fallback test_video_choice test_queue_lost test_sources_chain
     test_sources_parsers test_worker_outage test_inline test_inline_fetch test_inline_results
+    test_inline_natives
     test_notices test_i18n test_versions test_bsky test_jsonget test_pixiv test_site_links test_imports
 """.split()  # noqa: SIM905 - a word list reads better than 40 quoted names
 
