@@ -211,6 +211,10 @@ def _sample(text: str) -> str:
         "total": "31 MB",
         "done": "812 KB",
         "n": "42",
+        "what": "https://x.com/a/status/1?a=1&amp;b=2",
+        "url": "https://x.com/a/status/1",
+        "length": "1100",
+        "example": "/format {author}: {text} {url}",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 

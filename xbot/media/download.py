@@ -17,6 +17,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
+from xbot.i18n import N_
 
 CHUNK_SIZE = 64 * 1024
 
@@ -51,15 +52,15 @@ def status_error(status: int) -> FetchError | None:
     if 200 <= status < 300:
         return None
     if status in (404, 410):
-        return PostUnavailable("The media file is gone from the server.")
+        return PostUnavailable(N_("The media file is gone from the server."))
     if status in (401, 403, 451):
-        return PostUnavailable("The media server refused access to the file.")
+        return PostUnavailable(N_("The media server refused access to the file."))
     if status in (408, 425, 429):
-        return TransientFetch("The media server is busy; I will try again.")
+        return TransientFetch(N_("The media server is busy; I will try again."))
     if status >= 500:
         return TransientFetch(f"The media server had an error (HTTP {status}).")
     if 300 <= status < 400:
-        return UnsupportedLink("The media link redirects somewhere I do not follow.")
+        return UnsupportedLink(N_("The media link redirects somewhere I do not follow."))
     return FetchError(f"The media server refused the request (HTTP {status}).")
 
 
@@ -77,13 +78,13 @@ def http_error(
     if isinstance(exc, httpx.NetworkError):
         return TransientFetch(f"Could not connect to {who}.")
     if isinstance(exc, httpx.TooManyRedirects):
-        return UnsupportedLink("The link redirects too many times.")
+        return UnsupportedLink(N_("The link redirects too many times."))
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-        return UnsupportedLink("The link does not lead to an http or https address.")
+        return UnsupportedLink(N_("The link does not lead to an http or https address."))
     if isinstance(exc, httpx.DecodingError):
         return FetchError(f"{who[0].upper()}{who[1:]} sent data I could not decode.")
     if isinstance(exc, httpx.LocalProtocolError):
-        return FetchError("I could not make a valid request for that link.")
+        return FetchError(N_("I could not make a valid request for that link."))
     # ProxyError and whatever httpx adds later: a retry is the safe guess.
     return TransientFetch(f"The transfer from {who} failed.")
 
@@ -150,9 +151,9 @@ async def download(
                         progress(size, total)
             identity = response.headers.get("Content-Encoding", "identity") == "identity"
             if identity and total is not None and size != total:
-                raise TransientFetch("The transfer from the media server broke off.")
+                raise TransientFetch(N_("The transfer from the media server broke off."))
             if size == 0:
-                raise FetchError("The media server sent an empty file.")
+                raise FetchError(N_("The media server sent an empty file."))
             return DownloadResult(path=dest, size=size, content_type=_content_type(response))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         _discard(dest)

@@ -31,6 +31,7 @@ from xbot.errors import (
     UrlNotFetched,
     XbotError,
 )
+from xbot.i18n import N_
 
 __all__ = ["classify", "retry_after_seconds"]
 
@@ -105,7 +106,7 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
         if "too many requests" in text:
             return RetryLater(exc.message)
         if "file is too big" in text or "request entity too large" in text:
-            return Permanent("The file is too large for Telegram.")
+            return Permanent(N_("The file is too large for Telegram."))
         return Permanent(f"Telegram refused the message ({exc.message}).")
     if isinstance(exc, TimedOut | NetworkError):
         return RetryLater(f"Telegram did not answer ({type(exc).__name__})")

@@ -26,6 +26,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources._http import default_timeout, get_json
@@ -43,7 +44,7 @@ from xbot.sources.x_api import (
 )
 
 NAME = "syndication"
-MALFORMED = "X's embed service sent an answer I could not read."
+MALFORMED = N_("X's embed service sent an answer I could not read.")
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _KINDS: dict[str, MediaKind] = {"photo": "photo", "video": "video", "animated_gif": "gif"}
 
@@ -239,13 +240,13 @@ class Syndication:
 
     def request(self, post_id: str) -> tuple[str, dict[str, str]]:
         if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
+            raise UnsupportedLink(N_("That is not a link to a post."))
         url = f"{self.base_url.rstrip('/')}/tweet-result"
         return url, {"id": post_id, "lang": "en", "token": token(post_id)}
 
     async def fetch(self, link: Link) -> Post:
         if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
+            raise UnsupportedLink(N_("That is not a link to a post."))
         url, params = self.request(link.post_id)
         answer = await get_json(
             self._client, url, who="X's embed service", timeout=self.timeout, params=params

@@ -24,6 +24,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
@@ -40,7 +41,7 @@ from xbot.sources.x_api import (
 )
 
 NAME = "vxtwitter"
-MALFORMED = "The vxtwitter API sent an answer I could not read."
+MALFORMED = N_("The vxtwitter API sent an answer I could not read.")
 _KINDS: dict[str, MediaKind] = {"image": "photo", "photo": "photo", "video": "video", "gif": "gif"}
 
 
@@ -121,7 +122,7 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
         message = _str(data.get("error")).lower()
         if "not found" in message or "deleted" in message:
             raise PostUnavailable(DELETED)
-        raise TransientFetch("The vxtwitter API could not fetch the post.")
+        raise TransientFetch(N_("The vxtwitter API could not fetch the post."))
     echoed = data.get("tweetID")
     if not isinstance(echoed, str | int) or not _POST_ID.fullmatch(str(echoed)):
         raise FetchError(MALFORMED)
@@ -165,13 +166,13 @@ class VxApi:
 
     def status_url(self, post_id: str, handle: str | None) -> str:
         if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
+            raise UnsupportedLink(N_("That is not a link to a post."))
         path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
         return f"{self.base_url.rstrip('/')}/{path_handle}/status/{post_id}"
 
     async def fetch(self, link: Link) -> Post:
         if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
+            raise UnsupportedLink(N_("That is not a link to a post."))
         url = self.status_url(link.post_id, link.handle)
         answer = await get_json(
             self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
@@ -179,5 +180,5 @@ class VxApi:
         if answer.status == 404 and not (isinstance(answer.data, dict) and "error" in answer.data):
             # Its posts that are gone come as an HTML page with 200; a bare 404 is a
             # route this server does not have (a wrong base URL), not an answer.
-            raise TransientFetch("The vxtwitter API does not know that address.")
+            raise TransientFetch(N_("The vxtwitter API does not know that address."))
         return parse_vx(answer.data, post_id=link.post_id)

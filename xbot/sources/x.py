@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from xbot.errors import UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import Post
 from xbot.sources.x_api import XApi
@@ -26,5 +27,5 @@ class XApiSource:
 
     async def fetch(self, link: Link) -> Post:
         if link.post_id is None:
-            raise UnsupportedLink("That is not a link to a post.")
+            raise UnsupportedLink(N_("That is not a link to a post."))
         return await self.api.fetch(link.post_id, link.handle)
