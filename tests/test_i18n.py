@@ -8,6 +8,7 @@ import asyncio
 import gettext
 import io
 import re
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -352,3 +353,41 @@ async def test_a_group_speaks_its_adders_language_then_its_admins_pick(h: Harnes
     text = (await _said(h, GROUP, "/help", language_code="es", **kw))["text"]
     assert text == help_text(picked)
     assert (await h.services.chats.get(GROUP, h.clock())).settings.language == picked
+
+
+async def test_a_private_user_reads_why_a_post_is_missing_in_their_language(h: Harness) -> None:
+    """The language is decided in the handler and carried by the task to the worker."""
+    h.fx.add_post("900", deleted=True)
+    said = await _said(h, 1001, "https://x.com/a/status/900", language_code="ru")
+    assert said["text"] == "Этот пост удалён или не существует."
+    said = await _said(h, 1002, "https://x.com/a/status/900", language_code="pt-br")
+    assert said["text"] == "Este post foi excluído ou não existe."
+
+
+async def test_a_groups_dead_letter_notice_keeps_its_language_across_a_restart(
+    h: Harness,
+) -> None:
+    """The group's language is decided when the link is queued and stored in the task: the
+    notice, held by a 429 over a restart, is German even after the setting is gone."""
+    await h.services.chats.set_settings(GROUP, h.clock(), language="de")
+    h.fx.add_raw("901", {"code": 200, "message": "OK", "tweet": "not a post"})
+    h.api.fail_next("sendMessage", 429, "Too Many Requests: retry after 3", retry_after=3,
+                    chat_id=GROUP)  # fmt: skip
+    h.api.user_message(GROUP, "https://x.com/a/status/901", chat_type="supergroup",
+                       user_id=ADMIN, language_code="ru")  # fmt: skip
+    held = lambda: any(c.status == 429 for c in h.api.calls_for("sendMessage", GROUP))  # noqa: E731
+    await h.api.wait_for(held, 10)
+    # The admin drops the setting meanwhile: English from now on, not for what was queued.
+    await h.services.chats.set_settings(GROUP, h.clock(), language=None)
+    await h.stop_bot()
+    stopped = time.monotonic()
+    await h.start_bot()
+    await h.api.wait_for(lambda: len(h.sent(GROUP)) == 1, 15)
+    (notice,) = h.sent(GROUP)
+    (sent,) = [c for c in h.api.calls_for("sendMessage", GROUP) if c.status == 200]
+    assert sent.at > stopped  # said by the bot that started after the restart
+    assert notice["text"] == (
+        "Tut mir leid, ich konnte https://x.com/a/status/901 nicht zustellen: "
+        "Die X-API hat eine Antwort geschickt, die ich nicht lesen konnte."
+    )
+    assert (await h.services.chats.get(GROUP, h.clock())).settings.language is None
