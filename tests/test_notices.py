@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from xbot.errors import Permanent
-from xbot.sources.x_api import DELETED
 from xbot.sending.destination import Destination
+from xbot.sources.x_api import DELETED
 from xbot.storage.db import DbPool, open_store
 from xbot.storage.queue import Task, TaskQueue
 from xbot.tasks.notices import Notices, read_notice
