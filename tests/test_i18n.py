@@ -391,3 +391,38 @@ async def test_a_groups_dead_letter_notice_keeps_its_language_across_a_restart(
         "Die X-API hat eine Antwort geschickt, die ich nicht lesen konnte."
     )
     assert (await h.services.chats.get(GROUP, h.clock())).settings.language is None
+
+
+async def test_the_forward_prompt_and_its_ending_speak_the_groups_language(h: Harness) -> None:
+    """The prompt is offered, pressed and ended in the language its delivery carried."""
+    channel = -1009002
+    h.api.add_chat(channel, "channel", title="Kanal", creator=ADMIN)
+    await h.services.chats.set_settings(
+        GROUP, h.clock(), language="de", channel_id=channel, channel_title="Kanal"
+    )
+    h.fx.add_post("902", text="hallo", photos=[h.photo("p902")])
+    h.api.user_message(GROUP, "https://x.com/a/status/902", chat_type="supergroup",
+                       user_id=ADMIN, language_code="en")  # fmt: skip
+
+    def prompt() -> dict[str, Any] | None:
+        return next((m for m in h.sent(GROUP) if "weiterleiten?" in m.get("text", "")), None)
+
+    await h.api.wait_for(lambda: prompt() is not None, 10)
+    shown = prompt()
+    assert shown is not None
+    assert shown["text"] == "Diesen Beitrag an Kanal weiterleiten?"  # as Telegram stores it
+    labels = {b["text"]: b["callback_data"] for row in shown["reply_markup"]["inline_keyboard"]
+              for b in row}  # fmt: skip
+    update = h.api.callback_query(
+        GROUP, shown["message_id"], labels["An den Kanal weiterleiten"], ADMIN
+    )
+    query_id = update["callback_query"]["id"]
+    await h.api.wait_for(lambda: query_id in h.api.callback_answers, 5)
+    assert h.api.callback_answers[query_id]["text"] == "Leite weiter…"
+
+    def ending() -> str:
+        found = h.api.message(GROUP, shown["message_id"])
+        return str(found["text"]) if found else ""
+
+    await h.api.wait_for(lambda: ending() == "An Kanal weitergeleitet.", 10)
+    assert len(h.sent(channel)) == 1
