@@ -31,8 +31,11 @@ from xbot.i18n import (
     mo_path,
     normalize,
     telegram_code,
+    translate_reason,
     translator,
 )
+from xbot.media import download, netguard
+from xbot.sources import x_api
 from xbot.standins._tgtext import EntityParseError, parse_html
 from xbot.standins.harness import Harness
 
@@ -216,6 +219,9 @@ def _sample(text: str) -> str:
         "url": "https://x.com/a/status/1",
         "length": "1100",
         "example": "/format {author}: {text} {url}",
+        "status": "502",
+        "error": "Bad Request: message is too long",
+        "host": "'example.invalid'",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
@@ -296,6 +302,26 @@ def test_the_posts_words_are_never_translated() -> None:
     text, _ = prompt_view(prompt, "Chan", "de")
     assert "\n\nClose\n\n" in text
     assert text.startswith("Die Beschriftung wird:")
+
+
+@pytest.mark.parametrize(
+    ("reason", "lang", "said"),
+    [
+        (x_api.DELETED, "ru", "Этот пост удалён или не существует."),  # a msgid
+        (download.SERVER_ERROR.format(status=502), "de",
+         "Der Medienserver hatte einen Fehler (HTTP 502)."),  # a template, refilled
+        (netguard.NO_HOST.format(host="'a.invalid'"), "ja",
+         "ホスト 'a.invalid' が見つかりませんでした。"),
+        (download.SERVER_ERROR.format(status=502), "en",
+         "The media server had an error (HTTP 502)."),
+        ("lease lost on task 7", "de", "lease lost on task 7"),  # neither: as written
+        ("The media server had an error (HTTP 502). And more", "de",
+         "The media server had an error (HTTP 502). And more"),  # the whole text or nothing
+    ],
+    ids=["msgid", "template", "template-ja", "english", "unknown", "not-anchored"],
+)  # fmt: skip
+def test_a_reason_is_translated_whole_or_left_as_written(reason: str, lang: str, said: str) -> None:
+    assert translate_reason(reason, lang) == said
 
 
 # --- end to end ---------------------------------------------------------------------------------
@@ -408,6 +434,7 @@ async def test_the_forward_prompt_and_its_ending_speak_the_groups_language(h: Ha
         return next((m for m in h.sent(GROUP) if "weiterleiten?" in m.get("text", "")), None)
 
     await h.api.wait_for(lambda: prompt() is not None, 10)
+    await h.wait_idle()  # the prompt's record is written after the prompt is sent
     shown = prompt()
     assert shown is not None
     assert shown["text"] == "Diesen Beitrag an Kanal weiterleiten?"  # as Telegram stores it

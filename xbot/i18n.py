@@ -10,7 +10,11 @@ by sentence, never to a key.
 
 Marking: ``_("...")`` where the translator is at hand (``_ = tr.gettext``),
 ``N_("...")`` for a module-level constant translated where it is used, and
-``tr.ngettext(singular, plural, n)`` for counts. Placeholders are
+``tr.ngettext(singular, plural, n)`` for counts. A failure reason is raised deep
+inside, in English, and stored with a dead task as text: it is translated when
+the chat's sentence is built (`translate_reason`). A reason with a detail in it
+(an HTTP status) is a template registered with `reason_template`, so the
+stored English is matched back to its template and refilled after translation. Placeholders are
 `str.format` names (``{title}``), filled after translation; the catalogue
 tests check that each translation keeps the English placeholders and HTML
 tags. The post's own text (author, words) is data, never a msgid.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import functools
 import gettext
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -45,7 +50,9 @@ __all__ = [
     "gettext_for",
     "mo_path",
     "normalize",
+    "reason_template",
     "telegram_code",
+    "translate_reason",
     "translator",
 ]
 
@@ -161,6 +168,33 @@ def _load(lang: str) -> Translator:
     except OSError as exc:
         log.error("catalogue missing, answering in English: %s: %s", lang, exc)
         return Translator(lang, catalogue=gettext.NullTranslations())
+
+
+# Reasons with placeholders, each with the pattern that reads its English back.
+_REASONS: list[tuple[str, re.Pattern[str]]] = []
+
+
+def reason_template(template: str) -> str:
+    """Register a reason with ``{placeholders}`` (marked ``N_`` inside the call); returns
+    it. Raise it filled in (``template.format(status=502)``): `translate_reason` finds
+    the template again in the English, however the text was stored."""
+    fields = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", re.escape(template))
+    _REASONS.append((template, re.compile(f"^{fields}$", re.DOTALL)))
+    return template
+
+
+def translate_reason(reason: str, lang: str | None) -> str:
+    """A failure reason (English, as raised or stored) in `lang`: a msgid directly, a
+    filled `reason_template` by its template; anything else as it was written."""
+    tr = translator(lang)
+    said = tr.gettext(reason)
+    if said != reason or tr.lang == DEFAULT:
+        return said
+    for template, pattern in _REASONS:
+        match = pattern.match(reason)
+        if match:
+            return tr.gettext(template).format(**match.groupdict())
+    return reason
 
 
 def gettext_for(lang: str | None) -> Callable[[str], str]:

@@ -17,7 +17,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
-from xbot.i18n import N_
+from xbot.i18n import N_, reason_template
 
 CHUNK_SIZE = 64 * 1024
 
@@ -43,8 +43,14 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.0f}"
 
 
+OVER_LIMIT = reason_template(N_("The file is over the {limit} MB limit."))
+SERVER_ERROR = reason_template(N_("The media server had an error (HTTP {status})."))
+REFUSED = reason_template(N_("The media server refused the request (HTTP {status})."))
+DISK = reason_template(N_("The bot could not write the media to its disk ({error})."))
+
+
 def too_large(max_bytes: int) -> TooLarge:
-    return TooLarge(f"The file is over the {_mb(max_bytes)} MB limit.")
+    return TooLarge(OVER_LIMIT.format(limit=_mb(max_bytes)))
 
 
 def status_error(status: int) -> FetchError | None:
@@ -58,10 +64,10 @@ def status_error(status: int) -> FetchError | None:
     if status in (408, 425, 429):
         return TransientFetch(N_("The media server is busy; I will try again."))
     if status >= 500:
-        return TransientFetch(f"The media server had an error (HTTP {status}).")
+        return TransientFetch(SERVER_ERROR.format(status=status))
     if 300 <= status < 400:
         return UnsupportedLink(N_("The media link redirects somewhere I do not follow."))
-    return FetchError(f"The media server refused the request (HTTP {status}).")
+    return FetchError(REFUSED.format(status=status))
 
 
 def http_error(
@@ -162,9 +168,7 @@ async def download(
         # Our side, not the server's: the disk filled up (ENOSPC) or refused the
         # write. It may pass; the task tries again later rather than crash.
         _discard(dest)
-        raise TransientFetch(
-            f"The bot could not write the media to its disk ({exc.strerror or exc})."
-        ) from exc
+        raise TransientFetch(DISK.format(error=exc.strerror or exc)) from exc
     except BaseException:
         _discard(dest)
         raise

@@ -31,7 +31,7 @@ import httpcore
 import httpx
 
 from xbot.errors import BlockedAddress, UnsupportedLink
-from xbot.i18n import N_
+from xbot.i18n import N_, reason_template
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host, port -> the addresses the name resolves to (strings, as getaddrinfo gives them)
@@ -41,6 +41,7 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 # IPv4-compatible IPv6 (deprecated, ::a.b.c.d): never a legitimate public target.
 _V4_COMPAT = ipaddress.IPv6Network("::/96")
 
+NO_HOST = reason_template(N_("I could not find the host {host}."))
 BLOCKED_REASON = N_("That link points to a private or local network address, which I do not fetch.")
 
 
@@ -172,9 +173,9 @@ async def resolve_and_check(
         try:
             addresses = await resolver(host, port)
         except (OSError, UnicodeError) as exc:
-            raise UnsupportedLink(f"I could not find the host {host!r}.") from exc
+            raise UnsupportedLink(NO_HOST.format(host=repr(host))) from exc
     if not addresses:
-        raise UnsupportedLink(f"I could not find the host {host!r}.")
+        raise UnsupportedLink(NO_HOST.format(host=repr(host)))
     for address in addresses:
         ip = _parse_ip(address)
         if ip is None or not is_allowed_ip(ip, allow_private):

@@ -31,11 +31,13 @@ from xbot.errors import (
     UrlNotFetched,
     XbotError,
 )
-from xbot.i18n import N_
+from xbot.i18n import N_, reason_template
 
 __all__ = ["classify", "retry_after_seconds"]
 
 # Telegram's 400 texts (lower-cased substrings), by what they mean for us.
+# Telegram's own words in the parentheses stay as Telegram wrote them.
+REFUSED = reason_template(N_("Telegram refused the message ({error})."))
 _URL_FETCH_FAILED = (
     "failed to get http url content",
     "wrong type of the web page content",
@@ -107,7 +109,7 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
             return RetryLater(exc.message)
         if "file is too big" in text or "request entity too large" in text:
             return Permanent(N_("The file is too large for Telegram."))
-        return Permanent(f"Telegram refused the message ({exc.message}).")
+        return Permanent(REFUSED.format(error=exc.message))
     if isinstance(exc, TimedOut | NetworkError):
         return RetryLater(f"Telegram did not answer ({type(exc).__name__})")
     return RetryLater(f"Telegram error {type(exc).__name__}")

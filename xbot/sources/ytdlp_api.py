@@ -52,7 +52,7 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.i18n import N_
+from xbot.i18n import N_, reason_template
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.sending.progress import Snapshot
@@ -78,6 +78,7 @@ UNSUPPORTED = N_("I cannot fetch a video from that link.")
 NO_FORMAT_FITS = N_("no single-file version of that video fits the upload limit")
 OVER_LIMIT = N_("the video is over the upload limit")
 SITE_FAILED = N_("the site did not answer properly")
+SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
 
 _URL = re.compile(r"\w+://\S+")
 _LIVE = re.compile(r"live event will begin|premieres? in|is_upcoming|this live stream|is live now")
@@ -334,7 +335,7 @@ def translate(exc: BaseException) -> FetchError:
             if status == 451:
                 return PostUnavailable(GEO_BLOCKED)
             if status == 429 or status >= 500:
-                return TransientFetch(f"{SITE_FAILED} (HTTP {status})")
+                return TransientFetch(SITE_FAILED_HTTP.format(status=status))
             return PostUnavailable(REFUSED)
     if any(isinstance(e, TransportError | OSError | TimeoutError) for e in chain):
         return TransientFetch(SITE_FAILED)

@@ -35,7 +35,7 @@ from xbot.errors import (
     TransientFetch,
     UrlNotFetched,
 )
-from xbot.i18n import N_, translator
+from xbot.i18n import N_, translate_reason, translator
 from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
@@ -440,8 +440,8 @@ class Delivery:
         await self.outbox.say(payload.dest, text, html=html)
 
     async def _tell(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
-        """One plain sentence of ours (a msgid: a reason, `DOWN`), in the chat's language."""
-        await self._say(ctx, payload, translator(payload.dest.lang).gettext(sentence))
+        """One plain sentence of ours (a reason, `DOWN`), in the chat's language."""
+        await self._say(ctx, payload, translate_reason(sentence, payload.dest.lang))
 
 
 def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:

@@ -33,7 +33,7 @@ from xbot.errors import (
     XbotError,
 )
 from xbot.handlers.callback_data import Action, CallbackData
-from xbot.i18n import N_, translator
+from xbot.i18n import N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.sending.albums import PlanKind, plan_sends
 from xbot.sending.caption import build_caption, post_from_parts
@@ -298,7 +298,7 @@ class Forwarding:
         except PayloadError:
             log.warning("forward failed, payload unreadable %s", kv(task=task.id))
             return
-        reason = translator(payload.lang).gettext(reason)
+        reason = translate_reason(reason, payload.lang)
         await self._settle(payload, failed_text(payload.channel_title, reason, payload.lang))
 
     async def _settle(self, payload: ForwardPayload, text: str) -> None:

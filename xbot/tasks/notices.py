@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import attrs
 
 from xbot.errors import PayloadError, Permanent
-from xbot.i18n import N_, translator
+from xbot.i18n import N_, translate_reason, translator
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
 from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
@@ -61,7 +61,7 @@ def notice_text(task: Task, reason: str) -> tuple[str, Destination]:
     if what is None:
         # Translators: stands in for a link the notice cannot name.
         what = _("your link")
-    said = _(reason).rstrip(".。")
+    said = translate_reason(reason, dest.lang).rstrip(".。")
     return _(SORRY).format(what=what, reason=said), dest
 
 

@@ -45,7 +45,7 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.i18n import DEFAULT, N_, translator
+from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.models import Post
@@ -91,7 +91,7 @@ def sentence_for(
         return too_large_sentence(limit_mb, url, lang)
     if isinstance(error, UnsupportedLink | BlockedAddress) and group:
         return None
-    return translator(lang).gettext(error.reason)
+    return translate_reason(error.reason, lang)
 
 
 def fill_from_header(info: VideoInfo, header: Mp4Info) -> VideoInfo:
