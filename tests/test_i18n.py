@@ -222,6 +222,7 @@ def _sample(text: str) -> str:
         "status": "502",
         "error": "Bad Request: message is too long",
         "host": "'example.invalid'",
+        "who": "the X API",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
@@ -314,11 +315,16 @@ def test_the_posts_words_are_never_translated() -> None:
          "ホスト 'a.invalid' が見つかりませんでした。"),
         (download.SERVER_ERROR.format(status=502), "en",
          "The media server had an error (HTTP 502)."),
+        ("The X API is having trouble.", "de", "Die X-API hat Probleme."),  # who, translated
+        ("pixiv is having trouble; I will try again.", "es",
+         "pixiv tiene problemas; lo intentaré de nuevo."),  # a name: as it is, lowercase kept
+        ("No answer in time from the media server.", "ru", "Медиасервер: нет ответа вовремя."),
         ("lease lost on task 7", "de", "lease lost on task 7"),  # neither: as written
         ("The media server had an error (HTTP 502). And more", "de",
          "The media server had an error (HTTP 502). And more"),  # the whole text or nothing
     ],
-    ids=["msgid", "template", "template-ja", "english", "unknown", "not-anchored"],
+    ids=["msgid", "template", "template-ja", "english", "who", "a-name", "who-inside", "unknown",
+         "not-anchored"],
 )  # fmt: skip
 def test_a_reason_is_translated_whole_or_left_as_written(reason: str, lang: str, said: str) -> None:
     assert translate_reason(reason, lang) == said

@@ -185,7 +185,11 @@ def reason_template(template: str) -> str:
 
 def translate_reason(reason: str, lang: str | None) -> str:
     """A failure reason (English, as raised or stored) in `lang`: a msgid directly, a
-    filled `reason_template` by its template; anything else as it was written."""
+    filled `reason_template` by its template; anything else as it was written.
+
+    A filled-in value that is itself a msgid (who answered: ``N_("the X API")``) is
+    translated too; the sentence starts with a capital when the English one did.
+    """
     tr = translator(lang)
     said = tr.gettext(reason)
     if said != reason or tr.lang == DEFAULT:
@@ -193,8 +197,18 @@ def translate_reason(reason: str, lang: str | None) -> str:
     for template, pattern in _REASONS:
         match = pattern.match(reason)
         if match:
-            return tr.gettext(template).format(**match.groupdict())
+            values = {k: _value(tr, v) for k, v in match.groupdict().items()}
+            said = tr.gettext(template).format(**values)
+            return said[:1].upper() + said[1:] if reason[:1].isupper() else said
     return reason
+
+
+def _value(tr: Translator, value: str) -> str:
+    for candidate in (value, value[:1].lower() + value[1:]):  # "The X API" opens a sentence
+        said = tr.gettext(candidate)
+        if said != candidate:
+            return said
+    return value
 
 
 def gettext_for(lang: str | None) -> Callable[[str], str]:

@@ -46,6 +46,13 @@ def _mb(n: int) -> str:
 OVER_LIMIT = reason_template(N_("The file is over the {limit} MB limit."))
 SERVER_ERROR = reason_template(N_("The media server had an error (HTTP {status})."))
 REFUSED = reason_template(N_("The media server refused the request (HTTP {status})."))
+# Who answered (or did not), named in the sentences below; translated with them.
+MEDIA_SERVER = N_("the media server")
+NO_ANSWER = reason_template(N_("No answer in time from {who}."))
+BROKE_OFF = reason_template(N_("The transfer from {who} broke off."))
+NO_CONNECTION = reason_template(N_("Could not connect to {who}."))
+UNDECODABLE = reason_template(N_("{who} sent data I could not decode."))
+FAILED = reason_template(N_("The transfer from {who} failed."))
 DISK = reason_template(N_("The bot could not write the media to its disk ({error})."))
 
 
@@ -70,29 +77,27 @@ def status_error(status: int) -> FetchError | None:
     return FetchError(REFUSED.format(status=status))
 
 
-def http_error(
-    exc: httpx.HTTPError | httpx.InvalidURL, who: str = "the media server"
-) -> FetchError:
+def http_error(exc: httpx.HTTPError | httpx.InvalidURL, who: str = MEDIA_SERVER) -> FetchError:
     """The one translation of httpx's exceptions into ours (x_api uses it too).
 
     `who` names the other side in the sentence the user may read.
     """
     if isinstance(exc, httpx.TimeoutException):
-        return TransientFetch(f"No answer in time from {who}.")
+        return TransientFetch(NO_ANSWER.format(who=who))
     if isinstance(exc, httpx.RemoteProtocolError):
-        return TransientFetch(f"The transfer from {who} broke off.")
+        return TransientFetch(BROKE_OFF.format(who=who))
     if isinstance(exc, httpx.NetworkError):
-        return TransientFetch(f"Could not connect to {who}.")
+        return TransientFetch(NO_CONNECTION.format(who=who))
     if isinstance(exc, httpx.TooManyRedirects):
         return UnsupportedLink(N_("The link redirects too many times."))
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return UnsupportedLink(N_("The link does not lead to an http or https address."))
     if isinstance(exc, httpx.DecodingError):
-        return FetchError(f"{who[0].upper()}{who[1:]} sent data I could not decode.")
+        return FetchError(UNDECODABLE.format(who=who[:1].upper() + who[1:]))
     if isinstance(exc, httpx.LocalProtocolError):
         return FetchError(N_("I could not make a valid request for that link."))
     # ProxyError and whatever httpx adds later: a retry is the safe guess.
-    return TransientFetch(f"The transfer from {who} failed.")
+    return TransientFetch(FAILED.format(who=who))
 
 
 def _content_length(response: httpx.Response) -> int | None:

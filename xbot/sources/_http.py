@@ -21,10 +21,16 @@ import httpx
 
 from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
+from xbot.i18n import N_, reason_template
 from xbot.media.download import http_error
 from xbot.sources.x_api import DELETED
 
 USER_AGENT = f"xbot/{__version__} (Telegram bot)"
+# `who` (a source's name, a msgid where it is not a name) fills these; translated with them.
+TOO_LARGE = reason_template(N_("{who} sent an answer far too large for a post."))
+A_PAGE = reason_template(N_("{who} answered with a page instead of data."))
+TROUBLE = reason_template(N_("{who} is having trouble."))
+UNREADABLE = reason_template(N_("{who} answered in a way I could not read (HTTP {status})."))
 
 
 def default_timeout() -> httpx.Timeout:
@@ -66,7 +72,7 @@ async def get_json(
             async for chunk in response.aiter_bytes():
                 body += chunk
                 if len(body) > max_body:
-                    raise FetchError(f"{_cap(who)} sent an answer far too large for a post.")
+                    raise FetchError(TOO_LARGE.format(who=_cap(who)))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, who) from exc
     try:
@@ -76,7 +82,7 @@ async def get_json(
             return JsonAnswer(status, None)
         # A 200 that is not the JSON promised: an error page, a captcha, a half-
         # deployed server. It says nothing about the post; it says the source is unwell.
-        raise TransientFetch(f"{_cap(who)} answered with a page instead of data.") from exc
+        raise TransientFetch(A_PAGE.format(who=_cap(who))) from exc
     return JsonAnswer(status, data)
 
 
@@ -90,5 +96,5 @@ def _raise_for(status: int, who: str) -> None:
     if status in (404, 410):
         raise PostUnavailable(DELETED)
     if status in (401, 403, 408, 429) or status >= 500:
-        raise TransientFetch(f"{_cap(who)} is having trouble.")
-    raise FetchError(f"{_cap(who)} answered in a way I could not read (HTTP {status}).")
+        raise TransientFetch(TROUBLE.format(who=_cap(who)))
+    raise FetchError(UNREADABLE.format(who=_cap(who), status=status))

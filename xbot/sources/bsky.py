@@ -423,7 +423,7 @@ class BskySource:
             client, url = self._guarded, f"https://{host}/.well-known/did.json"
         else:
             client, url = self._client, f"{self.plc_url.rstrip('/')}/{did}"
-        answer = await get_json(client, url, who="the Bluesky directory",
+        answer = await get_json(client, url, who=N_("the Bluesky directory"),
                                 headers=self._headers(), per_request=self.timeout)  # fmt: skip
         endpoint = pds_endpoint(answer.body) if answer.status == 200 else None
         if endpoint is None:

@@ -17,10 +17,14 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, TransientFetch
+from xbot.i18n import N_, reason_template
 from xbot.media.download import http_error
 
 MAX_BODY = 4 * 1024 * 1024  # a post or a work is a few KiB; a 200-page work some 100 KiB
 _MAX_INT = 2**63
+
+TROUBLE = reason_template(N_("{who} is having trouble; I will try again."))
+UNREADABLE = reason_template(N_("{who} sent an answer I could not read."))
 
 
 @attrs.frozen
@@ -52,12 +56,12 @@ async def get_json(
         ) as response:  # fmt: skip
             status = response.status_code
             if status in (408, 429) or status >= 500:
-                raise TransientFetch(f"{who} is having trouble; I will try again.")
+                raise TransientFetch(TROUBLE.format(who=who))
             raw = bytearray()
             async for chunk in response.aiter_bytes():
                 raw += chunk
                 if len(raw) > max_body:
-                    raise FetchError(f"{who} sent an answer I could not read.")
+                    raise FetchError(UNREADABLE.format(who=who))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, who) from exc
     try:

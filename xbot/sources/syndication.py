@@ -249,6 +249,6 @@ class Syndication:
             raise UnsupportedLink(N_("That is not a link to a post."))
         url, params = self.request(link.post_id)
         answer = await get_json(
-            self._client, url, who="X's embed service", timeout=self.timeout, params=params
+            self._client, url, who=N_("X's embed service"), timeout=self.timeout, params=params
         )
         return parse_syndication(answer.data, post_id=link.post_id)

@@ -175,7 +175,11 @@ class VxApi:
             raise UnsupportedLink(N_("That is not a link to a post."))
         url = self.status_url(link.post_id, link.handle)
         answer = await get_json(
-            self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
+            self._client,
+            url,
+            who=N_("the vxtwitter API"),
+            timeout=self.timeout,
+            read_statuses=(404,),
         )
         if answer.status == 404 and not (isinstance(answer.data, dict) and "error" in answer.data):
             # Its posts that are gone come as an HTML page with 200; a bare 404 is a

@@ -608,7 +608,7 @@ class XApi:
                     return response.status_code, b""
                 return response.status_code, await self._read_capped(response)
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise http_error(exc, "the X API") from exc
+            raise http_error(exc, N_("the X API")) from exc
 
     async def _read_capped(self, response: httpx.Response) -> bytes:
         body = bytearray()
