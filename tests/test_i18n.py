@@ -223,6 +223,7 @@ def _sample(text: str) -> str:
         "error": "Bad Request: message is too long",
         "host": "'example.invalid'",
         "who": "the X API",
+        "note": "Context &amp; sources",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
@@ -328,6 +329,33 @@ def test_the_posts_words_are_never_translated() -> None:
 )  # fmt: skip
 def test_a_reason_is_translated_whole_or_left_as_written(reason: str, lang: str, said: str) -> None:
     assert translate_reason(reason, lang) == said
+
+
+def test_our_words_in_a_caption_follow_the_language_and_the_posts_do_not() -> None:
+    """A poll's head, a community note's and "quoting" are ours; choices, notes and
+    quoted words are the post's."""
+    from xbot.media.models import Poll, PollChoice, Post
+    from xbot.sending.caption import build_caption
+
+    quoted = Post(
+        key="x:2",
+        url="https://x.com/b/status/2",
+        author_name="Bob",
+        author_handle="bob",
+        text="Close",
+    )
+    post = Post(
+        key="x:1", url="https://x.com/a/status/1", author_name="Ann", author_handle="ann",
+        text="Skip", quote=quoted, note="Forward",
+        poll=Poll((PollChoice("Close", 3, 75.0), PollChoice("Skip", 1, 25.0)), 4, closed=True),
+    )  # fmt: skip
+    german = build_caption(post, lang="de")
+    assert "📊 Umfrage, Endergebnis (4 Stimmen):\n• Close: 75%\n• Skip: 25%" in german
+    assert "Community-Notiz: Forward" in german
+    assert "↪ zitiert <b>Bob</b> (@bob):\nClose" in german
+    english = build_caption(post)
+    assert "📊 Poll, final result (4 votes):" in english
+    assert "↪ quoting <b>Bob</b> (@bob):" in english
 
 
 # --- end to end ---------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ class Delivery:
         except FetchError as exc:
             raise Permanent(exc.reason) from exc
         if not post.media:
-            await self._say(ctx, payload, build_text_reply(post), html=True)
+            await self._say(ctx, payload, build_text_reply(post, payload.dest.lang), html=True)
             card = card_link(post)
             if card and settings.ytdlp_enabled(payload.chat_type):
                 # An external card (a YouTube link in the post): its own task, once.
@@ -248,7 +248,7 @@ class Delivery:
             ctx,
             payload.dest,
             [SentItem(i.kind, i.file_id) for i in cached.items],
-            caption=self._caption(post, settings),
+            caption=self._caption(post, settings, payload.dest.lang),
             spoiler=post.sensitive and settings.spoiler_sensitive,
             done=payload.steps_sent(),
             record=record,
@@ -258,7 +258,7 @@ class Delivery:
     async def _send_fresh(
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
     ) -> DeliverPayload:
-        caption = self._caption(post, settings)
+        caption = self._caption(post, settings, payload.dest.lang)
         as_docs = settings.photos_as_documents
         kinds: list[PlanKind] = [
             "document" if as_docs and m.kind == "photo" else m.kind for m in post.media
@@ -430,8 +430,10 @@ class Delivery:
             created_at=now,
         )  # fmt: skip
 
-    def _caption(self, post: Post, settings: ChatSettings) -> str:
-        return build_caption(post, style=settings.caption_style, template=settings.caption_template)
+    def _caption(self, post: Post, settings: ChatSettings, lang: str) -> str:
+        return build_caption(
+            post, style=settings.caption_style, template=settings.caption_template, lang=lang
+        )
 
     async def _say(
         self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False

@@ -127,7 +127,7 @@ class Forwarding:
         parts = delivered.caption_parts
         post = post_from_parts(delivered.key, delivered.url, parts)
         caption = build_caption(
-            post, style=settings.caption_style, template=settings.caption_template
+            post, style=settings.caption_style, template=settings.caption_template, lang=dest.lang
         )
         sensitive = parts.get("sensitive") == "1"
         prompt = Prompt(
