@@ -487,3 +487,15 @@ async def test_the_forward_prompt_and_its_ending_speak_the_groups_language(h: Ha
 
     await h.api.wait_for(lambda: ending() == "An Kanal weitergeleitet.", 10)
     assert len(h.sent(channel)) == 1
+
+
+async def test_a_caption_says_our_words_in_the_users_language(h: Harness) -> None:
+    """The caption is built by the worker in the language the task carries."""
+    quoted = h.fx.add_post("1290", author=("Bob B", "bob"), text="the original",
+                           photos=[h.photo("q1")])  # fmt: skip
+    h.fx.add_post("1204", author=("Alice A", "alice"), text="look", quote=quoted)
+    before = len(h.sent(1003))
+    h.api.user_message(1003, "https://x.com/alice/status/1204", language_code="de")
+    await h.api.wait_for(lambda: any("photo" in m for m in h.sent(1003)[before:]), 10)
+    (sent,) = [m for m in h.sent(1003)[before:] if "photo" in m]
+    assert "↪ zitiert Bob B (@bob):\nthe original" in sent["caption"]  # as Telegram stores it
