@@ -10,14 +10,19 @@ by sentence, never to a key.
 
 Marking: ``_("...")`` where the translator is at hand (``_ = tr.gettext``),
 ``N_("...")`` for a module-level constant translated where it is used, and
-``tr.ngettext(singular, plural, n)`` for counts. A failure reason is raised deep
-inside, in English, and stored with a dead task as text: it is translated when
-the chat's sentence is built (`translate_reason`). A reason with a detail in it
-(an HTTP status) is a template registered with `reason_template`, so the
-stored English is matched back to its template and refilled after translation. Placeholders are
+``tr.ngettext(singular, plural, n)`` for counts. Placeholders are
 `str.format` names (``{title}``), filled after translation; the catalogue
 tests check that each translation keeps the English placeholders and HTML
 tags. The post's own text (author, words) is data, never a msgid.
+
+A failure reason is raised deep inside, in English, and stored with a dead
+task as text: it is translated when the chat's sentence is built
+(`translate_reason`). A reason with a detail in it (an HTTP status, who
+answered) is a template registered with `reason_template`, so the stored
+English is matched back to its template and refilled after translation.
+
+The language a worker speaks is decided by the handler when the task is
+queued and carried in it (`xbot.sending.destination.Destination.lang`).
 
 The language (`chat_language`, a pure function): in a private chat the
 user's Telegram ``language_code``; in a group or channel the language an
