@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from xbot.i18n import LANGUAGES
 from xbot.sending.destination import CHAT_KINDS, Destination
 
 _dests = st.builds(
@@ -16,6 +17,7 @@ _dests = st.builds(
     chat_kind=st.sampled_from(CHAT_KINDS),
     topic_id=st.none() | st.integers(2, 2**31),
     reply_to=st.none() | st.integers(1, 2**31),
+    lang=st.sampled_from(list(LANGUAGES)),
 )
 
 
@@ -79,3 +81,28 @@ def test_legacy_payloads_get_a_destination(chat_id: int, chat_type: str | None, 
 def test_junk_raises_what_payload_readers_catch(data: object) -> None:
     with pytest.raises((ValueError, TypeError, KeyError)):
         Destination.from_dict(data)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("data", "lang"),
+    [
+        ({"chat_id": 5, "kind": "private"}, "en"),  # written before languages
+        ({"chat_id": 5, "kind": "private", "lang": "ru"}, "ru"),
+        ({"chat_id": 5, "kind": "private", "lang": "pt-br"}, "pt_BR"),
+        ({"chat_id": 5, "kind": "private", "lang": "xx"}, "en"),  # one we do not ship
+        ({"chat_id": 5, "kind": "private", "lang": 7}, "en"),  # junk is English, not an error
+    ],
+    ids=["absent", "ru", "spelled-otherwise", "unknown", "junk"],
+)
+def test_the_language_is_carried_and_old_payloads_are_english(
+    data: dict[str, object], lang: str
+) -> None:
+    assert Destination.from_dict(data).lang == lang
+
+
+def test_english_is_left_out_of_the_dict_and_every_helper_keeps_the_language() -> None:
+    assert "lang" not in Destination(5, "private").to_dict()
+    de = Destination(-5, "group", 3, 9, lang="de")
+    assert de.to_dict()["lang"] == "de"
+    kept = [de.without_reply(), de.replying_to(1), de.in_general(), de.moved_to(-1005)]
+    assert [d.lang for d in kept] == ["de"] * 4

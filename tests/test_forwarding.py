@@ -253,6 +253,14 @@ def test_prompt_record_round_trips() -> None:
     assert Prompt.from_record(Record.from_dict(raw)) == prompt
 
 
+def test_a_prompt_keeps_its_language_and_an_old_record_is_english() -> None:
+    prompt = at("open", lang="tr")
+    assert Prompt.from_record(prompt.record(NOW)).lang == "tr"
+    old = prompt.record(NOW)
+    data = {k: v for k, v in old.data.items() if k != "lang"}  # written before languages
+    assert Prompt.from_record(attrs.evolve(old, data=data)).lang == "en"
+
+
 @pytest.mark.parametrize(
     ("stage", "buttons"),
     [
@@ -330,6 +338,7 @@ _items = st.lists(
         caption=st.text(),
         spoiler=st.booleans(),
         sent=st.lists(st.integers(0, 20), max_size=5).map(tuple),
+        lang=st.sampled_from(["en", "ru", "pt_BR", "fa"]),
     )
 )
 def test_forward_payload_round_trips(payload: ForwardPayload) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import gettext
 import io
 import re
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -30,8 +31,11 @@ from xbot.i18n import (
     mo_path,
     normalize,
     telegram_code,
+    translate_reason,
     translator,
 )
+from xbot.media import download, netguard
+from xbot.sources import x_api
 from xbot.standins._tgtext import EntityParseError, parse_html
 from xbot.standins.harness import Harness
 
@@ -211,6 +215,15 @@ def _sample(text: str) -> str:
         "total": "31 MB",
         "done": "812 KB",
         "n": "42",
+        "what": "https://x.com/a/status/1?a=1&amp;b=2",
+        "url": "https://x.com/a/status/1",
+        "length": "1100",
+        "example": "/format {author}: {text} {url}",
+        "status": "502",
+        "error": "Bad Request: message is too long",
+        "host": "'example.invalid'",
+        "who": "the X API",
+        "note": "Context &amp; sources",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
@@ -293,6 +306,58 @@ def test_the_posts_words_are_never_translated() -> None:
     assert text.startswith("Die Beschriftung wird:")
 
 
+@pytest.mark.parametrize(
+    ("reason", "lang", "said"),
+    [
+        (x_api.DELETED, "ru", "Этот пост удалён или не существует."),  # a msgid
+        (download.SERVER_ERROR.format(status=502), "de",
+         "Der Medienserver hatte einen Fehler (HTTP 502)."),  # a template, refilled
+        (netguard.NO_HOST.format(host="'a.invalid'"), "ja",
+         "ホスト 'a.invalid' が見つかりませんでした。"),
+        (download.SERVER_ERROR.format(status=502), "en",
+         "The media server had an error (HTTP 502)."),
+        ("The X API is having trouble.", "de", "Die X-API hat Probleme."),  # who, translated
+        ("pixiv is having trouble; I will try again.", "es",
+         "pixiv tiene problemas; lo intentaré de nuevo."),  # a name: as it is, lowercase kept
+        ("No answer in time from the media server.", "ru", "Медиасервер: нет ответа вовремя."),
+        ("lease lost on task 7", "de", "lease lost on task 7"),  # neither: as written
+        ("The media server had an error (HTTP 502). And more", "de",
+         "The media server had an error (HTTP 502). And more"),  # the whole text or nothing
+    ],
+    ids=["msgid", "template", "template-ja", "english", "who", "a-name", "who-inside", "unknown",
+         "not-anchored"],
+)  # fmt: skip
+def test_a_reason_is_translated_whole_or_left_as_written(reason: str, lang: str, said: str) -> None:
+    assert translate_reason(reason, lang) == said
+
+
+def test_our_words_in_a_caption_follow_the_language_and_the_posts_do_not() -> None:
+    """A poll's head, a community note's and "quoting" are ours; choices, notes and
+    quoted words are the post's."""
+    from xbot.media.models import Poll, PollChoice, Post
+    from xbot.sending.caption import build_caption
+
+    quoted = Post(
+        key="x:2",
+        url="https://x.com/b/status/2",
+        author_name="Bob",
+        author_handle="bob",
+        text="Close",
+    )
+    post = Post(
+        key="x:1", url="https://x.com/a/status/1", author_name="Ann", author_handle="ann",
+        text="Skip", quote=quoted, note="Forward",
+        poll=Poll((PollChoice("Close", 3, 75.0), PollChoice("Skip", 1, 25.0)), 4, closed=True),
+    )  # fmt: skip
+    german = build_caption(post, lang="de")
+    assert "📊 Umfrage, Endergebnis (4 Stimmen):\n• Close: 75%\n• Skip: 25%" in german
+    assert "Community-Notiz: Forward" in german
+    assert "↪ zitiert <b>Bob</b> (@bob):\nClose" in german
+    english = build_caption(post)
+    assert "📊 Poll, final result (4 votes):" in english
+    assert "↪ quoting <b>Bob</b> (@bob):" in english
+
+
 # --- end to end ---------------------------------------------------------------------------------
 
 GROUP = -700
@@ -348,3 +413,89 @@ async def test_a_group_speaks_its_adders_language_then_its_admins_pick(h: Harnes
     text = (await _said(h, GROUP, "/help", language_code="es", **kw))["text"]
     assert text == help_text(picked)
     assert (await h.services.chats.get(GROUP, h.clock())).settings.language == picked
+
+
+async def test_a_private_user_reads_why_a_post_is_missing_in_their_language(h: Harness) -> None:
+    """The language is decided in the handler and carried by the task to the worker."""
+    h.fx.add_post("900", deleted=True)
+    said = await _said(h, 1001, "https://x.com/a/status/900", language_code="ru")
+    assert said["text"] == "Этот пост удалён или не существует."
+    said = await _said(h, 1002, "https://x.com/a/status/900", language_code="pt-br")
+    assert said["text"] == "Este post foi excluído ou não existe."
+
+
+async def test_a_groups_dead_letter_notice_keeps_its_language_across_a_restart(
+    h: Harness,
+) -> None:
+    """The group's language is decided when the link is queued and stored in the task: the
+    notice, held by a 429 over a restart, is German even after the setting is gone."""
+    await h.services.chats.set_settings(GROUP, h.clock(), language="de")
+    h.fx.add_raw("901", {"code": 200, "message": "OK", "tweet": "not a post"})
+    h.api.fail_next("sendMessage", 429, "Too Many Requests: retry after 3", retry_after=3,
+                    chat_id=GROUP)  # fmt: skip
+    h.api.user_message(GROUP, "https://x.com/a/status/901", chat_type="supergroup",
+                       user_id=ADMIN, language_code="ru")  # fmt: skip
+    held = lambda: any(c.status == 429 for c in h.api.calls_for("sendMessage", GROUP))  # noqa: E731
+    await h.api.wait_for(held, 10)
+    # The admin drops the setting meanwhile: English from now on, not for what was queued.
+    await h.services.chats.set_settings(GROUP, h.clock(), language=None)
+    await h.stop_bot()
+    stopped = time.monotonic()
+    await h.start_bot()
+    await h.api.wait_for(lambda: len(h.sent(GROUP)) == 1, 15)
+    (notice,) = h.sent(GROUP)
+    (sent,) = [c for c in h.api.calls_for("sendMessage", GROUP) if c.status == 200]
+    assert sent.at > stopped  # said by the bot that started after the restart
+    assert notice["text"] == (
+        "Tut mir leid, ich konnte https://x.com/a/status/901 nicht zustellen: "
+        "Die X-API hat eine Antwort geschickt, die ich nicht lesen konnte."
+    )
+    assert (await h.services.chats.get(GROUP, h.clock())).settings.language is None
+
+
+async def test_the_forward_prompt_and_its_ending_speak_the_groups_language(h: Harness) -> None:
+    """The prompt is offered, pressed and ended in the language its delivery carried."""
+    channel = -1009002
+    h.api.add_chat(channel, "channel", title="Kanal", creator=ADMIN)
+    await h.services.chats.set_settings(
+        GROUP, h.clock(), language="de", channel_id=channel, channel_title="Kanal"
+    )
+    h.fx.add_post("902", text="hallo", photos=[h.photo("p902")])
+    h.api.user_message(GROUP, "https://x.com/a/status/902", chat_type="supergroup",
+                       user_id=ADMIN, language_code="en")  # fmt: skip
+
+    def prompt() -> dict[str, Any] | None:
+        return next((m for m in h.sent(GROUP) if "weiterleiten?" in m.get("text", "")), None)
+
+    await h.api.wait_for(lambda: prompt() is not None, 10)
+    await h.wait_idle()  # the prompt's record is written after the prompt is sent
+    shown = prompt()
+    assert shown is not None
+    assert shown["text"] == "Diesen Beitrag an Kanal weiterleiten?"  # as Telegram stores it
+    labels = {b["text"]: b["callback_data"] for row in shown["reply_markup"]["inline_keyboard"]
+              for b in row}  # fmt: skip
+    update = h.api.callback_query(
+        GROUP, shown["message_id"], labels["An den Kanal weiterleiten"], ADMIN
+    )
+    query_id = update["callback_query"]["id"]
+    await h.api.wait_for(lambda: query_id in h.api.callback_answers, 5)
+    assert h.api.callback_answers[query_id]["text"] == "Leite weiter…"
+
+    def ending() -> str:
+        found = h.api.message(GROUP, shown["message_id"])
+        return str(found["text"]) if found else ""
+
+    await h.api.wait_for(lambda: ending() == "An Kanal weitergeleitet.", 10)
+    assert len(h.sent(channel)) == 1
+
+
+async def test_a_caption_says_our_words_in_the_users_language(h: Harness) -> None:
+    """The caption is built by the worker in the language the task carries."""
+    quoted = h.fx.add_post("1290", author=("Bob B", "bob"), text="the original",
+                           photos=[h.photo("q1")])  # fmt: skip
+    h.fx.add_post("1204", author=("Alice A", "alice"), text="look", quote=quoted)
+    before = len(h.sent(1003))
+    h.api.user_message(1003, "https://x.com/alice/status/1204", language_code="de")
+    await h.api.wait_for(lambda: any("photo" in m for m in h.sent(1003)[before:]), 10)
+    (sent,) = [m for m in h.sent(1003)[before:] if "photo" in m]
+    assert "↪ zitiert Bob B (@bob):\nthe original" in sent["caption"]  # as Telegram stores it

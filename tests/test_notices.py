@@ -11,6 +11,7 @@ import pytest
 
 from xbot.errors import Permanent
 from xbot.sending.destination import Destination
+from xbot.sources.x_api import DELETED
 from xbot.storage.db import DbPool, open_store
 from xbot.storage.queue import Task, TaskQueue
 from xbot.tasks.notices import Notices, read_notice
@@ -51,6 +52,24 @@ async def test_a_notice_names_the_post_and_answers_its_message(q: TaskQueue) -> 
     assert (dead.kind, dead.payload) == ("deliver", payload)
     assert text == f"Sorry, I could not deliver {URL}: the host kept failing."
     assert to == dest  # the same topic, answering the same message
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [
+        (DELETED, "Dieser Beitrag wurde gelöscht oder existiert nicht"),  # a msgid: translated
+        ("HTTP 418 from the host", "HTTP 418 from the host"),  # a detail filled in: as written
+    ],
+    ids=["msgid", "detail"],
+)
+async def test_a_notice_speaks_the_language_its_task_carries(
+    q: TaskQueue, reason: str, said: str
+) -> None:
+    dest = Destination(42, "supergroup", reply_to=7, lang="de")
+    payload = DeliverPayload(url=URL, key="x:1", kind="x", dest=dest).to_json()
+    _, _, text, to = read_notice(await bury(q, "deliver", payload, reason))
+    assert text == f"Tut mir leid, ich konnte {URL} nicht zustellen: {said}."
+    assert to.lang == "de"
 
 
 async def test_an_unreadable_payload_still_names_what_it_can(q: TaskQueue) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
+from xbot.i18n import translator
 from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.mp4info import Mp4Info
@@ -192,6 +193,27 @@ async def test_a_slow_failure_turns_the_status_message_into_the_sentence(
         assert texts(h, CHAT) == [too_large_sentence(1, url)], "one message: the status became it"
         assert h.api.calls_for("deleteMessage", CHAT) == []
         assert temp_entries(h) == []
+    finally:
+        await h.stop()
+
+
+async def test_the_status_message_and_its_sentence_speak_the_users_language(
+    tmp_path: Path,
+) -> None:
+    """The status line is rendered in the language the task carries, and so is the
+    sentence it turns into."""
+    h = await Harness.start(tmp_path / "data", ytdlp_sites="all", upload_limit_mb=1)
+    try:
+        other = sites(h)
+        other.progress_first, other.progress_every = 0.3, 1.0
+        other.source.overrides = {"ratelimit": 1_000_000}  # the cap is reached after ~1 s
+        url = h.media.add("/media/slowru.mp4", big(20 * 2**20), "video/mp4", chunked=True)
+        await settle(h, CHAT, url, language_code="ru")
+        (status,) = [c for c in h.api.calls_for("sendMessage", CHAT) if c.status == 200]
+        ru = translator("ru").gettext
+        assert status.params["text"].startswith((ru("Looking at the link…"), ru("Downloading…")))
+        assert texts(h, CHAT) == [too_large_sentence(1, url, "ru")]
+        assert texts(h, CHAT)[0].startswith("Это видео не укладывается в лимит загрузки 1 МБ")
     finally:
         await h.stop()
 

@@ -9,7 +9,7 @@ import pytest
 
 from xbot.errors import PayloadError
 from xbot.sending.destination import Destination
-from xbot.tasks.payloads import DeliverPayload, NoticePayload, SentItem, SentStep
+from xbot.tasks.payloads import DeliverPayload, ForwardPayload, NoticePayload, SentItem, SentStep
 
 # Written by the version before destinations: the chat only on the task row.
 OLD_DELIVER = json.dumps({
@@ -67,3 +67,20 @@ def test_a_notice_round_trips() -> None:
 def test_an_unreadable_notice_is_a_payload_error(raw: str) -> None:
     with pytest.raises(PayloadError):
         NoticePayload.from_json(raw, chat_id=1)
+
+
+def test_an_old_payload_is_english_and_a_new_one_keeps_its_language() -> None:
+    assert DeliverPayload.from_json(OLD_DELIVER, chat_id=-1001).dest.lang == "en"
+    dest = Destination(-1001, "supergroup", None, 55, lang="de")
+    raw = DeliverPayload(url="u", key="k", kind="x", dest=dest).to_json()
+    assert DeliverPayload.from_json(raw, chat_id=-1001).dest.lang == "de"
+    # A migration moves the chat, not the language it was decided in.
+    assert DeliverPayload.from_json(raw, chat_id=-1002).dest.lang == "de"
+
+
+def test_a_forward_payload_carries_the_prompts_language() -> None:
+    forward = ForwardPayload(1, 2, 3, -100, "Chan", (SentItem("photo", "F"),), "cap", lang="ja")
+    assert ForwardPayload.from_json(forward.to_json()) == forward
+    old = json.loads(forward.to_json())
+    del old["lang"]  # written before languages
+    assert ForwardPayload.from_json(json.dumps(old)).lang == "en"

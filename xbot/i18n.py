@@ -15,6 +15,15 @@ Marking: ``_("...")`` where the translator is at hand (``_ = tr.gettext``),
 tests check that each translation keeps the English placeholders and HTML
 tags. The post's own text (author, words) is data, never a msgid.
 
+A failure reason is raised deep inside, in English, and stored with a dead
+task as text: it is translated when the chat's sentence is built
+(`translate_reason`). A reason with a detail in it (an HTTP status, who
+answered) is a template registered with `reason_template`, so the stored
+English is matched back to its template and refilled after translation.
+
+The language a worker speaks is decided by the handler when the task is
+queued and carried in it (`xbot.sending.destination.Destination.lang`).
+
 The language (`chat_language`, a pure function): in a private chat the
 user's Telegram ``language_code``; in a group or channel the language an
 admin picked in ``/settings``, else that of whoever added the bot, else
@@ -27,6 +36,7 @@ from __future__ import annotations
 import functools
 import gettext
 import logging
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -45,7 +55,9 @@ __all__ = [
     "gettext_for",
     "mo_path",
     "normalize",
+    "reason_template",
     "telegram_code",
+    "translate_reason",
     "translator",
 ]
 
@@ -161,6 +173,47 @@ def _load(lang: str) -> Translator:
     except OSError as exc:
         log.error("catalogue missing, answering in English: %s: %s", lang, exc)
         return Translator(lang, catalogue=gettext.NullTranslations())
+
+
+# Reasons with placeholders, each with the pattern that reads its English back.
+_REASONS: list[tuple[str, re.Pattern[str]]] = []
+
+
+def reason_template(template: str) -> str:
+    """Register a reason with ``{placeholders}`` (marked ``N_`` inside the call); returns
+    it. Raise it filled in (``template.format(status=502)``): `translate_reason` finds
+    the template again in the English, however the text was stored."""
+    fields = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", re.escape(template))
+    _REASONS.append((template, re.compile(f"^{fields}$", re.DOTALL)))
+    return template
+
+
+def translate_reason(reason: str, lang: str | None) -> str:
+    """A failure reason (English, as raised or stored) in `lang`: a msgid directly, a
+    filled `reason_template` by its template; anything else as it was written.
+
+    A filled-in value that is itself a msgid (who answered: ``N_("the X API")``) is
+    translated too; the sentence starts with a capital when the English one did.
+    """
+    tr = translator(lang)
+    said = tr.gettext(reason)
+    if said != reason or tr.lang == DEFAULT:
+        return said
+    for template, pattern in _REASONS:
+        match = pattern.match(reason)
+        if match:
+            values = {k: _value(tr, v) for k, v in match.groupdict().items()}
+            said = tr.gettext(template).format(**values)
+            return said[:1].upper() + said[1:] if reason[:1].isupper() else said
+    return reason
+
+
+def _value(tr: Translator, value: str) -> str:
+    for candidate in (value, value[:1].lower() + value[1:]):  # "The X API" opens a sentence
+        said = tr.gettext(candidate)
+        if said != candidate:
+            return said
+    return value
 
 
 def gettext_for(lang: str | None) -> Callable[[str], str]:

@@ -39,6 +39,7 @@ from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.handlers.callback_data import Action
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.settings_menu import MenuContext, closed_text
+from xbot.i18n import translator
 from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.download import download
@@ -589,11 +590,12 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
         await settings_after_press(ALLOWED, own_menu["message_id"], data, ALLOWED)
         await settings_after_press(STRANGER, 1, data, STRANGER)
     close = next(v for v in _buttons(group_menu).values() if v.endswith(":menu:close"))
-    answer = await _press(h, GROUP, group_menu["message_id"], close, MEMBER)
-    expect("menu close by the group member", answer, ONLY_ADMINS, False)
-    answer = await _press(h, GROUP, group_menu["message_id"], close, ADMIN)
     # In the group's language, which the admin's press on the Language toggle changed.
     group_settings = (await h.services.chats.get(GROUP, h.clock())).settings
+    refused = translator(group_settings.language).gettext(ONLY_ADMINS)
+    answer = await _press(h, GROUP, group_menu["message_id"], close, MEMBER)
+    expect("menu close by the group member", answer, refused, False)
+    answer = await _press(h, GROUP, group_menu["message_id"], close, ADMIN)
     words = closed_text(group_settings, MenuContext("supergroup"))
 
     def menu_closed() -> bool:
@@ -620,10 +622,12 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
         expect(f"retry by {role}", answer, refusal, before != after)
 
     # The forward prompt under a post in the group: its sender's and the admins' only.
-    # (The toggles above left "edit before forwarding" on: a forward would ask for a caption.)
+    # (The toggles above left "edit before forwarding" on: a forward would ask for a caption,
+    # and moved the group off English: the prompt's labels matched below are English.)
     await h.services.chats.set_settings(
-        GROUP, h.clock(), channel_id=CHANNEL, channel_title="Chan", edit_before_forward=False
-    )
+        GROUP, h.clock(), channel_id=CHANNEL, channel_title="Chan", edit_before_forward=False,
+        language="en",
+    )  # fmt: skip
 
     def prompts() -> list[dict[str, Any]]:
         return [m for m in h.api.sent_messages(GROUP) if "Forward this post" in m.get("text", "")]

@@ -22,13 +22,14 @@ import attrs
 import telegram
 
 from xbot.errors import XbotError
+from xbot.i18n import N_
 from xbot.logs import kv
 from xbot.sending.sender import Sender
 
 log = logging.getLogger(__name__)
 
-ONLY_ADMINS = "Only admins can do that."
-ONLY_OPERATORS = "That command is for the bot's operators."
+ONLY_ADMINS = N_("Only admins can do that.")
+ONLY_OPERATORS = N_("That command is for the bot's operators.")
 ADMIN_TTL = 60.0  # seconds a chat's admin list is trusted; promotions show up within this
 
 _GROUPS = frozenset({"group", "supergroup"})

@@ -11,6 +11,7 @@ starts is a durable task (a forward) or one quick database write (a setting).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
 from telegram.ext import BaseHandler, CallbackQueryHandler
@@ -20,9 +21,11 @@ from xbot.handlers.answers import edit
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.callback_data import Action, CallbackData, decode
 from xbot.handlers.commands import menu_context
+from xbot.handlers.language import language_of
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.operator import DEAD_SHOWN, dead_view
 from xbot.handlers.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
+from xbot.i18n import translator
 from xbot.logs import kv
 from xbot.services import XContext
 from xbot.storage.state import ChatState
@@ -43,7 +46,9 @@ def carries(message: Message, data: str) -> bool:
 
 
 async def answer(context: XContext, query: CallbackQuery, text: str | None = None) -> None:
-    """Answer the press (Telegram shows a spinner until we do); a late answer is no error."""
+    """Answer the press (Telegram shows a spinner until we do); a late answer is no error.
+
+    `text` is said as given: callers translate it (`_text`)."""
     try:
         await context.services.sender.answer_callback(query.id, text)
     except XbotError as exc:
@@ -55,33 +60,40 @@ async def on_callback(update: Update, context: XContext) -> None:
     if query is None:
         return
     services = context.services
+    # Before the chat is known (or trusted): the presser's own language.
+    _ = translator(query.from_user.language_code).gettext
     if query.message is None:  # a button under an inline message: none of ours
-        await answer(context, query, EXPIRED)
+        await answer(context, query, _(EXPIRED))
         return
     if not services.settings.is_allowed_chat(query.message.chat.id, query.from_user.id):
-        await answer(context, query, NOT_ALLOWED)
+        await answer(context, query, _(NOT_ALLOWED))
         return
     data = decode(query.data)
     message = query.message
     if data is None or not isinstance(message, Message) or not carries(message, str(query.data)):
-        await answer(context, query, EXPIRED)
+        await answer(context, query, _(EXPIRED))
         return
     try:
+        _ = translator(await language_of(update, context)).gettext
         if data.action in _PROMPT_ACTIONS:
-            await _prompt(query, message, data, context)
+            await _prompt(query, message, data, context, _)
         elif data.action in (Action.SETTING, Action.MENU):
-            await _settings(query, message, data, context)
+            await _settings(query, message, data, context, _)
         elif data.action == Action.RETRY:
-            await _retry(query, message, data, context)
+            await _retry(query, message, data, context, _)
         else:
-            await answer(context, query, EXPIRED)
+            await answer(context, query, _(EXPIRED))
     except XbotError as exc:
         log.warning("button failed %s", kv(chat=message.chat.id, error=exc))
-        await answer(context, query, "Sorry, something went wrong. Please try again.")
+        await answer(context, query, _("Sorry, something went wrong. Please try again."))
 
 
 async def _prompt(
-    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
+    query: CallbackQuery,
+    message: Message,
+    data: CallbackData,
+    context: XContext,
+    _: Callable[[str], str],
 ) -> None:
     services = context.services
     chat = message.chat
@@ -89,17 +101,19 @@ async def _prompt(
     state = await services.chats.get(chat.id, services.clock())
     prompt = find_prompt(state, prompt_id, services.clock()) if prompt_id is not None else None
     if prompt is None or prompt.message_id != message.message_id:
-        await answer(context, query, EXPIRED)
+        await answer(context, query, _(EXPIRED))
         return
     presser = query.from_user.id
     if not await services.authority.may(chat.type, chat.id, Actor(presser), prompt.owner):
-        await answer(context, query, ONLY_ADMINS)
+        await answer(context, query, _(ONLY_ADMINS))
         return
     forwarding = services.forwarding
     result = await forwarding.press(chat.id, data, message_id=message.message_id, presser=presser)
-    await answer(context, query, result.answer)
+    await answer(context, query, _(result.answer))
     if result.outcome == "skipped":
-        await forwarding.edit(chat.id, message.message_id, SKIPPED, None)
+        # The prompt's own language (the chat's when it was offered), like the rest of it.
+        skipped = translator(prompt.lang).gettext(SKIPPED)
+        await forwarding.edit(chat.id, message.message_id, skipped, None)
     elif result.outcome in ("ask", "confirm", "queued") and result.prompt is not None:
         # Shown before the task is queued, so the task's "Forwarded" is always the last word.
         await forwarding.show(chat.id, result.prompt)
@@ -108,16 +122,20 @@ async def _prompt(
 
 
 async def _settings(
-    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
+    query: CallbackQuery,
+    message: Message,
+    data: CallbackData,
+    context: XContext,
+    _: Callable[[str], str],
 ) -> None:
     services = context.services
     chat = message.chat
     if not await services.authority.may(chat.type, chat.id, Actor(query.from_user.id)):
-        await answer(context, query, ONLY_ADMINS)
+        await answer(context, query, _(ONLY_ADMINS))
         return
     if data.action == Action.MENU:
         if data.args != ("close",):
-            await answer(context, query, EXPIRED)
+            await answer(context, query, _(EXPIRED))
             return
         await answer(context, query)
         menu = await menu_context(services, chat, query.from_user.language_code)
@@ -128,7 +146,7 @@ async def _settings(
     menu = await menu_context(services, chat, query.from_user.language_code)
     now = services.clock()
     if code is None or len(data.args) != 1:
-        await answer(context, query, EXPIRED)
+        await answer(context, query, _(EXPIRED))
         return
     changed: list[bool] = []
 
@@ -140,7 +158,7 @@ async def _settings(
 
     new = await services.chats.update(chat.id, flip, now)
     if not changed or not changed[0]:
-        await answer(context, query, EXPIRED)
+        await answer(context, query, _(EXPIRED))
         return
     await answer(context, query, change_note(new.settings, code, menu))
     await edit(
@@ -153,15 +171,19 @@ async def _settings(
 
 
 async def _retry(
-    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
+    query: CallbackQuery,
+    message: Message,
+    data: CallbackData,
+    context: XContext,
+    _: Callable[[str], str],
 ) -> None:
     services = context.services
     if not is_operator(services.settings.admin_ids, query.from_user.id):
-        await answer(context, query, ONLY_OPERATORS)
+        await answer(context, query, _(ONLY_OPERATORS))
         return
     task_id = data.int_arg(0)
     if task_id is None or len(data.args) != 1:
-        await answer(context, query, EXPIRED)
+        await answer(context, query, _(EXPIRED))
         return
     if await services.queue.retry(task_id, services.clock()):
         services.workers.wake()

@@ -17,6 +17,7 @@ from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, fi
 
 from xbot.handlers.answers import reply
 from xbot.handlers.commands import actor_of
+from xbot.i18n import translator
 from xbot.logs import kv
 from xbot.sending.caption import CAPTION_LIMIT, visible_length
 from xbot.services import XContext
@@ -68,11 +69,14 @@ async def on_text(update: Update, context: XContext) -> None:
     caption = message.text_html
     length = visible_length(caption)
     if length > CAPTION_LIMIT:
+        _ = translator(prompt.lang).gettext
         await reply(
             context,
             message,
-            f"That caption is {length} characters long; Telegram allows {CAPTION_LIMIT}. "
-            "Send a shorter one, or /cancel.",
+            _(
+                "That caption is {length} characters long; Telegram allows {limit}. "
+                "Send a shorter one, or /cancel."
+            ).format(length=length, limit=CAPTION_LIMIT),
         )
         raise ApplicationHandlerStop
     forwarding = context.services.forwarding

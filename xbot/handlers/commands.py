@@ -167,7 +167,8 @@ async def cmd_settings(update: Update, context: XContext) -> None:
     if message is None or chat is None:
         return
     if not await may_manage(update, context):
-        await _reply(context, message, ONLY_ADMINS)
+        _ = (await translator_of(update, context)).gettext
+        await _reply(context, message, _(ONLY_ADMINS))
         return
     services = context.services
     settings = (await services.chats.get(chat.id, services.clock())).settings
@@ -182,7 +183,7 @@ async def cmd_settings(update: Update, context: XContext) -> None:
     )
 
 
-CHANNEL_USAGE = (
+CHANNEL_USAGE = N_(
     "Usage: /channel @name (or the channel's numeric id) links this chat to your channel; "
     "/channel off unlinks it. You must be an admin of the channel, and I must be an admin "
     "there allowed to post messages."
@@ -211,40 +212,47 @@ async def cmd_channel(update: Update, context: XContext) -> None:
     services = context.services
     now = services.clock()
     args = context.args or []
+    _ = (await translator_of(update, context)).gettext
     if not args:
         settings = (await services.chats.get(chat.id, now)).settings
         if settings.channel_id is None:
-            await _reply(context, message, f"No channel is linked. {CHANNEL_USAGE}")
+            await _reply(context, message, _("No channel is linked.") + " " + _(CHANNEL_USAGE))
         else:
             title = html.escape(settings.channel_title or str(settings.channel_id))
             await _reply(
                 context,
                 message,
-                f"Linked to <b>{title}</b>. /channel off unlinks it.",
+                _("Linked to {channel}. /channel off unlinks it.").format(
+                    channel=f"<b>{title}</b>"
+                ),
                 html_text=True,
             )
         return
     if not await may_manage(update, context):
-        await _reply(context, message, ONLY_ADMINS)
+        await _reply(context, message, _(ONLY_ADMINS))
         return
     if args[0].lower() == "off":
         await services.chats.set_settings(chat.id, now, channel_id=None, channel_title=None)
-        await _reply(context, message, "Unlinked: I no longer offer to forward posts to a channel.")
+        await _reply(
+            context, message, _("Unlinked: I no longer offer to forward posts to a channel.")
+        )
         return
     target = _channel_target(args[0])
     if target is None or len(args) > 1:
-        await _reply(context, message, CHANNEL_USAGE)
+        await _reply(context, message, _(CHANNEL_USAGE))
         return
     actor = actor_of(update)
     if actor.user_id is None or actor.sender_chat_id is not None:
         await _reply(
             context,
             message,
-            "Send /channel as yourself, not anonymously: I need to check that you are an "
-            "admin of the channel.",
+            _(
+                "Send /channel as yourself, not anonymously: I need to check that you are an "
+                "admin of the channel."
+            ),
         )
         return
-    answer = await _check_channel(context, target, actor.user_id)
+    answer = await _check_channel(context, target, actor.user_id, _)
     if isinstance(answer, str):
         await _reply(context, message, answer, html_text=True)
         return
@@ -254,53 +262,71 @@ async def cmd_channel(update: Update, context: XContext) -> None:
     await _reply(
         context,
         message,
-        f"Linked to <b>{html.escape(title)}</b>. After each post I send here, I offer to "
-        "forward it there.",
+        _("Linked to {channel}. After each post I send here, I offer to forward it there.").format(
+            channel=f"<b>{html.escape(title)}</b>"
+        ),
         html_text=True,
     )
 
 
 async def _check_channel(
-    context: XContext, target: str | int, user_id: int
+    context: XContext, target: str | int, user_id: int, _: Callable[[str], str]
 ) -> tuple[int, str] | str:
-    """The channel's (id, title) when the user administers it and the bot may post; else why not."""
+    """The channel's (id, title) when the user administers it and the bot may post; else why
+    not (HTML, said with `_`)."""
     sender = context.services.sender
+    not_found = _("I cannot find that channel. Add me to it as an admin, then try again.")
     try:
         channel = await sender.get_chat(target)
     except ChatUnavailable as exc:
         if "not found" in str(exc).lower():
-            return "I cannot find that channel. Add me to it as an admin, then try again."
-        return "I am not in that channel. Add me as an admin allowed to post, then try again."
+            return not_found
+        return _("I am not in that channel. Add me as an admin allowed to post, then try again.")
     except Permanent:
-        return "I cannot find that channel. Add me to it as an admin, then try again."
+        return not_found
     except XbotError as exc:
         log.warning("getChat failed %s", kv(target=target, error=type(exc).__name__))
-        return "Telegram did not answer; please try again in a minute."
+        return _("Telegram did not answer; please try again in a minute.")
     title = channel.title or str(channel.id)
     shown = f"<b>{html.escape(title)}</b>"
     if channel.type != ChatType.CHANNEL:
-        return f"{shown} is not a channel."
+        return _("{channel} is not a channel.").format(channel=shown)
     try:
         member = await sender.get_chat_member(channel.id, user_id)
         me = await sender.get_chat_member(channel.id, context.bot.id)
     except XbotError as exc:
         log.warning("getChatMember failed %s", kv(channel=channel.id, error=type(exc).__name__))
-        return f"I cannot see who administers {shown}. Make me an admin there, then try again."
+        return _(
+            "I cannot see who administers {channel}. Make me an admin there, then try again."
+        ).format(channel=shown)
     user_ok = isinstance(member, ChatMemberOwner) or (
         isinstance(member, ChatMemberAdministrator) and bool(member.can_post_messages)
     )
     if not user_ok:
-        return f"You need to be an admin of {shown} who can post messages to link it."
+        return _("You need to be an admin of {channel} who can post messages to link it.").format(
+            channel=shown
+        )
     if not (isinstance(me, ChatMemberAdministrator) and me.can_post_messages):
-        return f"I cannot post in {shown}: make me an admin there allowed to post messages."
+        return _(
+            "I cannot post in {channel}: make me an admin there allowed to post messages."
+        ).format(channel=shown)
     return channel.id, title
 
 
-FORMAT_USAGE = (
+FORMAT_USAGE = N_(
     "Usage: /format followed by a caption template, for example\n"
-    "/format {author}: {text} {url}\n"
-    f"Placeholders: {KNOWN_PLACEHOLDERS}. /format reset goes back to the built-in caption."
+    "{example}\n"
+    "Placeholders: {placeholders}. /format reset goes back to the built-in caption."
 )
+FORMAT_EXAMPLE = "/format {author}: {text} {url}"
+
+
+def format_usage(lang: str = "en") -> str:
+    return (
+        translator(lang)
+        .gettext(FORMAT_USAGE)
+        .format(example=FORMAT_EXAMPLE, placeholders=KNOWN_PLACEHOLDERS)
+    )
 
 
 def format_problems(problems: list[str], lang: str = "en") -> str:
@@ -335,30 +361,39 @@ async def cmd_format(update: Update, context: XContext) -> None:
     services = context.services
     now = services.clock()
     template = rest_of(message)
+    lang = await language_of(update, context)
+    _ = translator(lang).gettext
     if not template:
         current = (await services.chats.get(chat.id, now)).settings.caption_template
         if current is None:
-            await _reply(context, message, f"Captions use the built-in format. {FORMAT_USAGE}")
+            await _reply(
+                context, message, _("Captions use the built-in format.") + " " + format_usage(lang)
+            )
         else:
-            await _reply(context, message, f"Your caption template:\n{current}\n\n{FORMAT_USAGE}")
+            await _reply(
+                context,
+                message,
+                _("Your caption template:") + f"\n{current}\n\n" + format_usage(lang),
+            )
         return
     if not await may_manage(update, context):
-        await _reply(context, message, ONLY_ADMINS)
+        await _reply(context, message, _(ONLY_ADMINS))
         return
     if template.lower() == "reset":
         await services.chats.set_settings(chat.id, now, caption_template=None)
-        await _reply(context, message, "Captions use the built-in format again.")
+        await _reply(context, message, _("Captions use the built-in format again."))
         return
     problems = validate_template(template)
     if problems:
-        await _reply(
-            context, message, format_problems(problems, await language_of(update, context))
-        )
+        await _reply(context, message, format_problems(problems, lang))
         return
     await services.chats.set_settings(chat.id, now, caption_template=template)
     preview = render_template(template, SAMPLE)
     await _reply(
-        context, message, f"Saved. A caption now looks like this:\n\n{preview}", html_text=True
+        context,
+        message,
+        _("Saved. A caption now looks like this:") + f"\n\n{preview}",
+        html_text=True,
     )
 
 
@@ -370,10 +405,11 @@ async def cmd_cancel(update: Update, context: XContext) -> None:
     had, reopened = (False, None) if user is None else await forwarding.cancel(chat.id, user.id)
     if reopened is not None:
         await forwarding.show(chat.id, reopened)
+    _ = (await translator_of(update, context)).gettext
     if had:
-        await _reply(context, message, "Caption edit cancelled; nothing was forwarded.")
+        await _reply(context, message, _("Caption edit cancelled; nothing was forwarded."))
     else:
-        await _reply(context, message, "There is no caption edit to cancel.")
+        await _reply(context, message, _("There is no caption edit to cancel."))
 
 
 # --- the chat itself ------------------------------------------------------------------------
@@ -415,19 +451,24 @@ def guarded(command: Command) -> Handler:
         settings = context.services.settings
         user = update.effective_user
         user_id = user.id if user else None
+        # A refusal is said in the asker's own language: no chat setting is read for it.
+        _ = translator(user.language_code if user else None).gettext
         if command.admin:
             if not is_operator(settings.admin_ids, user_id):
-                await _reply(context, message, ONLY_OPERATORS)
+                await _reply(context, message, _(ONLY_OPERATORS))
                 return
         elif not settings.is_allowed_chat(chat.id, user_id):
-            await _reply(context, message, NOT_ALLOWED)
+            await _reply(context, message, _(NOT_ALLOWED))
             return
         try:
             await command.handler(update, context)
         except XbotError as exc:
             log.warning("command failed %s", kv(command=command.name, chat=chat.id, error=exc))
             await _reply(
-                context, message, "Sorry, something went wrong on my side. Please try again."
+                context,
+                message,
+                # The asker's language: the chat's setting may be what just failed to read.
+                _("Sorry, something went wrong on my side. Please try again."),
             )
 
     return run

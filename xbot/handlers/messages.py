@@ -14,6 +14,8 @@ from telegram.constants import ChatType
 
 from xbot.errors import StoreError
 from xbot.handlers.answers import reply
+from xbot.handlers.language import language_of
+from xbot.i18n import N_, translator
 from xbot.links import LinkPlan, extract_links, plan_links
 from xbot.logs import kv
 from xbot.sending.destination import Destination
@@ -23,9 +25,10 @@ from xbot.tasks.payloads import DELIVER, DeliverPayload
 log = logging.getLogger(__name__)
 
 MAX_LINKS = 10
-NOT_ALLOWED = "Sorry, this bot is private and does not serve this chat."
-UNSUPPORTED_LINK = "I cannot fetch anything from that link."
-STORE_UNAVAILABLE = (
+NOT_ALLOWED = N_("Sorry, this bot is private and does not serve this chat.")
+UNSUPPORTED_LINK = N_("I cannot fetch anything from that link.")
+X_ONLY = N_("I can only fetch posts from X (twitter.com / x.com) here.")
+STORE_UNAVAILABLE = N_(
     "I could not take that link just now: my storage is busy or full. "
     "Please send it again in a few minutes."
 )
@@ -52,18 +55,23 @@ async def on_message(update: Update, context: XContext) -> None:
     private = chat.type == ChatType.PRIVATE
     if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
         if private:
-            await reply(context, message, NOT_ALLOWED)
+            code = user.language_code if user else None
+            await reply(context, message, translator(code).gettext(NOT_ALLOWED))
         return
 
     plan = plan_links(
         links_found, MAX_LINKS, allow_private=services.settings.allow_private_networks
     )
+    # Decided now, while the update says who asked, and carried in every task.
+    lang = await language_of(update, context)
+    tr = translator(lang)
+    _ = tr.gettext
     try:
-        queued, refused_other = await _enqueue_links(update, context, plan)
+        queued, refused_other = await _enqueue_links(update, context, plan, lang)
     except StoreError as exc:
         log.warning("links not queued %s", kv(chat=chat.id, message=message.message_id, error=exc))
         # Quoted, even in private: it names which message to send again.
-        await reply(context, message, STORE_UNAVAILABLE, quote=True)
+        await reply(context, message, _(STORE_UNAVAILABLE), quote=True)
         return
     if queued:
         services.workers.wake()
@@ -74,18 +82,24 @@ async def on_message(update: Update, context: XContext) -> None:
     notes = []
     if plan.skipped:
         notes.append(
-            f"I took the first {MAX_LINKS} links of your message and skipped {plan.skipped} more."
+            tr.ngettext(
+                "I took the first {limit} links of your message and skipped {n} more.",
+                "I took the first {limit} links of your message and skipped {n} more.",
+                plan.skipped,
+            ).format(limit=MAX_LINKS, n=plan.skipped)
         )
     if refused_other and private and not queued:
-        notes.append("I can only fetch posts from X (twitter.com / x.com) here.")
+        notes.append(_(X_ONLY))
     elif plan.unsupported and private and not queued:
-        notes.append(UNSUPPORTED_LINK)
+        notes.append(_(UNSUPPORTED_LINK))
     if notes:
         await reply(context, message, " ".join(notes))
 
 
-async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> tuple[int, int]:
-    """Queue the plan's links; returns (queued, refused other-site links).
+async def _enqueue_links(
+    update: Update, context: XContext, plan: LinkPlan, lang: str
+) -> tuple[int, int]:
+    """Queue the plan's links, answered in `lang`; returns (queued, refused other-site links).
 
     Raises:
         StoreError: the database stayed locked or full through every try.
@@ -106,7 +120,7 @@ async def _enqueue_links(update: Update, context: XContext, plan: LinkPlan) -> t
         payload = DeliverPayload.for_link(
             link,
             # The media answer the message, in its topic.
-            Destination.answering(message, quote=True),
+            Destination.answering(message, quote=True, lang=lang),
             # Whose forward prompt it will be; None when posted as a chat (anonymous admin).
             user_id=user.id if user and message.sender_chat is None else None,
         )

@@ -17,6 +17,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
+from xbot.i18n import N_, reason_template
 
 CHUNK_SIZE = 64 * 1024
 
@@ -42,8 +43,21 @@ def _mb(n: int) -> str:
     return f"{n / (1024 * 1024):.0f}"
 
 
+OVER_LIMIT = reason_template(N_("The file is over the {limit} MB limit."))
+SERVER_ERROR = reason_template(N_("The media server had an error (HTTP {status})."))
+REFUSED = reason_template(N_("The media server refused the request (HTTP {status})."))
+# Who answered (or did not), named in the sentences below; translated with them.
+MEDIA_SERVER = N_("the media server")
+NO_ANSWER = reason_template(N_("No answer in time from {who}."))
+BROKE_OFF = reason_template(N_("The transfer from {who} broke off."))
+NO_CONNECTION = reason_template(N_("Could not connect to {who}."))
+UNDECODABLE = reason_template(N_("{who} sent data I could not decode."))
+FAILED = reason_template(N_("The transfer from {who} failed."))
+DISK = reason_template(N_("The bot could not write the media to its disk ({error})."))
+
+
 def too_large(max_bytes: int) -> TooLarge:
-    return TooLarge(f"The file is over the {_mb(max_bytes)} MB limit.")
+    return TooLarge(OVER_LIMIT.format(limit=_mb(max_bytes)))
 
 
 def status_error(status: int) -> FetchError | None:
@@ -51,41 +65,39 @@ def status_error(status: int) -> FetchError | None:
     if 200 <= status < 300:
         return None
     if status in (404, 410):
-        return PostUnavailable("The media file is gone from the server.")
+        return PostUnavailable(N_("The media file is gone from the server."))
     if status in (401, 403, 451):
-        return PostUnavailable("The media server refused access to the file.")
+        return PostUnavailable(N_("The media server refused access to the file."))
     if status in (408, 425, 429):
-        return TransientFetch("The media server is busy; I will try again.")
+        return TransientFetch(N_("The media server is busy; I will try again."))
     if status >= 500:
-        return TransientFetch(f"The media server had an error (HTTP {status}).")
+        return TransientFetch(SERVER_ERROR.format(status=status))
     if 300 <= status < 400:
-        return UnsupportedLink("The media link redirects somewhere I do not follow.")
-    return FetchError(f"The media server refused the request (HTTP {status}).")
+        return UnsupportedLink(N_("The media link redirects somewhere I do not follow."))
+    return FetchError(REFUSED.format(status=status))
 
 
-def http_error(
-    exc: httpx.HTTPError | httpx.InvalidURL, who: str = "the media server"
-) -> FetchError:
+def http_error(exc: httpx.HTTPError | httpx.InvalidURL, who: str = MEDIA_SERVER) -> FetchError:
     """The one translation of httpx's exceptions into ours (x_api uses it too).
 
     `who` names the other side in the sentence the user may read.
     """
     if isinstance(exc, httpx.TimeoutException):
-        return TransientFetch(f"No answer in time from {who}.")
+        return TransientFetch(NO_ANSWER.format(who=who))
     if isinstance(exc, httpx.RemoteProtocolError):
-        return TransientFetch(f"The transfer from {who} broke off.")
+        return TransientFetch(BROKE_OFF.format(who=who))
     if isinstance(exc, httpx.NetworkError):
-        return TransientFetch(f"Could not connect to {who}.")
+        return TransientFetch(NO_CONNECTION.format(who=who))
     if isinstance(exc, httpx.TooManyRedirects):
-        return UnsupportedLink("The link redirects too many times.")
+        return UnsupportedLink(N_("The link redirects too many times."))
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-        return UnsupportedLink("The link does not lead to an http or https address.")
+        return UnsupportedLink(N_("The link does not lead to an http or https address."))
     if isinstance(exc, httpx.DecodingError):
-        return FetchError(f"{who[0].upper()}{who[1:]} sent data I could not decode.")
+        return FetchError(UNDECODABLE.format(who=who[:1].upper() + who[1:]))
     if isinstance(exc, httpx.LocalProtocolError):
-        return FetchError("I could not make a valid request for that link.")
+        return FetchError(N_("I could not make a valid request for that link."))
     # ProxyError and whatever httpx adds later: a retry is the safe guess.
-    return TransientFetch(f"The transfer from {who} failed.")
+    return TransientFetch(FAILED.format(who=who))
 
 
 def _content_length(response: httpx.Response) -> int | None:
@@ -150,9 +162,9 @@ async def download(
                         progress(size, total)
             identity = response.headers.get("Content-Encoding", "identity") == "identity"
             if identity and total is not None and size != total:
-                raise TransientFetch("The transfer from the media server broke off.")
+                raise TransientFetch(N_("The transfer from the media server broke off."))
             if size == 0:
-                raise FetchError("The media server sent an empty file.")
+                raise FetchError(N_("The media server sent an empty file."))
             return DownloadResult(path=dest, size=size, content_type=_content_type(response))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         _discard(dest)
@@ -161,9 +173,7 @@ async def download(
         # Our side, not the server's: the disk filled up (ENOSPC) or refused the
         # write. It may pass; the task tries again later rather than crash.
         _discard(dest)
-        raise TransientFetch(
-            f"The bot could not write the media to its disk ({exc.strerror or exc})."
-        ) from exc
+        raise TransientFetch(DISK.format(error=exc.strerror or exc)) from exc
     except BaseException:
         _discard(dest)
         raise

@@ -31,6 +31,7 @@ import httpcore
 import httpx
 
 from xbot.errors import BlockedAddress, UnsupportedLink
+from xbot.i18n import N_, reason_template
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host, port -> the addresses the name resolves to (strings, as getaddrinfo gives them)
@@ -40,7 +41,8 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 # IPv4-compatible IPv6 (deprecated, ::a.b.c.d): never a legitimate public target.
 _V4_COMPAT = ipaddress.IPv6Network("::/96")
 
-BLOCKED_REASON = "That link points to a private or local network address, which I do not fetch."
+NO_HOST = reason_template(N_("I could not find the host {host}."))
+BLOCKED_REASON = N_("That link points to a private or local network address, which I do not fetch.")
 
 
 def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -113,17 +115,17 @@ def check_url(url: str, allow_private: bool) -> None:
     # Parsers disagree about backslashes, spaces and control characters; that
     # disagreement is how "http://evil.com\\@127.0.0.1/" tricks reach loopback.
     if any(c == "\\" or ord(c) <= 0x20 or ord(c) == 0x7F for c in url):
-        raise UnsupportedLink("That link is malformed.")
+        raise UnsupportedLink(N_("That link is malformed."))
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise UnsupportedLink("That link is malformed.") from exc
+        raise UnsupportedLink(N_("That link is malformed.")) from exc
     if parsed.scheme not in ("http", "https"):
-        raise UnsupportedLink("I only fetch http and https links.")
+        raise UnsupportedLink(N_("I only fetch http and https links."))
     if not parsed.host:
-        raise UnsupportedLink("That link has no host.")
+        raise UnsupportedLink(N_("That link has no host."))
     if parsed.userinfo:
-        raise UnsupportedLink("I do not fetch links that carry a user name or password.")
+        raise UnsupportedLink(N_("I do not fetch links that carry a user name or password."))
     if allow_private:
         return
     host = parsed.host
@@ -171,9 +173,9 @@ async def resolve_and_check(
         try:
             addresses = await resolver(host, port)
         except (OSError, UnicodeError) as exc:
-            raise UnsupportedLink(f"I could not find the host {host!r}.") from exc
+            raise UnsupportedLink(NO_HOST.format(host=repr(host))) from exc
     if not addresses:
-        raise UnsupportedLink(f"I could not find the host {host!r}.")
+        raise UnsupportedLink(NO_HOST.format(host=repr(host)))
     for address in addresses:
         ip = _parse_ip(address)
         if ip is None or not is_allowed_ip(ip, allow_private):

@@ -31,10 +31,16 @@ from xbot.errors import (
     UrlNotFetched,
     XbotError,
 )
+from xbot.i18n import N_, reason_template
 
 __all__ = ["classify", "retry_after_seconds"]
 
 # Telegram's 400 texts (lower-cased substrings), by what they mean for us.
+# Telegram's own words in the parentheses stay as Telegram wrote them.
+REFUSED = reason_template(N_("Telegram refused the message ({error})."))
+UNREACHABLE = reason_template(N_("the bot cannot reach Telegram: {error}"))
+NO_ANSWER = reason_template(N_("Telegram did not answer ({error})"))
+TELEGRAM_ERROR = reason_template(N_("Telegram error {error}"))
 _URL_FETCH_FAILED = (
     "failed to get http url content",
     "wrong type of the web page content",
@@ -93,7 +99,7 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
         return ChatUnavailable(exc.message)
     if isinstance(exc, InvalidToken | Conflict):
         # Ours, not the chat's: keep the task and let the operator fix the bot.
-        return RetryLater(f"the bot cannot reach Telegram: {type(exc).__name__}", delay=60)
+        return RetryLater(UNREACHABLE.format(error=type(exc).__name__), delay=60)
     if isinstance(exc, BadRequest):
         text = exc.message.lower()
         if by == "file_id" and any(s in text for s in _FILE_ID_REFUSED):
@@ -105,8 +111,8 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
         if "too many requests" in text:
             return RetryLater(exc.message)
         if "file is too big" in text or "request entity too large" in text:
-            return Permanent("The file is too large for Telegram.")
-        return Permanent(f"Telegram refused the message ({exc.message}).")
+            return Permanent(N_("The file is too large for Telegram."))
+        return Permanent(REFUSED.format(error=exc.message))
     if isinstance(exc, TimedOut | NetworkError):
-        return RetryLater(f"Telegram did not answer ({type(exc).__name__})")
-    return RetryLater(f"Telegram error {type(exc).__name__}")
+        return RetryLater(NO_ANSWER.format(error=type(exc).__name__))
+    return RetryLater(TELEGRAM_ERROR.format(error=type(exc).__name__))

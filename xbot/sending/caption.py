@@ -60,6 +60,7 @@ from typing import Literal
 
 import attrs
 
+from xbot.i18n import DEFAULT, translator
 from xbot.media.models import Poll, PollChoice, Post
 
 __all__ = [
@@ -195,29 +196,37 @@ class _Fields:
     q_text: str = ""
     q_url: str = ""
     q_link_text: str = ""
+    lang: str = DEFAULT  # our own words around the post's (poll, note, quoting), never its own
 
 
-def poll_text(poll: Poll) -> str:
-    """A poll as plain lines: its choices, with the result once it closed."""
+def poll_text(poll: Poll, lang: str = DEFAULT) -> str:
+    """A poll as plain lines: its choices, with the result once it closed; our words in
+    `lang`, the choices as written."""
+    tr = translator(lang)
     if poll.closed:
-        head = f"📊 Poll, final result ({poll.total_votes:,} votes):"
+        head = tr.ngettext(
+            "📊 Poll, final result ({n} vote):",
+            "📊 Poll, final result ({n} votes):",
+            poll.total_votes,
+        ).format(n=f"{poll.total_votes:,}")
         lines = [f"• {c.label}: {c.percentage:g}%" for c in poll.choices]
     else:
-        head = "📊 Poll:"
+        head = tr.gettext("📊 Poll:")
         lines = [f"• {c.label}" for c in poll.choices]
     return "\n".join([head, *lines])
 
 
-def _full_text(post: Post) -> str:
+def _full_text(post: Post, lang: str = DEFAULT) -> str:
     """The post text and what X shows with it: article title, poll, community note."""
     blocks = []
     if post.article_title:
         blocks.append(f"📰 {_clean(post.article_title, one_line=True)}")
     blocks.append(_clean(post.text))
     if post.poll is not None:
-        blocks.append(poll_text(post.poll))
+        blocks.append(poll_text(post.poll, lang))
     if post.note:
-        blocks.append(f"Community note: {_clean(post.note)}")
+        note = translator(lang).gettext("Community note: {note}")
+        blocks.append(note.format(note=_clean(post.note)))
     return "\n\n".join(b for b in blocks if b)
 
 
@@ -230,17 +239,14 @@ def _names(post: Post) -> tuple[str, str]:
     return name, _cut(handle, HANDLE_MAX)
 
 
-def _fields(post: Post) -> _Fields:
+def _fields(post: Post, lang: str = DEFAULT) -> _Fields:
     name, handle = _names(post)
     url = _clean(post.url, one_line=True)
     fields = _Fields(
-        name=name,
-        handle=handle,
-        text=_full_text(post),
-        url=url,
-        link_text=_cut(url, LINK_TEXT_MAX),
+        name=name, handle=handle, text=_full_text(post, lang), url=url,
+        link_text=_cut(url, LINK_TEXT_MAX), lang=lang,
         title=_cut(_clean(post.title, one_line=True), TITLE_MAX),
-    )
+    )  # fmt: skip
     quote = post.quote
     if quote is None or not quote.url:
         return fields
@@ -281,8 +287,10 @@ def _author(f: _Fields) -> str:
 def _quote_block(f: _Fields) -> str:
     if not f.q_url:
         return ""
-    who = _named(f.q_name, f.q_handle) or "a post"
-    lines = [f"↪ quoting {who}:", _esc(f.q_text), _quote_link(f)]
+    _ = translator(f.lang).gettext
+    # Translators: stands in for a quoted post's author when it has none ("↪ quoting {who}:").
+    who = _named(f.q_name, f.q_handle) or _("a post")
+    lines = [_("↪ quoting {who}:").format(who=who), _esc(f.q_text), _quote_link(f)]
     return "\n".join(line for line in lines if line)
 
 
@@ -357,8 +365,10 @@ def build_caption(
     style: CaptionStyle = "full",
     template: str | None = None,
     limit: int = CAPTION_LIMIT,
+    lang: str = DEFAULT,
 ) -> str:
-    """The HTML caption of ``post``, at most ``limit`` visible UTF-16 units.
+    """The HTML caption of ``post``, at most ``limit`` visible UTF-16 units; our own words
+    in it (a poll's head, a community note's, "quoting") in `lang`.
 
     ``full``: author line, text, link. ``short``: the same with the text cut
     to about `SHORT_TEXT` units. ``none``: the link alone. A ``template``
@@ -368,7 +378,7 @@ def build_caption(
     first send step (see `xbot.sending.albums.plan_sends`).
     """
     _check_limit(limit)
-    fields = _fields(post)
+    fields = _fields(post, lang)
     if template is not None and not validate_template(template):
         rendered = _fit(_template_renderer(template), fields, limit)
         if rendered is not None:
@@ -389,9 +399,9 @@ def build_caption(
     return rendered
 
 
-def build_text_reply(post: Post) -> str:
+def build_text_reply(post: Post, lang: str = DEFAULT) -> str:
     """The answer to a post without media: the full caption shape, within a message's 4096."""
-    return build_caption(post, style="full", limit=TEXT_LIMIT)
+    return build_caption(post, style="full", limit=TEXT_LIMIT, lang=lang)
 
 
 def validate_template(template: str) -> list[str]:

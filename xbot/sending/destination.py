@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from xbot.i18n import DEFAULT, normalize
+
 if TYPE_CHECKING:
     from telegram import Message
 
@@ -46,12 +48,16 @@ class Destination:
         topic_id: the forum topic (``message_thread_id``); None for General and for
             chats without topics.
         reply_to: the message this one answers; None for no quote.
+        lang: the language every sentence to this chat is in (`xbot.i18n`), decided
+            when the task was queued: a worker cannot ask a private user's Telegram
+            language later. English for payloads written before languages.
     """
 
     chat_id: int
     chat_kind: str = attrs.field(converter=_kind)
     topic_id: int | None = None
     reply_to: int | None = None
+    lang: str = attrs.field(default=DEFAULT, converter=normalize)
 
     @property
     def is_group(self) -> bool:
@@ -95,6 +101,8 @@ class Destination:
             out["topic"] = self.topic_id
         if self.reply_to is not None:
             out["reply_to"] = self.reply_to
+        if self.lang != DEFAULT:
+            out["lang"] = self.lang
         return out
 
     @classmethod
@@ -107,11 +115,15 @@ class Destination:
             chat_kind=str(data.get("kind", "private")),
             topic_id=_opt_int(data.get("topic")),
             reply_to=_opt_int(data.get("reply_to")),
+            lang=_opt_str(data.get("lang")),
         )
 
     @classmethod
-    def answering(cls, message: Message, *, quote: bool | None = None) -> Destination:
-        """Where an answer to ``message`` goes: its chat, its topic, quoting it.
+    def answering(
+        cls, message: Message, *, quote: bool | None = None, lang: str | None = None
+    ) -> Destination:
+        """Where an answer to ``message`` goes: its chat, its topic, quoting it, in `lang`
+        (`xbot.handlers.language.language_of`; English when not given).
 
         ``quote=None`` quotes as PTB's ``reply_text`` did: everywhere but in
         private chats, where the answer follows the message anyway.
@@ -120,7 +132,8 @@ class Destination:
         chat = message.chat
         if quote is None:
             quote = chat.type != "private"
-        return cls(chat.id, str(chat.type), topic, message.message_id if quote else None)
+        reply_to = message.message_id if quote else None
+        return cls(chat.id, str(chat.type), topic, reply_to, lang)
 
     @classmethod
     def legacy(cls, chat_id: int, *, chat_type: str | None, reply_to: int | None) -> Destination:
@@ -140,3 +153,7 @@ def _int(value: object) -> int:
 
 def _opt_int(value: object) -> int | None:
     return None if value is None else _int(value)
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -252,7 +252,7 @@ class StatusReporter:
             if not self._muted and self._throttle.due(now):
                 await self._show(now)
             self._changed.clear()
-            if not self._muted and self._shown != render(self._snapshot):
+            if not self._muted and self._shown != render(self._snapshot, self.dest.lang):
                 # Something new to show: sleep until it may be shown.
                 await asyncio.sleep(max(0.0, self._throttle.next_due() - self.clock()))
             else:
@@ -260,7 +260,7 @@ class StatusReporter:
 
     async def _show(self, now: float) -> None:
         assert self._throttle is not None
-        text = render(self._snapshot)
+        text = render(self._snapshot, self.dest.lang)
         if text == self._shown:
             return
         self._throttle.mark(now)

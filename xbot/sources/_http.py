@@ -18,11 +18,17 @@ from __future__ import annotations
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
+from xbot.i18n import N_, reason_template
 from xbot.sources.jsonget import USER_AGENT, JsonAnswer, get_json
 from xbot.sources.x_api import DELETED
 
 _HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 _MAX_BODY = 2 * 1024 * 1024
+# `who` (a source's name, a msgid where it is not a name) fills these; translated with them.
+TOO_LARGE = reason_template(N_("{who} sent an answer far too large for a post."))
+A_PAGE = reason_template(N_("{who} answered with a page instead of data."))
+TROUBLE = reason_template(N_("{who} is having trouble."))
+UNREADABLE = reason_template(N_("{who} answered in a way I could not read (HTTP {status})."))
 
 
 def default_timeout() -> httpx.Timeout:
@@ -54,8 +60,8 @@ async def get_fallback_json(
     return await get_json(
         client, url, who=who, params=params, headers=_HEADERS, per_request=timeout,
         max_body=_MAX_BODY, check=check,
-        too_large=f"{_cap(who)} sent an answer far too large for a post.",
-        not_json=TransientFetch(f"{_cap(who)} answered with a page instead of data."),
+        too_large=TOO_LARGE.format(who=_cap(who)),
+        not_json=TransientFetch(A_PAGE.format(who=_cap(who))),
     )  # fmt: skip
 
 
@@ -69,5 +75,5 @@ def _raise_for(status: int, who: str) -> None:
     if status in (404, 410):
         raise PostUnavailable(DELETED)
     if status in (401, 403, 408, 429) or status >= 500:
-        raise TransientFetch(f"{_cap(who)} is having trouble.")
-    raise FetchError(f"{_cap(who)} answered in a way I could not read (HTTP {status}).")
+        raise TransientFetch(TROUBLE.format(who=_cap(who)))
+    raise FetchError(UNREADABLE.format(who=_cap(who), status=status))

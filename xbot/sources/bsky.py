@@ -35,6 +35,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sources.bsky_links import post_key, post_url
@@ -44,13 +45,13 @@ from xbot.sources.x_api import with_quote_media
 DEFAULT_API_URL = "https://public.api.bsky.app"
 DEFAULT_PLC_URL = "https://plc.directory"
 
-MALFORMED = "Bluesky sent an answer I could not read."
-DELETED = "This Bluesky post was deleted or does not exist."
-NO_ACCOUNT = "This Bluesky account does not exist or was deleted."
-BLOCKED = "This Bluesky post is blocked from view, so I cannot show it."
-SIGNED_IN_ONLY = "The author shows this Bluesky post only to people who are signed in."
-UNAVAILABLE = "This Bluesky post is unavailable."
-NO_VIDEO_FILE = "I could not find the file of this Bluesky video."
+MALFORMED = N_("Bluesky sent an answer I could not read.")
+DELETED = N_("This Bluesky post was deleted or does not exist.")
+NO_ACCOUNT = N_("This Bluesky account does not exist or was deleted.")
+BLOCKED = N_("This Bluesky post is blocked from view, so I cannot show it.")
+SIGNED_IN_ONLY = N_("The author shows this Bluesky post only to people who are signed in.")
+UNAVAILABLE = N_("This Bluesky post is unavailable.")
+NO_VIDEO_FILE = N_("I could not find the file of this Bluesky video.")
 
 # Labels the Bluesky app puts behind a warning: sent as spoilers where the chat wants it.
 _SENSITIVE = frozenset({"porn", "sexual", "nudity", "graphic-media", "gore"})
@@ -436,7 +437,7 @@ class BskySource:
             client, url = self._guarded, f"https://{host}/.well-known/did.json"
         else:
             client, url = self._client, f"{self.plc_url.rstrip('/')}/{did}"
-        answer = await get_json(client, url, who="the Bluesky directory",
+        answer = await get_json(client, url, who=N_("the Bluesky directory"),
                                 headers=self._headers(), per_request=self.timeout)  # fmt: skip
         endpoint = pds_endpoint(answer.body) if answer.status == 200 else None
         if endpoint is None:

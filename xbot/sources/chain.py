@@ -47,6 +47,7 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.logs import kv
 from xbot.media.models import Post
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TWITTER_EPOCH_MS = 1288834974657
-DOWN = "X is not answering right now; I will send this when it is back."
+DOWN = N_("X is not answering right now; I will send this when it is back.")
 # A public post that has stood since 2006 (x.com/jack/status/20): what `xbot doctor` asks for.
 PROBE_POST = Link(
     url="https://x.com/jack/status/20", key="x:20", kind="x", post_id="20", handle="jack"

@@ -21,6 +21,7 @@ import httpx
 
 from xbot import __version__
 from xbot.errors import FetchError, TransientFetch, XbotError
+from xbot.i18n import N_, reason_template
 from xbot.media.download import http_error
 
 MAX_BODY = 4 * 1024 * 1024  # a post or a work is a few KiB; a 200-page work some 100 KiB
@@ -29,6 +30,9 @@ _MAX_INT = 2**63
 
 StatusCheck = Callable[[int], bool]
 """Told the status before the body is read: may raise, else says whether to read the body."""
+
+TROUBLE = reason_template(N_("{who} is having trouble; I will try again."))
+UNREADABLE = reason_template(N_("{who} sent an answer I could not read."))
 
 
 @attrs.frozen
@@ -44,7 +48,7 @@ def transient_on_trouble(who: str) -> StatusCheck:
 
     def check(status: int) -> bool:
         if status in (408, 429) or status >= 500:
-            raise TransientFetch(f"{who} is having trouble; I will try again.")
+            raise TransientFetch(TROUBLE.format(who=who))
         return True
 
     return check
@@ -84,7 +88,7 @@ async def get_json(
             async for chunk in response.aiter_bytes():
                 raw += chunk
                 if len(raw) > max_body:
-                    raise FetchError(too_large or f"{who} sent an answer I could not read.")
+                    raise FetchError(too_large or UNREADABLE.format(who=who))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, who) from exc
     try:

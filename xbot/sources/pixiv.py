@@ -26,6 +26,7 @@ import httpx
 
 from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, Post
 from xbot.sources.jsonget import JsonAnswer, count, get_json, obj, objs, text, web_url
@@ -35,13 +36,13 @@ DEFAULT_API_URL = "https://www.pixiv.net"
 REFERER = "https://www.pixiv.net/"
 IMAGE_HEADERS = (("Referer", REFERER),)
 
-MALFORMED = "pixiv sent an answer I could not read."
-DELETED = "This pixiv work was deleted or does not exist."
-UGOIRA = "This pixiv work is an animation (ugoira), which pixiv serves only as loose frames."
-R18 = "This pixiv work is marked R-18, and pixiv shows it only to signed-in users."
-R18G = "This pixiv work is marked R-18G, and pixiv shows it only to signed-in users."
-MY_PIXIV = "The artist shows this pixiv work only to their My pixiv friends."
-LOGIN = "pixiv shows this work only to signed-in users."
+MALFORMED = N_("pixiv sent an answer I could not read.")
+DELETED = N_("This pixiv work was deleted or does not exist.")
+UGOIRA = N_("This pixiv work is an animation (ugoira), which pixiv serves only as loose frames.")
+R18 = N_("This pixiv work is marked R-18, and pixiv shows it only to signed-in users.")
+R18G = N_("This pixiv work is marked R-18G, and pixiv shows it only to signed-in users.")
+MY_PIXIV = N_("The artist shows this pixiv work only to their My pixiv friends.")
+LOGIN = N_("pixiv shows this work only to signed-in users.")
 
 # pixiv's ajax refuses clients that do not look like a browser; say who we are inside one.
 USER_AGENT = f"Mozilla/5.0 (compatible; xbot/{__version__}; Telegram bot)"
@@ -195,7 +196,7 @@ class PixivSource:
         """
         work_id = link.post_id or ""
         if not work_id.isdigit():
-            raise UnsupportedLink("That is not a link to a pixiv work.")
+            raise UnsupportedLink(N_("That is not a link to a pixiv work."))
         base = f"{self.base_url.rstrip('/')}/ajax/illust/{work_id}"
         work = parse_work(await self._get(base), work_id=work_id)
         media: tuple[MediaItem, ...] = (work.first,) if work.first is not None else ()

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import attrs
 
 from xbot.errors import UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import Post
 from xbot.sources.base import PostSource
@@ -46,5 +47,5 @@ class SourceRouter:
     async def fetch(self, link: Link) -> Post:
         source = self.source_for(link)
         if source is None:
-            raise UnsupportedLink("I cannot fetch anything from that link.")
+            raise UnsupportedLink(N_("I cannot fetch anything from that link."))
         return await source.fetch(link)

@@ -26,6 +26,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources._http import default_timeout, get_fallback_json
@@ -42,7 +43,7 @@ from xbot.sources.x_api import (
 )
 
 NAME = "syndication"
-MALFORMED = "X's embed service sent an answer I could not read."
+MALFORMED = N_("X's embed service sent an answer I could not read.")
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _KINDS: dict[str, MediaKind] = {"photo": "photo", "video": "video", "animated_gif": "gif"}
 
@@ -233,7 +234,7 @@ class Syndication:
 
     def request(self, post_id: str) -> tuple[str, dict[str, str]]:
         if not _POST_ID.fullmatch(post_id):
-            raise UnsupportedLink("That is not a link to a post.")
+            raise UnsupportedLink(N_("That is not a link to a post."))
         url = f"{self.base_url.rstrip('/')}/tweet-result"
         return url, {"id": post_id, "lang": "en", "token": token(post_id)}
 
@@ -241,6 +242,6 @@ class Syndication:
         post_id = post_id_of(link)
         url, params = self.request(post_id)
         answer = await get_fallback_json(
-            self._client, url, who="X's embed service", timeout=self.timeout, params=params
+            self._client, url, who=N_("X's embed service"), timeout=self.timeout, params=params
         )
         return parse_syndication(answer.body, post_id=post_id)

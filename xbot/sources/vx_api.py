@@ -24,6 +24,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
+from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
@@ -42,7 +43,7 @@ from xbot.sources.x_api import (
 )
 
 NAME = "vxtwitter"
-MALFORMED = "The vxtwitter API sent an answer I could not read."
+MALFORMED = N_("The vxtwitter API sent an answer I could not read.")
 _KINDS: dict[str, MediaKind] = {"image": "photo", "photo": "photo", "video": "video", "gif": "gif"}
 
 
@@ -136,7 +137,7 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
         message = _str(data.get("error")).lower()
         if "not found" in message or "deleted" in message:
             raise PostUnavailable(DELETED)
-        raise TransientFetch("The vxtwitter API could not fetch the post.")
+        raise TransientFetch(N_("The vxtwitter API could not fetch the post."))
     echoed = data.get("tweetID")
     if not isinstance(echoed, str | int) or not _POST_ID.fullmatch(str(echoed)):
         raise FetchError(MALFORMED)
@@ -180,10 +181,14 @@ class VxApi:
         post_id = post_id_of(link)
         url = self.status_url(post_id, link.handle)
         answer = await get_fallback_json(
-            self._client, url, who="the vxtwitter API", timeout=self.timeout, read_statuses=(404,)
+            self._client,
+            url,
+            who=N_("the vxtwitter API"),
+            timeout=self.timeout,
+            read_statuses=(404,),
         )
         if answer.status == 404 and not (isinstance(answer.body, dict) and "error" in answer.body):
             # Its posts that are gone come as an HTML page with 200; a bare 404 is a
             # route this server does not have (a wrong base URL), not an answer.
-            raise TransientFetch("The vxtwitter API does not know that address.")
+            raise TransientFetch(N_("The vxtwitter API does not know that address."))
         return parse_vx(answer.body, post_id=post_id)

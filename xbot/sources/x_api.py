@@ -26,6 +26,7 @@ import attrs
 import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.i18n import N_
 from xbot.links import Link, classify, x_status_url
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Variant
@@ -37,20 +38,20 @@ from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 
-MALFORMED = "The X API sent an answer I could not read."
-PRIVATE = "This post is private: only its author's approved followers can see it."
+MALFORMED = N_("The X API sent an answer I could not read.")
+PRIVATE = N_("This post is private: only its author's approved followers can see it.")
 PROTECTED = PRIVATE  # X's word for an account whose posts only approved followers see
-DELETED = "This post was deleted or does not exist."
-SUSPENDED = "The account that posted this is suspended."
-WITHHELD = "X withholds this post in the country I fetch from, so I cannot see it."
-AGE_GATED = (
+DELETED = N_("This post was deleted or does not exist.")
+SUSPENDED = N_("The account that posted this is suspended.")
+WITHHELD = N_("X withholds this post in the country I fetch from, so I cannot see it.")
+AGE_GATED = N_(
     "X shows this post only to signed-in adults (age-restricted or sensitive content), "
     "so I cannot fetch it."
 )
-BLOCKED = "The author of this post does not let me see it."
-UNAVAILABLE = "This post is unavailable."
-API_TROUBLE = "The X API is having trouble; I will try again."
-NOT_ANSWERING = "X is not answering right now; I will try again."
+BLOCKED = N_("The author of this post does not let me see it.")
+UNAVAILABLE = N_("This post is unavailable.")
+API_TROUBLE = N_("The X API is having trouble; I will try again.")
+NOT_ANSWERING = N_("X is not answering right now; I will try again.")
 
 # Tombstone reasons: FxEmbed's five (deleted, suspended, private, blocked,
 # unavailable; packages/atmosphere/src/types/api-schemas.ts) and the words
@@ -493,14 +494,14 @@ def _default_timeout() -> httpx.Timeout:
 def post_id_of(link: Link) -> str:
     """The id of the post `link` names, for the X sources; a profile link is refused."""
     if link.post_id is None:
-        raise UnsupportedLink("That is not a link to a post.")
+        raise UnsupportedLink(N_("That is not a link to a post."))
     return link.post_id
 
 
 def status_url(base_url: str, post_id: str, handle: str | None) -> str:
     """``{base}/{handle}/status/{id}``: the route fxtwitter and vxtwitter answer alike."""
     if not _POST_ID.fullmatch(post_id):
-        raise UnsupportedLink("That is not a link to a post.")
+        raise UnsupportedLink(N_("That is not a link to a post."))
     # The handle goes into the path: anything but a plain handle becomes "i".
     path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
     return f"{base_url.rstrip('/')}/{path_handle}/status/{post_id}"
@@ -566,7 +567,7 @@ class XApi:
     async def _status(self, url: str, post_id: str, *, v2: bool = False) -> Post:
         """One status request, classified by its HTTP status and, when JSON, its body."""
         answer = await get_json(
-            self._client, url, who="the X API", per_request=self.timeout,
+            self._client, url, who=N_("the X API"), per_request=self.timeout,
             headers={"User-Agent": self.user_agent, "Accept": "application/json"},
             max_body=self.max_body, check=_READ.__contains__, too_large=MALFORMED,
             not_json=FetchError(MALFORMED),
@@ -607,9 +608,9 @@ async def expand_tco(client: httpx.AsyncClient, url: str) -> str:
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise UnsupportedLink("That is not a t.co short link.") from exc
+        raise UnsupportedLink(N_("That is not a t.co short link.")) from exc
     if parsed.scheme not in ("http", "https") or parsed.host != "t.co" or parsed.userinfo:
-        raise UnsupportedLink("That is not a t.co short link.")
+        raise UnsupportedLink(N_("That is not a t.co short link."))
     try:
         response = await client.head(parsed, follow_redirects=False)
         if response.status_code not in _REDIRECTS and response.status_code < 500:
@@ -619,14 +620,14 @@ async def expand_tco(client: httpx.AsyncClient, url: str) -> str:
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, "t.co") from exc
     if response.status_code >= 500 or response.status_code == 429:
-        raise TransientFetch("t.co is having trouble; I will try again.")
+        raise TransientFetch(N_("t.co is having trouble; I will try again."))
     location = response.headers.get("Location", "")
     if response.status_code not in _REDIRECTS or not location:
-        raise UnsupportedLink("This short link leads nowhere I can follow.")
+        raise UnsupportedLink(N_("This short link leads nowhere I can follow."))
     try:
         target = parsed.join(location)
     except httpx.InvalidURL as exc:
-        raise UnsupportedLink("This short link leads nowhere I can follow.") from exc
+        raise UnsupportedLink(N_("This short link leads nowhere I can follow.")) from exc
     if target.scheme not in ("http", "https") or not target.host:
-        raise UnsupportedLink("This short link leads nowhere I can follow.")
+        raise UnsupportedLink(N_("This short link leads nowhere I can follow."))
     return str(target)

@@ -52,6 +52,7 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
+from xbot.i18n import N_, reason_template
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.sending.progress import Snapshot
@@ -66,15 +67,18 @@ OUTTMPL = "media.%(ext)s"  # never a name from the site: titles are user input
 REPORT_EVERY = 0.25  # the thread hands the loop at most this many snapshots a second
 
 # The sentences people read (`PostUnavailable.reason`), and the retry reason.
-LOGIN_REQUIRED = "That video is only shown to signed-in or age-verified accounts, which I am not."
-GEO_BLOCKED = "That video is not available in the country this bot runs in."
-GONE = "That video is private, was removed, or does not exist."
-LIVE = "That is a live stream, or it has not started yet; I can only fetch recorded videos."
-REFUSED = "That site would not give me the video."
-UNSUPPORTED = "I cannot fetch a video from that link."
-NO_FORMAT_FITS = "no single-file version of that video fits the upload limit"
-OVER_LIMIT = "the video is over the upload limit"
-SITE_FAILED = "the site did not answer properly"
+LOGIN_REQUIRED = N_(
+    "That video is only shown to signed-in or age-verified accounts, which I am not."
+)
+GEO_BLOCKED = N_("That video is not available in the country this bot runs in.")
+GONE = N_("That video is private, was removed, or does not exist.")
+LIVE = N_("That is a live stream, or it has not started yet; I can only fetch recorded videos.")
+REFUSED = N_("That site would not give me the video.")
+UNSUPPORTED = N_("I cannot fetch a video from that link.")
+NO_FORMAT_FITS = N_("no single-file version of that video fits the upload limit")
+OVER_LIMIT = N_("the video is over the upload limit")
+SITE_FAILED = N_("the site did not answer properly")
+SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
 
 _URL = re.compile(r"\w+://\S+")
 _LIVE = re.compile(r"live event will begin|premieres? in|is_upcoming|this live stream|is live now")
@@ -331,7 +335,7 @@ def translate(exc: BaseException) -> FetchError:
             if status == 451:
                 return PostUnavailable(GEO_BLOCKED)
             if status == 429 or status >= 500:
-                return TransientFetch(f"{SITE_FAILED} (HTTP {status})")
+                return TransientFetch(SITE_FAILED_HTTP.format(status=status))
             return PostUnavailable(REFUSED)
     if any(isinstance(e, TransportError | OSError | TimeoutError) for e in chain):
         return TransientFetch(SITE_FAILED)

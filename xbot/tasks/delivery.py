@@ -35,6 +35,7 @@ from xbot.errors import (
     TransientFetch,
     UrlNotFetched,
 )
+from xbot.i18n import N_, translate_reason, translator
 from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
@@ -70,6 +71,7 @@ CHAT_ACTION_AFTER = 1.0
 # the chat hears one sentence once the outage is more than a blip.
 OUTAGE_BUDGET = 3600.0
 OUTAGE_TELL_AFTER = 30.0
+TCO_NOWHERE = N_("That t.co link does not lead anywhere I can fetch.")
 
 
 OtherSiteDelivery = Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]]
@@ -121,11 +123,11 @@ class Delivery:
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
-            await self._say(ctx, payload, "That t.co link does not lead anywhere I can fetch.")
+            await self._tell(ctx, payload, TCO_NOWHERE)
             raise Permanent(exc.reason, notify=False) from exc
         link = classify(target)
         if link is None or link.kind == "tco":
-            await self._say(ctx, payload, "That t.co link does not lead anywhere I can fetch.")
+            await self._tell(ctx, payload, TCO_NOWHERE)
             raise Permanent("t.co target unsupported", notify=False)
         expanded = attrs.evolve(
             payload, url=link.url, key=link.key, kind=link.kind, post_id=link.post_id,
@@ -142,7 +144,7 @@ class Delivery:
         try:
             link = await resolve(payload.link)
         except PostUnavailable as exc:
-            await self._say(ctx, payload, exc.reason)
+            await self._tell(ctx, payload, exc.reason)
             return None
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
@@ -188,7 +190,7 @@ class Delivery:
         try:
             post = await self.source.fetch(payload.link)
         except PostUnavailable as exc:
-            await self._say(ctx, payload, exc.reason)
+            await self._tell(ctx, payload, exc.reason)
             return None
         except AllSourcesDown as exc:
             raise self._outage(ctx, payload, exc) from exc
@@ -197,7 +199,7 @@ class Delivery:
         except FetchError as exc:
             raise Permanent(exc.reason) from exc
         if not post.media:
-            await self._say(ctx, payload, build_text_reply(post), html=True)
+            await self._say(ctx, payload, build_text_reply(post, payload.dest.lang), html=True)
             card = card_link(post)
             if card and settings.ytdlp_enabled(payload.chat_type):
                 # An external card (a YouTube link in the post): its own task, once.
@@ -225,7 +227,7 @@ class Delivery:
             ctx.stage_payload(attrs.evolve(payload, told_down=True).to_json())
 
             async def then() -> None:
-                await self._say(ctx, payload, DOWN)
+                await self._tell(ctx, payload, DOWN)
 
         return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, then=then)
 
@@ -247,7 +249,7 @@ class Delivery:
             ctx,
             payload.dest,
             [SentItem(i.kind, i.file_id) for i in cached.items],
-            caption=self._caption(post, settings),
+            caption=self._caption(post, settings, payload.dest.lang),
             spoiler=post.sensitive and settings.spoiler_sensitive,
             done=payload.steps_sent(),
             record=record,
@@ -257,7 +259,7 @@ class Delivery:
     async def _send_fresh(
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
     ) -> DeliverPayload:
-        caption = self._caption(post, settings)
+        caption = self._caption(post, settings, payload.dest.lang)
         as_docs = settings.photos_as_documents
         kinds: list[PlanKind] = [
             "document" if as_docs and m.kind == "photo" else m.kind for m in post.media
@@ -329,14 +331,15 @@ class Delivery:
                         )
                     )
         if too_large:
-            limit = self.settings.upload_limit_mb
-            await self._say(
-                ctx,
-                payload,
-                f"{len(too_large)} of the post's files is over the {limit} MB upload limit, "
-                f"so I left it out: {payload.url}",
-                html=False,
-            )
+            tr = translator(payload.dest.lang)
+            sentence = tr.ngettext(
+                "{n} of the post's files is over the {limit} MB upload limit, "
+                "so I left it out: {url}",
+                "{n} of the post's files are over the {limit} MB upload limit, "
+                "so I left them out: {url}",
+                len(too_large),
+            ).format(n=len(too_large), limit=self.settings.upload_limit_mb, url=payload.url)
+            await self._say(ctx, payload, sentence)
             if not sent_items:
                 return [], len(too_large)
         return sent_items, len(too_large)
@@ -428,14 +431,20 @@ class Delivery:
             created_at=now,
         )  # fmt: skip
 
-    def _caption(self, post: Post, settings: ChatSettings) -> str:
-        return build_caption(post, style=settings.caption_style, template=settings.caption_template)
+    def _caption(self, post: Post, settings: ChatSettings, lang: str) -> str:
+        return build_caption(
+            post, style=settings.caption_style, template=settings.caption_template, lang=lang
+        )
 
     async def _say(
         self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False
     ) -> None:
-        """One plain sentence in answer to the link."""
+        """One sentence in answer to the link, said as given (the post's own words)."""
         await self.outbox.say(payload.dest, text, html=html)
+
+    async def _tell(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
+        """One plain sentence of ours (a reason, `DOWN`), in the chat's language."""
+        await self._say(ctx, payload, translate_reason(sentence, payload.dest.lang))
 
 
 def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:

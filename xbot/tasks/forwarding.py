@@ -33,6 +33,7 @@ from xbot.errors import (
     XbotError,
 )
 from xbot.handlers.callback_data import Action, CallbackData
+from xbot.i18n import N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.sending.albums import PlanKind, plan_sends
 from xbot.sending.caption import build_caption, post_from_parts
@@ -65,6 +66,9 @@ log = logging.getLogger(__name__)
 __all__ = ["KIND", "ForwardPayload", "Forwarding", "dedup_key", "plan_forward"]
 
 KIND: Final = FORWARD
+# Why a forward failed, as its prompt says it (msgids: translated there).
+CANNOT_POST: Final = N_("I cannot post there any more")
+FILES_GONE: Final = N_("Telegram no longer has these files; send the link again")
 
 
 # --- the forward task -------------------------------------------------------------------------
@@ -123,7 +127,7 @@ class Forwarding:
         parts = delivered.caption_parts
         post = post_from_parts(delivered.key, delivered.url, parts)
         caption = build_caption(
-            post, style=settings.caption_style, template=settings.caption_template
+            post, style=settings.caption_style, template=settings.caption_template, lang=dest.lang
         )
         sensitive = parts.get("sensitive") == "1"
         prompt = Prompt(
@@ -133,8 +137,9 @@ class Forwarding:
             items=delivered.items,
             caption=caption,
             spoiler=sensitive and settings.spoiler_sensitive,
+            lang=dest.lang,
         )
-        text, markup = prompt_view(prompt, settings.channel_title)
+        text, markup = prompt_view(prompt, settings.channel_title, prompt.lang)
         try:
             message = await self.sender.send_text(dest, text, reply_markup=markup)
         except (RateLimited, RetryLater, ChatUnavailable):
@@ -192,6 +197,7 @@ class Forwarding:
                 items=prompt.items,
                 caption=prompt.final_caption,
                 spoiler=prompt.spoiler,
+                lang=prompt.lang,
             )
             await self.queue.enqueue(
                 KIND, payload.to_json(), settings.channel_id, now=now, dedup_key=payload.dedup_key
@@ -245,7 +251,7 @@ class Forwarding:
     async def show(self, chat_id: int, prompt: Prompt) -> None:
         """Re-render the prompt message for its stage."""
         settings = (await self.chats.get(chat_id, self.clock())).settings
-        text, markup = prompt_view(prompt, settings.channel_title)
+        text, markup = prompt_view(prompt, settings.channel_title, prompt.lang)
         await self.edit(chat_id, prompt.message_id, text, markup)
 
     # -- the forward task --------------------------------------------------------------------
@@ -272,12 +278,14 @@ class Forwarding:
             )
         except ChatUnavailable as exc:
             # The worker would drop this quietly (it reads as "the chat is gone"), but
-            # the channel is gone, not the chat that asked: tell them.
-            raise Permanent(f"I cannot post there any more ({exc})") from exc
+            # the channel is gone, not the chat that asked: tell them. The reason is a
+            # msgid (translated on the prompt); Telegram's own words go to the log.
+            log.warning("channel unavailable %s", kv(channel=payload.channel_id, error=exc))
+            raise Permanent(CANNOT_POST) from exc
         except StaleFileId as exc:
-            raise Permanent("Telegram no longer has these files; send the link again") from exc
+            raise Permanent(FILES_GONE) from exc
         payload = box[0]
-        await self._settle(payload, forwarded_text(payload.channel_title))
+        await self._settle(payload, forwarded_text(payload.channel_title, payload.lang))
         log.info(
             "forwarded %s",
             kv(chat=payload.chat_id, channel=payload.channel_id, prompt=payload.prompt_id),
@@ -290,7 +298,8 @@ class Forwarding:
         except PayloadError:
             log.warning("forward failed, payload unreadable %s", kv(task=task.id))
             return
-        await self._settle(payload, failed_text(payload.channel_title, reason))
+        reason = translate_reason(reason, payload.lang)
+        await self._settle(payload, failed_text(payload.channel_title, reason, payload.lang))
 
     async def _settle(self, payload: ForwardPayload, text: str) -> None:
         await self.edit(payload.chat_id, payload.prompt_message_id, text, None)
@@ -316,7 +325,8 @@ class Forwarding:
             return False
         if not prompt.message_id:
             return False
-        return await self.edit(chat_id, prompt.message_id, EXPIRED_PROMPT, None)
+        text = translator(prompt.lang).gettext(EXPIRED_PROMPT)
+        return await self.edit(chat_id, prompt.message_id, text, None)
 
     # -- Bot API edits (translated once, here) -----------------------------------------------
 

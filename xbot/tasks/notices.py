@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import attrs
 
 from xbot.errors import PayloadError, Permanent
+from xbot.i18n import N_, translate_reason, translator
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
 from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
@@ -34,6 +35,7 @@ from xbot.tasks.payloads import (
 from xbot.tasks.worker import TaskContext
 
 KIND = NOTICE_KIND
+SORRY = N_("Sorry, I could not deliver {what}: {reason}.")
 MAX_ATTEMPTS = NOTICE_MAX_ATTEMPTS
 
 # Said otherwise than by a message: task kind → how (a forward's prompt is edited).
@@ -41,17 +43,26 @@ TellOtherwise = Callable[[Task, str], Awaitable[None]]
 
 
 def notice_text(task: Task, reason: str) -> tuple[str, Destination]:
-    """The sentence for a failed task and where it goes. Pure; never raises."""
-    what = "your link"
+    """The sentence for a failed task and where it goes, in the language its destination
+    carries (English for a payload that does not say). Pure; never raises.
+
+    The reason is translated when it is a msgid (the reasons sources raise are);
+    one with a detail filled in (an HTTP status) stays as it was written."""
+    what: str | None = None
     dest = Destination.legacy(task.chat_id, chat_type=None, reply_to=None)
     if task.kind == DELIVER:
         with contextlib.suppress(PayloadError):
             payload = DeliverPayload.from_task(task)
             what, dest = payload.url, payload.dest
-    if what == "your link":
+    if what is None:
         # An older or corrupt payload: name the post from whatever of it reads.
-        what = payload_identity(task.payload).get("url", what)
-    return f"Sorry, I could not deliver {what}: {reason.rstrip('.')}.", dest
+        what = payload_identity(task.payload).get("url")
+    _ = translator(dest.lang).gettext
+    if what is None:
+        # Translators: stands in for a link the notice cannot name.
+        what = _("your link")
+    said = translate_reason(reason, dest.lang).rstrip(".。")
+    return _(SORRY).format(what=what, reason=said), dest
 
 
 def read_notice(notice: Task) -> tuple[Task | None, str, str, Destination]:

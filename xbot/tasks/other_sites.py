@@ -45,6 +45,7 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
+from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.models import Post
@@ -64,25 +65,33 @@ from xbot.tasks.worker import TaskContext
 log = logging.getLogger(__name__)
 
 
-X_ONLY = "I can only fetch posts from X (twitter.com / x.com) here."
+X_ONLY = N_("I can only fetch posts from X (twitter.com / x.com) here.")
 
 
-def too_large_sentence(limit_mb: int, url: str) -> str:
+def too_large_sentence(limit_mb: int, url: str, lang: str = DEFAULT) -> str:
     """What a user reads when the video cannot fit; the link lets them open it themselves."""
-    return f"That video does not fit the {limit_mb} MB upload limit, so I cannot send it: {url}"
+    return (
+        translator(lang)
+        .gettext("That video does not fit the {limit} MB upload limit, so I cannot send it: {url}")
+        .format(limit=limit_mb, url=url)
+    )
 
 
-def sentence_for(error: FetchError, *, url: str, limit_mb: int, group: bool) -> str | None:
-    """The one sentence a failed link gets in its chat, or None to stay quiet.
+def sentence_for(
+    error: FetchError, *, url: str, limit_mb: int, group: bool, lang: str = DEFAULT
+) -> str | None:
+    """The one sentence a failed link gets in its chat, in `lang`, or None to stay quiet.
 
     A link nothing can fetch is ignored in groups (people paste links for
-    each other there, not for the bot) and gets one sentence in private.
+    each other there, not for the bot) and gets one sentence in private. The
+    reason is a msgid where it was raised (a sentence with a detail filled in,
+    such as an HTTP status, stays English).
     """
     if isinstance(error, TooLarge):
-        return too_large_sentence(limit_mb, url)
-    if isinstance(error, UnsupportedLink | BlockedAddress):
-        return None if group else error.reason
-    return error.reason
+        return too_large_sentence(limit_mb, url, lang)
+    if isinstance(error, UnsupportedLink | BlockedAddress) and group:
+        return None
+    return translate_reason(error.reason, lang)
 
 
 def fill_from_header(info: VideoInfo, header: Mp4Info) -> VideoInfo:
@@ -168,7 +177,7 @@ class OtherSites:
             # Turned off since the link was queued, or reached through a t.co link
             # the handler could not see through: the chat's choice holds either way.
             if not payload.is_group:
-                await self._say(ctx, payload, X_ONLY)
+                await self._say(ctx, payload, translator(payload.dest.lang).gettext(X_ONLY))
             return
         try:
             await self.source.precheck(payload.url)
@@ -314,6 +323,7 @@ class OtherSites:
             url=payload.url,
             limit_mb=self.settings.upload_limit_mb,
             group=payload.is_group,
+            lang=payload.dest.lang,
         )
 
     async def _say_for(self, ctx: TaskContext, payload: DeliverPayload, error: FetchError) -> None:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, cast
 import attrs
 
 from xbot.errors import PayloadError
+from xbot.i18n import DEFAULT, normalize
 from xbot.links import Link
 from xbot.sending.destination import Destination
 
@@ -277,6 +278,7 @@ class ForwardPayload:
         chat_id: the chat of the prompt (the task itself runs on the channel's lane).
         channel_id, channel_title: where it goes, as linked when the button was pressed.
         sent: the send steps Telegram confirmed, so a retry never posts one twice.
+        lang: the prompt's language, for the sentence that ends it ("Forwarded to …").
     """
 
     chat_id: int
@@ -288,6 +290,7 @@ class ForwardPayload:
     caption: str
     spoiler: bool = False
     sent: tuple[int, ...] = ()
+    lang: str = attrs.field(default=DEFAULT, converter=normalize)
 
     @property
     def dest(self) -> Destination:
@@ -311,6 +314,7 @@ class ForwardPayload:
                 "caption": self.caption,
                 "spoiler": self.spoiler,
                 "sent": list(self.sent),
+                "lang": self.lang,
             }
         )
 
@@ -328,6 +332,7 @@ class ForwardPayload:
                 caption=str(data["caption"]),
                 spoiler=bool(data.get("spoiler", False)),
                 sent=tuple(int(s) for s in data.get("sent", [])),
+                lang=_opt_str(data.get("lang")),
             )
 
 

@@ -33,7 +33,7 @@ import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from xbot.handlers.callback_data import Action, CallbackData, encode
-from xbot.i18n import DEFAULT, N_, translator
+from xbot.i18n import DEFAULT, N_, normalize, translator
 from xbot.logs import kv
 from xbot.storage.state import CAPTION_EDIT, ChatState, Record, caption_edit_record, record_key
 from xbot.tasks.payloads import SentItem, items_data, items_from
@@ -122,6 +122,8 @@ class Prompt:
         message_id: the prompt message.
         spoiler: the media went out under a spoiler (kept in the channel).
         editor: who is editing the caption (the pending caption edit's key).
+        lang: the language the prompt speaks: its chat's when it was offered (the
+            delivery's `Destination.lang`); English for records older than languages.
     """
 
     id: int
@@ -134,6 +136,7 @@ class Prompt:
     message_id: int = 0
     spoiler: bool = False
     editor: int | None = None
+    lang: str = DEFAULT
 
     @property
     def key(self) -> str:
@@ -154,6 +157,7 @@ class Prompt:
             "message_id": self.message_id,
             "spoiler": self.spoiler,
             "editor": self.editor,
+            "lang": self.lang,
         }
 
     def record(self, expires_at: float) -> Record:
@@ -179,6 +183,7 @@ class Prompt:
                 message_id=int(cast("int", data.get("message_id", 0))),
                 spoiler=bool(data.get("spoiler", False)),
                 editor=_opt_int(data.get("editor")),
+                lang=normalize(str(data.get("lang") or DEFAULT)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"prompt record {record.key!r} does not parse: {exc}") from exc

@@ -30,6 +30,7 @@ from xbot.errors import (
     RetryLater,
     StoreError,
 )
+from xbot.i18n import N_
 from xbot.logs import kv
 from xbot.storage.queue import Effect, Task, TaskQueue
 from xbot.tasks.backoff import compute_backoff, compute_outage_delay
@@ -348,7 +349,7 @@ class Workers:
                 await self._notify(task, exc.reason)
             return "dead"
         if isinstance(exc, PayloadError):
-            reason = "the task could not be read"
+            reason = N_("the task could not be read")
             fields["error"] = str(exc)
             await self.queue.dead_letter_raw(task.lease, now, str(exc), tell=reason)
             await self._notify(task, reason)
@@ -402,8 +403,10 @@ class Workers:
         age = now - task.created_at
         fields["error"] = exc.reason
         if age >= exc.budget:
-            reason = f"X did not answer for {exc.budget / 60:.0f} minutes"
-            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({reason})")
+            # The chat reads a msgid (translated in its notice); the operator, the minutes.
+            reason = N_("X did not answer for too long")
+            waited = f"X did not answer for {exc.budget / 60:.0f} minutes"
+            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})")
             await self._notify(task, reason)
             return "dead"
         delay = compute_outage_delay(age, jitter=random.random(), at_least=exc.delay)
@@ -428,5 +431,5 @@ class Workers:
 def _plain(reason: str) -> str:
     """Internal reasons are not for users; keep the sentence short and human."""
     if reason.startswith("internal error"):
-        return "something went wrong on my side"
+        return N_("something went wrong on my side")
     return reason
