@@ -48,6 +48,7 @@ def test_small_soak_meets_every_target(tmp_path: Path) -> None:
     assert report.kills_random + report.kills_aimed >= 3
     assert report.sigterm_exits, "a SIGTERM mid-work"
     assert report.answered_429 > 0, "the storm hit"
+    assert report.outage_links > 0, "links whose X source was down took the outage path"
     # A post whose answer is too big is told only by its (durable) dead-letter notice;
     # seed 3 sends one through the storm.
     assert report.dead, "links told only by a dead-letter notice were among them"
