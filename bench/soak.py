@@ -100,6 +100,8 @@ RESTART_SEC = 5.0  # systemd/xbot.service: Restart=on-failure, RestartSec=5
 RECORD_WINDOW = 1.0
 IN_FLIGHT = 0.5  # a request sent before the kill may be taken in by the stand-in just after
 STOP_GRACE = 6.0  # xbot.app: running tasks are cancelled this long after SIGTERM
+BLOWS = frozenset({"kill9", "aim", "sigterm", "crashloop"})
+LATE_SLACK = 1.0  # a blow this much behind its time shifts the rest of the timeline
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -1049,15 +1051,27 @@ class Soak:
         hard_stop = start + self.cfg.deadline
         self.restart()
         timeline = build_timeline(self.cfg, self.rng)
+        # A blow that comes late (the crash loop, a start waiting out a full disk, a
+        # refused start's 5 s pause ran over its time) shifts the rest of the timeline
+        # by its lateness. Left on schedule, the blows due meanwhile would fire back to
+        # back, MIN_UP apart: a second crash loop of a dozen kills that no scenario
+        # asked for, longer than the lost-lease budget (10 deaths of a link without
+        # progress), which then rightly buries a slow post as poison.
+        lag = 0.0
         for event in timeline:
-            while time.monotonic() - start < event.at:
+            while time.monotonic() - start < event.at + lag:
                 self._tick()
                 time.sleep(0.01)
             if time.monotonic() > hard_stop:
                 self.notes.append("deadline reached during the timeline")
                 break
+            late = time.monotonic() - start - (event.at + lag)
+            if event.what in BLOWS and late > LATE_SLACK:
+                lag += late
             self.do(event)
             self._tick()
+        if lag:
+            self.notes.append(f"timeline shifted {lag:.0f} s by late blows (kept their spacing)")
         # Drain: wait until every link is answered and the queue is empty, then a quiet
         # spell in which a late duplicate would still show.
         drained_at = None
