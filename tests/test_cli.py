@@ -283,6 +283,30 @@ def test_queue_commands(capsys: pytest.CaptureFixture[str], env: Path) -> None:
     assert "dead     0\n" in out
 
 
+def test_queue_list_and_show_count_lost_leases_apart_from_attempts(
+    capsys: pytest.CaptureFixture[str], env: Path
+) -> None:
+    prepare_store(env)
+    conn = connect(env)
+    q = SyncQueue(conn)
+    task = q.enqueue("deliver", {"url": "https://x.com/c/status/3"}, 7, now=1000.0)
+    for death in (1001.0, 1003.0):  # leased, then the process died under it: twice
+        assert q.lease_next(death) is not None
+        assert q.reclaim_orphans(death + 1) == 1
+    conn.close()
+
+    code, out, _ = run(capsys, "queue", "list")
+    assert code == 0
+    header, row = out.splitlines()[:2]
+    assert "  try  lost  " in header
+    assert "  0/5     2  " in row, "a lost lease gives its attempt back and counts apart"
+
+    code, out, _ = run(capsys, "queue", "show", str(task.id))
+    assert code == 0
+    assert "attempts:     0 of 5\n" in out
+    assert "lost leases:  2 in a row without progress (buried at 10; not attempts)\n" in out
+
+
 def test_purge_dead_older_than(capsys: pytest.CaptureFixture[str], env: Path) -> None:
     _tasks(env)
     # The dead task died at t=1002 (1970): "older than 7d" covers it, as does no filter.

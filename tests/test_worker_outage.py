@@ -75,6 +75,20 @@ async def test_a_failing_sentence_does_not_undo_the_retry(queue: TaskQueue) -> N
     assert row.state == "pending"
 
 
+async def test_the_sentence_as_a_notice_is_queued_with_the_retry(
+    queue: TaskQueue,
+) -> None:
+    """The notice rides on the retry's transaction (finding 12: sent inline, a chat's hold
+    dropped it); its dedup key makes it one per task."""
+    row, _ = await _run(queue, OutageRetry("down", notice='{"text": "wait"}'))
+    assert (row.state, row.attempts) == ("pending", 0)
+    notices = [t for t in await queue.list(state="pending") if t.kind == "notice"]
+    assert [(t.chat_id, t.payload, t.dedup_key) for t in notices] == [
+        (7, '{"text": "wait"}', f"told:{row.id}")
+    ]
+    assert notices[0].run_after < row.run_after, "said before the retry looks again"
+
+
 async def test_past_its_budget_the_task_is_dead_lettered_once(queue: TaskQueue) -> None:
     row, notices = await _run(queue, OutageRetry("down", budget=3600.0), age=3600.0)
     assert row.state == "dead"

@@ -174,10 +174,14 @@ class OutageRetry(RetryLater):
         delay: float | None = None,
         budget: float = 3600.0,
         then: Callable[[], Awaitable[None]] | None = None,
+        notice: str | None = None,
     ) -> None:
         super().__init__(reason, delay)
         self.budget = budget
         self.then = then
+        # A notice payload (`NoticePayload` JSON) queued in the retry's own transaction:
+        # the sentence then waits out a chat's hold and survives a kill, like a dead letter's.
+        self.notice = notice
 
 
 class RateLimited(Outcome):

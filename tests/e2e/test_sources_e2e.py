@@ -178,3 +178,35 @@ async def test_stats_shows_each_source(h: Harness) -> None:
     )
     assert lines[1] == "  vxtwitter: healthy, 4 ok / 0 failed in the last hour"
     assert lines[2] == "  syndication: healthy, 0 ok / 0 failed in the last hour"
+
+
+async def test_the_outage_sentence_survives_a_hold_on_the_chat(h: Harness) -> None:
+    """docs/reliability.md finding 12: sent inline, best effort, the sentence met the
+    chat's 429 hold and was dropped for good (told_down was already written)."""
+    clock = h.clock
+    assert isinstance(clock, Shifted)
+    assert h.vx is not None
+    assert h.syn is not None
+    h.add_post(450, text="held", photos=[h.photo("held")])
+    h.fx.set_fault("503")
+    h.vx.set_outage("html")
+    await h.syn.refuse()
+    # Every sentence to the chat meets a 429 with a long retry_after (the soak's storm).
+    h.api.set_rate_limit_storm(1.0, retry_after_range=(5, 5), methods=["sendMessage"])
+    h.api.user_message(CHAT, "https://x.com/alice/status/450")
+    # Past the blip: the link has waited long enough that the next look tells the chat.
+    for _ in range(4):
+        seen = h.vx.outage_hits
+        await h.api.wait_for(lambda s=seen: h.vx.outage_hits > s, 10)
+        await asyncio.sleep(0.2)
+        clock.offset += 400
+        h.services.workers.wake()
+    h.api.set_rate_limit_storm(0.0)
+    h.fx.set_fault(None)
+    h.vx.set_outage(None)
+    await h.syn.accept()
+    clock.offset += 400
+    h.services.workers.wake()
+    await h.api.wait_for(lambda: len(photos_sent(h)) == 1, 30)  # after the 5 s hold
+    await h.wait_idle(15)
+    assert texts(h) == [DOWN], "told once that X is not answering, before the media"

@@ -4,6 +4,7 @@ names; xbotctl (with and without -i NAME) and the example environment file agree
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import shutil
@@ -15,6 +16,8 @@ import pytest
 
 from xbot.config import SETTINGS_DOC
 from xbot.logs import setup_logging
+from xbot.storage.lost_leases import lost_lease_budget
+from xbot.storage.queue import NOTICE_MAX_ATTEMPTS, TaskQueue
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 UNIT = ROOT / "systemd" / "xbot.service"
@@ -162,6 +165,22 @@ def test_limits_and_timeouts() -> None:
     assert DIRECTIVES["MemoryMax"]
     assert DIRECTIVES["TasksMax"]
     assert "MemoryDenyWriteExecute" not in DIRECTIVES  # breaks yt-dlp's JS runtime
+
+
+def test_the_start_limit_outlasts_the_poison_rule() -> None:
+    """systemd must not give up before the bot buries a task that kills it every time: that
+    takes 2 x max_attempts deaths without progress (xbot.storage.lost_leases), and one
+    more start, the one whose reclaim buries it; two such tasks in turn, twice that. Yet
+    a start that can never succeed (a revoked token) must still fail the unit, well
+    within the interval at RestartSec's pace."""
+    defaults = inspect.signature(TaskQueue.enqueue).parameters["max_attempts"].default
+    worst = lost_lease_budget(max(defaults, NOTICE_MAX_ATTEMPTS)) + 1
+    for directives in (DIRECTIVES, TEMPLATE_DIRECTIVES):
+        burst = int(directives["StartLimitBurst"][0])
+        interval = int(directives["StartLimitIntervalSec"][0])
+        restart_sec = int(directives["RestartSec"][0])
+        assert burst >= 2 * worst
+        assert burst * restart_sec <= interval / 2
 
 
 # The per-instance names of the template, and what they are in the single unit.

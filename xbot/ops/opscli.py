@@ -29,6 +29,7 @@ from xbot.storage import db, migrations
 from xbot.storage.backup import backup, backup_to_stream
 from xbot.storage.db import DbPool, prepare_store
 from xbot.storage.link_cache import LinkCache, link_key
+from xbot.storage.lost_leases import lost_lease_budget
 from xbot.storage.queue import STATES, Task, TaskQueue
 from xbot.tasks.payloads import payload_identity
 
@@ -165,14 +166,17 @@ def queue_list(
     if not tasks:
         out.write("no tasks\n")
         return EXIT_OK
-    out.write(f"{'id':>8}  {'state':<7}  {'chat':>15}  {'kind':<8}  try  {'age':>5}  what\n")
+    # "lost": lost leases in a row without progress (process deaths, expiries), which
+    # are not attempts: the task is buried at lost_lease_budget(max_attempts).
+    out.write(f"{'id':>8}  {'state':<7}  {'chat':>15}  {'kind':<8}  try  lost  {'age':>5}  what\n")
     for t in tasks:
         what = _describe(t)
         if t.last_error and t.state in ("dead", "pending"):
             what = f"{what}  [{_one_line(t.last_error, 60)}]"
         out.write(
             f"{t.id:>8}  {t.state:<7}  {t.chat_id:>15}  {_one_line(t.kind, 8):<8}  "
-            f"{t.attempts}/{t.max_attempts}  {format_age(at - t.created_at):>5}  "
+            f"{t.attempts}/{t.max_attempts}  {t.lost_leases:>4}  "
+            f"{format_age(at - t.created_at):>5}  "
             f"{_one_line(what, 100)}\n"
         )
     if len(tasks) == limit:
@@ -192,6 +196,11 @@ def queue_show(settings: Settings, out: TextIO, task_id: int, *, now: float | No
         ("state", task.state),
         ("chat", task.chat_id),
         ("attempts", f"{task.attempts} of {task.max_attempts}"),
+        (
+            "lost leases",
+            f"{task.lost_leases} in a row without progress "
+            f"(buried at {lost_lease_budget(task.max_attempts)}; not attempts)",
+        ),
         ("created", f"{format_age(at - task.created_at)} ago"),
         ("updated", f"{format_age(at - task.updated_at)} ago"),
         ("run after", _relative(task.run_after, at)),

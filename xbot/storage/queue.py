@@ -386,7 +386,14 @@ def _done_and_lease_next(
 
 
 def _reschedule(
-    conn: apsw.Connection, lease: Lease, *, now: float, delay: float, error: str, count: bool
+    conn: apsw.Connection,
+    lease: Lease,
+    *,
+    now: float,
+    delay: float,
+    error: str,
+    count: bool,
+    notice: str | None = None,
 ) -> tuple[Task, Burial | None]:
     # Out of attempts: that was the last try, so the task dies here rather
     # than being leased once more than it may be.
@@ -400,7 +407,20 @@ def _reschedule(
         "now": now,
     }
     task = _fenced(conn, lease, "reschedule", sets, params)
-    return task, (_bury(conn, task, error, now) if task.state == "dead" else None)
+    if task.state == "dead":
+        return task, _bury(conn, task, error, now)
+    if notice is not None:
+        fields = _enqueue_fields(
+            kind=NOTICE_KIND,
+            payload=notice,
+            chat_id=task.chat_id,
+            now=now,
+            run_after=None,
+            dedup_key=f"told:{task.id}",
+            max_attempts=NOTICE_MAX_ATTEMPTS,
+        )
+        _enqueue(conn, fields)
+    return task, None
 
 
 def _dead_letter(
@@ -686,14 +706,23 @@ class TaskQueue:
         await self._write(fn)
 
     async def reschedule(
-        self, lease: Lease, now: float, delay: float, error: str, count_attempt: bool = True
+        self,
+        lease: Lease,
+        now: float,
+        delay: float,
+        error: str,
+        count_attempt: bool = True,
+        *,
+        notice: str | None = None,
     ) -> Task:
         """Back to pending at ``now + delay``; dead instead if that was the last attempt.
 
         ``count_attempt=False`` gives back the attempt counted at lease time.
         Dead (out of attempts): its notice is queued in the same transaction.
+        ``notice`` (a notice payload): queued with the retry, in the same
+        transaction, once per task (the outage's "I will send this when it is back").
         """
-        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error)
+        fn = partial(_reschedule, lease=lease, now=now, delay=delay, error=error, notice=notice)
         task, burial = await self._write(partial(fn, count=count_attempt))
         log_burials([burial] if burial else [], "out of attempts")
         return task

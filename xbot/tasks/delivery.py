@@ -54,7 +54,7 @@ from xbot.sources.chain import DOWN
 from xbot.sources.x_api import card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
 from xbot.storage.state import ChatSettings, ChatStore
-from xbot.tasks.payloads import DELIVER, DeliverPayload, OutKind, SentItem
+from xbot.tasks.payloads import DELIVER, DeliverPayload, NoticePayload, OutKind, SentItem
 from xbot.tasks.worker import TaskContext
 
 log = logging.getLogger(__name__)
@@ -218,18 +218,19 @@ class Delivery:
 
         The sentence waits for a real outage (every breaker open, or the link
         waiting for half a minute): a one-request blip is retried in silence.
-        The worker says it only once the retry is written (`OutageRetry.then`).
+        It is a notice task queued in the retry's transaction (`OutageRetry.notice`):
+        never a promise without the retry, and, sent inline once, a chat's 429
+        hold dropped it for good (docs/reliability.md, finding 12).
         """
         age = ctx.clock() - ctx.task.created_at
         tell = not payload.told_down and (exc.all_open or age >= OUTAGE_TELL_AFTER)
-        then = None
+        notice = None
         if tell:
             ctx.stage_payload(attrs.evolve(payload, told_down=True).to_json())
-
-            async def then() -> None:
-                await self._tell(ctx, payload, DOWN)
-
-        return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, then=then)
+            # Worded now, in the chat's language: the notice carries its text ready-made.
+            text = translate_reason(DOWN, payload.dest.lang)
+            notice = NoticePayload(text, payload.dest, for_task=ctx.task.id).to_json()
+        return OutageRetry(exc.reason, delay=exc.retry_in, budget=OUTAGE_BUDGET, notice=notice)
 
     async def _send_cached(
         self,

@@ -410,7 +410,9 @@ class Workers:
             await self._notify(task, reason)
             return "dead"
         delay = compute_outage_delay(age, jitter=random.random(), at_least=exc.delay)
-        await self.queue.reschedule(task.lease, now, delay, exc.reason, count_attempt=False)
+        await self.queue.reschedule(
+            task.lease, now, delay, exc.reason, count_attempt=False, notice=exc.notice
+        )
         fields["delay"] = round(delay, 1)
         if exc.then is not None:
             try:
