@@ -62,6 +62,7 @@ MOVES: list[tuple[str, str]] = [
     ("xbot/group_commit.py", "xbot/storage/group_commit.py"),
     ("xbot/queue.py", "xbot/storage/queue.py"),
     ("xbot/state.py", "xbot/storage/state.py"),
+    ("xbot/storage/chat_state.py", "xbot/storage/chat_state.py"),
     ("xbot/link_cache.py", "xbot/storage/link_cache.py"),
     ("xbot/backup.py", "xbot/storage/backup.py"),
     ("xbot/lost_leases.py", "xbot/storage/lost_leases.py"),
