@@ -83,6 +83,7 @@ MOVES: list[tuple[str, str]] = [
     ("xbot/media/x_api.py", "xbot/sources/x_api.py"),
     # sources/ytdlp.py is the PostSource (issue11-core): the library's boundary is the api.
     ("xbot/media/ytdlp.py", "xbot/sources/ytdlp_api.py"),
+    ("xbot/sources/ytdlp_options.py", "xbot/sources/ytdlp_options.py"),
     ("xbot/sources/__init__.py", "xbot/sources/__init__.py"),
     ("xbot/sources/base.py", "xbot/sources/base.py"),
     ("xbot/sources/router.py", "xbot/sources/router.py"),
