@@ -16,7 +16,7 @@ import apsw
 import pytest
 
 from xbot.errors import LeaseLost, StoreError
-from xbot.storage import group_commit, migrations
+from xbot.storage import group_commit, lease_repair, migrations, queue_admin
 from xbot.storage import queue as queue_mod
 from xbot.storage.db import DbPool, connect, open_store
 from xbot.storage.lost_leases import POISON_TELL, lost_lease_budget
@@ -832,10 +832,10 @@ def plan(conn: apsw.Connection, sql: str, params: Any = None) -> list[str]:
 
 PLANNED = {
     "claim": (queue_mod._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
-    "repair": (queue_mod._EXPIRED_SQL, {"now": 0.0}),
-    "reclaim": (queue_mod._ORPHANS_SQL, None),
+    "repair": (lease_repair._EXPIRED_SQL, {"now": 0.0}),
+    "reclaim": (lease_repair._ORPHANS_SQL, None),
     "lost": (
-        queue_mod._LOST_SQL,
+        lease_repair._LOST_SQL,
         {"state": "pending", "lost": 1, "error": "e", "now": 0.0, "id": 1, "token": "t"},
     ),
     "next-head": (
@@ -853,7 +853,7 @@ PLANNED = {
         (50,),
     ),
     "purge-dead": ("DELETE FROM tasks WHERE state = 'dead' AND updated_at < ?", (0.0,)),
-    **{f"count-{state}": (sql, None) for state, sql in queue_mod._COUNT_SQL.items()},
+    **{f"count-{state}": (sql, None) for state, sql in queue_admin._COUNT_SQL.items()},
     "oldest-pending": ("SELECT min(head_run_after) FROM chat_lanes", None),
     "dedup": (
         "SELECT * FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')",

@@ -37,15 +37,17 @@ from xbot.sources.ytdlp_api import (
     LOGIN_REQUIRED,
     REFUSED,
     UNSUPPORTED,
+    first_video,
+    host_guard,
+    translate,
+    video_info,
+)
+from xbot.sources.ytdlp_options import (
     YtdlpConfig,
     allowed_extractors,
     build_options,
     cache_key,
-    first_video,
     format_selector,
-    host_guard,
-    translate,
-    video_info,
 )
 
 

@@ -14,7 +14,8 @@ import pytest
 from xbot.errors import BlockedAddress, TooLarge
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_api import OVER_LIMIT, YtdlpConfig, YtdlpJob
+from xbot.sources.ytdlp_api import OVER_LIMIT, YtdlpJob
+from xbot.sources.ytdlp_options import YtdlpConfig
 from xbot.standins.media_server import MediaServer, big, fake_mp4
 
 LIMIT = 1_000_000

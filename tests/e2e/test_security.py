@@ -44,6 +44,7 @@ from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.download import download
 from xbot.sources import ytdlp_api as ytdlp
+from xbot.sources import ytdlp_options
 from xbot.sources.x_api import expand_tco
 from xbot.standins.botapi import BotApiServer
 from xbot.standins.fxapi import FxApiServer
@@ -249,9 +250,9 @@ def test_ytdlp_precheck_refuses_a_name_that_resolves_there(
 
 
 def test_ytdlp_file_names_never_come_from_the_site() -> None:
-    assert "title" not in ytdlp.OUTTMPL
-    assert "%(id)" not in ytdlp.OUTTMPL
-    assert "/" not in ytdlp.OUTTMPL
+    assert "title" not in ytdlp_options.OUTTMPL
+    assert "%(id)" not in ytdlp_options.OUTTMPL
+    assert "/" not in ytdlp_options.OUTTMPL
 
 
 # --- the token never leaves ------------------------------------------------------------------

@@ -24,7 +24,8 @@ from xbot.media import netguard
 from xbot.media.models import MediaItem, Post
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_api import VideoInfo, YtdlpConfig, YtdlpJob
+from xbot.sources.ytdlp_api import VideoInfo, YtdlpJob
+from xbot.sources.ytdlp_options import YtdlpConfig
 
 __all__ = ["YtdlpSource", "post_of_info"]
 

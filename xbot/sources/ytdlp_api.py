@@ -8,7 +8,8 @@ that thread and hands snapshots to the loop with ``call_soon_threadsafe``.
 
 The rules that matter, and where they are kept:
 
-- Format (`format_selector`): the best single file that fits the upload
+- Format (`format_selector`, with the other options in
+  `xbot.sources.ytdlp_options`): the best single file that fits the upload
   limit; ``<?`` admits formats of unknown size (a direct link never says),
   which the hook then caps while they download.
 - The cap (`YtdlpJob._hook`): yt-dlp's own ``max_filesize`` trusts
@@ -56,14 +57,10 @@ from xbot.i18n import N_, reason_template
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.sending.progress import Snapshot
+from xbot.sources.ytdlp_options import YtdlpConfig, build_options, cache_key
 
 log = logging.getLogger(__name__)
 
-SITES = ("known", "all")
-# Their ids are file names or page slugs, not ids of a video on a site: two
-# hosts' "video.mp4" must not share a cache entry, so their key is the URL.
-GENERIC_EXTRACTORS = frozenset({"generic", "html5mediaembed"})
-OUTTMPL = "media.%(ext)s"  # never a name from the site: titles are user input
 REPORT_EVERY = 0.25  # the thread hands the loop at most this many snapshots a second
 
 # The sentences people read (`PostUnavailable.reason`), and the retry reason.
@@ -92,91 +89,6 @@ _LOGIN = re.compile(
     r"|age.gate|members.only|registered users|inappropriate|premium|paid content|requires payment"
 )
 _GEO = re.compile(r"your country|your location|geo.restrict|not available in your region|territor")
-
-
-def allowed_extractors(sites: str) -> list[str]:
-    """``known``: every extractor but the generic one; ``all``: the generic one too."""
-    if sites == "all":
-        return ["default"]
-    if sites == "known":
-        return ["default", "-generic"]
-    raise ValueError(f"XBOT_YTDLP_SITES must be one of {SITES}, got {sites!r}")
-
-
-def format_selector(limit_bytes: int) -> str:
-    """The best single file (video and audio in one; nothing to merge) under the limit.
-
-    ``<?`` admits a format whose size the site does not give (a direct link
-    never says); the download hook caps those. Both sizes in *one* filter: as
-    two alternatives (``best[filesize<?N]/best[filesize_approx<?N]``) the
-    second admits a format whose exact size is known to be too big (its
-    approximate size is unknown), and the first admits one whose approximate
-    size is too big, picking it over a smaller one that fits.
-    """
-    if limit_bytes <= 0:
-        raise ValueError(f"limit must be positive, got {limit_bytes}")
-    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}]"
-
-
-def cache_key(extractor_key: str, video_id: str, webpage_url: str) -> str:
-    """``yt:{extractor}:{id}``: two spellings of one video share it. Generic: by URL."""
-    extractor = extractor_key.lower() or "generic"
-    if extractor in GENERIC_EXTRACTORS or not video_id:
-        return f"yt:generic:{webpage_url}"
-    return f"yt:{extractor}:{video_id}"
-
-
-@attrs.frozen
-class YtdlpConfig:
-    """How jobs run; one per bot.
-
-    Attributes:
-        limit_bytes: the upload limit, and so the download cap.
-        sites: ``known`` or ``all`` (`allowed_extractors`).
-        allow_private: let yt-dlp reach loopback/private addresses (tests, demo).
-        socket_timeout: yt-dlp's per-socket timeout, seconds.
-        cancel_grace: how long a cancelled job waits for its thread to stop.
-        overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
-    """
-
-    limit_bytes: int
-    sites: str = "known"
-    allow_private: bool = False
-    socket_timeout: float = 20.0
-    cancel_grace: float = 1.0
-    overrides: Mapping[str, Any] = attrs.field(factory=dict)
-
-
-def build_options(
-    config: YtdlpConfig, folder: Path, hook: Callable[[dict[str, Any]], None]
-) -> dict[str, Any]:
-    """The ``YoutubeDL`` parameters of one job. Pure (the test reads them)."""
-    options: dict[str, Any] = {
-        "quiet": True,
-        "no_warnings": True,
-        "noprogress": True,
-        "logger": _Logger(),  # otherwise errors are printed to stderr as well
-        "noplaylist": True,
-        "playlist_items": "1",  # a playlist-only link: its first video, never all of them
-        "socket_timeout": config.socket_timeout,
-        "retries": 2,
-        "fragment_retries": 2,
-        "extractor_retries": 1,  # the queue retries with backoff; yt-dlp need not
-        "restrictfilenames": True,
-        "cachedir": False,  # the system is read-only under systemd
-        "paths": {"home": str(folder), "temp": str(folder)},
-        "outtmpl": {"default": OUTTMPL},
-        "overwrites": True,
-        "allowed_extractors": allowed_extractors(config.sites),
-        "format": format_selector(config.limit_bytes),
-        # Telegram plays MP4 inline; other containers arrive as a file to download.
-        "format_sort": ["ext:mp4:m4a"],
-        "progress_hooks": [hook],
-        "writethumbnail": False,
-        "color": {"stdout": "no_color", "stderr": "no_color"},
-    }
-    options.update(config.overrides)
-    return options
 
 
 @attrs.frozen
@@ -345,23 +257,6 @@ def translate(exc: BaseException) -> FetchError:
 
 
 # --- the job ---------------------------------------------------------------------------
-
-
-class _Logger:
-    """yt-dlp's messages go to our log, never to stderr. Its errors are raised as well
-    (and logged once with the task), so they stay below WARNING here."""
-
-    def debug(self, msg: str) -> None:
-        log.debug("yt-dlp %s", msg)
-
-    def info(self, msg: str) -> None:
-        log.debug("yt-dlp %s", msg)
-
-    def warning(self, msg: str) -> None:
-        log.debug("yt-dlp warning %s", msg)
-
-    def error(self, msg: str) -> None:
-        log.info("yt-dlp %s", msg)
 
 
 async def _blocking_resolver(host: str, port: int) -> list[str]:

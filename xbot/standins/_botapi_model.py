@@ -5,11 +5,14 @@ each taking the decoded parameters and uploaded parts); `BotApiServer` in
 `botapi.py` puts it behind HTTP and adds the test instrumentation. State is
 guarded by one re-entrant lock, because tests drive it from their own thread
 while the server runs on its loop; the lock is never held across an await.
+
+Beside it, each a mixin of `TelegramModel`: `_botapi_updates` (getUpdates, webhooks),
+`_botapi_edits` (edits, deletions), `_botapi_copies` (copies, forwards),
+`_botapi_topics` (forum topics, where a message lands), `_botapi_inline` (inline mode).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import re
@@ -20,16 +23,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
+from xbot.standins._botapi_copies import CopiesAndForwards
+from xbot.standins._botapi_edits import Edits
 from xbot.standins._botapi_files import FileStore, StoredFile, media_content
 from xbot.standins._botapi_inline import InlineMode
 from xbot.standins._botapi_topics import ForumTopics
+from xbot.standins._botapi_updates import UpdateFeed
 from xbot.standins._botapi_wire import (
     CAPTION_LIMIT,
-    CHAT_NOT_FOUND,
-    EDIT_NOT_FOUND,
     GETFILE_LIMIT,
     JSON,
-    NOT_MODIFIED,
     QUERY_TOO_OLD,
     REPLY_NOT_FOUND,
     TEXT_EMPTY,
@@ -61,18 +64,13 @@ _CHAT_ACTIONS = frozenset(
         "upload_video_note",
     }
 )
-_MAX_LONG_POLL = 50.0
-_CONFLICT = (
-    "Conflict: terminated by other getUpdates request; "
-    "make sure that only one bot instance is running"
-)
 
 MethodFn = Callable[[JSON, dict[str, Upload]], Awaitable[Any]]
 
 
-class TelegramModel(ForumTopics, InlineMode):
-    """Telegram's side of the conversation, without HTTP (forum topics and inline
-    mode in their own mixins).
+class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMode):
+    """Telegram's side of the conversation, without HTTP (the update feed, edits,
+    copies and forwards, forum topics and inline mode in their own mixins).
 
     Attributes:
         token: the token it accepts (``<bot id>:<secret>``).
@@ -118,15 +116,10 @@ class TelegramModel(ForumTopics, InlineMode):
         self._messages: dict[tuple[int, int], JSON] = {}
         self._sent_order: deque[tuple[int, int]] = deque(maxlen=max_records)
         self._deleted: set[tuple[int, int]] = set()
-        self._updates: list[JSON] = []
-        self._next_update_id = 100_000_001
-        self._allowed_updates: list[str] = []
-        self._poll_generation = 0
-        self._poll_waiters: set[asyncio.Event] = set()
-        self._webhook_url = ""
         self._commands: dict[str, list[JSON]] = {}
         self._callbacks: dict[str, tuple[float, JSON]] = {}
         self.callback_answers: dict[str, JSON] = {}
+        self._init_updates()
         self._init_topics()
         self._init_inline()
 
@@ -145,16 +138,6 @@ class TelegramModel(ForumTopics, InlineMode):
     @url_fetch_timeout.setter
     def url_fetch_timeout(self, value: float) -> None:
         self._files.fetch_timeout = value
-
-    @property
-    def held_polls(self) -> int:
-        """getUpdates requests being held open right now."""
-        with self._lock:
-            return len(self._poll_waiters)
-
-    def _call_soon(self, fn: Callable[[], None]) -> None:
-        """Run `fn` on the loop that serves requests (the server overrides this)."""
-        fn()
 
     def method_table(self) -> dict[str, tuple[str, MethodFn]]:
         """lower-case method name -> (canonical name, implementation)."""
@@ -237,99 +220,6 @@ class TelegramModel(ForumTopics, InlineMode):
             if chat is None:
                 raise KeyError(chat_id)
             chat.bot_blocked = blocked
-
-    # ------------------------------------------------------------------ updates
-
-    def inject_update(self, update: JSON) -> JSON:
-        """Queue an update for getUpdates; an `update_id` is assigned if missing."""
-        with self._lock:
-            if "update_id" not in update:
-                update = {"update_id": self._next_update_id, **update}
-            self._next_update_id = max(self._next_update_id, update["update_id"] + 1)
-            self._updates.append(update)
-            self._wake_pollers()
-        return update
-
-    def _wake_pollers(self) -> None:
-        for event in list(self._poll_waiters):
-            self._call_soon(event.set)
-
-    async def _m_getUpdates(self, params: JSON, files: dict[str, Upload]) -> Any:
-        offset = as_int(params.get("offset", 0), "offset")
-        limit = min(100, max(1, as_int(params.get("limit", 100), "limit")))
-        timeout = min(_MAX_LONG_POLL, max(0.0, float(params.get("timeout", 0) or 0)))
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            if self._webhook_url:
-                raise ApiError(
-                    409,
-                    "Conflict: can't use getUpdates method while webhook is active; "
-                    "use deleteWebhook to delete the webhook first",
-                )
-            if "allowed_updates" in params:
-                allowed = as_json(params["allowed_updates"], "allowed_updates")
-                self._allowed_updates = list(allowed or [])
-            self._poll_generation += 1
-            generation = self._poll_generation
-            self._wake_pollers()  # an older long poll ends with 409, as on Telegram
-        while True:
-            event = asyncio.Event()
-            with self._lock:
-                if generation != self._poll_generation:
-                    raise ApiError(409, _CONFLICT)
-                if offset:
-                    self._confirm(offset)
-                batch = self._deliverable(offset, limit)
-                remaining = deadline - time.monotonic()
-                if batch or remaining <= 0:
-                    return batch
-                self._poll_waiters.add(event)
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except TimeoutError:
-                pass
-            finally:
-                with self._lock:
-                    self._poll_waiters.discard(event)
-
-    def _confirm(self, offset: int) -> None:
-        if offset > 0:
-            self._updates = [u for u in self._updates if u["update_id"] >= offset]
-        else:  # negative: keep the last -offset updates
-            self._updates = self._updates[offset:]
-
-    def _deliverable(self, offset: int, limit: int) -> list[JSON]:
-        allowed = set(self._allowed_updates)
-        out = [
-            u
-            for u in self._updates
-            if u["update_id"] >= offset
-            and (not allowed or any(k in allowed for k in u if k != "update_id"))
-        ]
-        return out[:limit]
-
-    async def _m_deleteWebhook(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            self._webhook_url = ""
-            if params.get("drop_pending_updates"):
-                self._updates.clear()
-        return True
-
-    async def _m_setWebhook(self, params: JSON, files: dict[str, Upload]) -> Any:
-        url = str(params.get("url", ""))
-        with self._lock:
-            self._webhook_url = url
-            if params.get("drop_pending_updates"):
-                self._updates.clear()
-        return True
-
-    async def _m_getWebhookInfo(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            return {
-                "url": self._webhook_url,
-                "has_custom_certificate": False,
-                "pending_update_count": len(self._updates),
-            }
 
     # ------------------------------------------------------------------ bot
 
@@ -548,70 +438,6 @@ class TelegramModel(ForumTopics, InlineMode):
             raise bad_request("Bad Request: wrong parameter action in request")
         return True
 
-    def _own_message(self, params: JSON) -> tuple[ChatInfo, JSON]:
-        chat = self._chats.require(params, posting=False)
-        if params.get("message_id") is None:
-            raise bad_request("Bad Request: message identifier is not specified")
-        key = (chat.id, as_int(params["message_id"], "message_id"))
-        msg = self._messages.get(key)
-        if msg is None or key in self._deleted:
-            raise bad_request(EDIT_NOT_FOUND)
-        if "from" in msg and msg["from"]["id"] != self.bot_user["id"]:
-            raise bad_request("Bad Request: message can't be edited")
-        return chat, msg
-
-    def _apply_edit(self, msg: JSON, changes: JSON, markup: JSON | None) -> JSON:
-        new = dict(msg)
-        for key, value in changes.items():
-            if value in (None, [], ""):
-                new.pop(key, None)
-            else:
-                new[key] = value
-        if markup is None:
-            new.pop("reply_markup", None)
-        else:
-            new["reply_markup"] = markup
-        if new == msg:
-            raise bad_request(NOT_MODIFIED)
-        new["edit_date"] = int(time.time())
-        self._remember(new)
-        return new
-
-    async def _m_editMessageText(self, params: JSON, files: dict[str, Upload]) -> Any:
-        text, entities = text_of(params, "text", "entities", TEXT_LIMIT)
-        if not text.strip():
-            raise bad_request(TEXT_EMPTY)
-        markup = parse_markup(params)
-        with self._lock:
-            _, msg = self._own_message(params)
-            if "text" not in msg:
-                raise bad_request("Bad Request: there is no text in the message to edit")
-            return self._apply_edit(msg, {"text": text, "entities": entities}, markup)
-
-    async def _m_editMessageCaption(self, params: JSON, files: dict[str, Upload]) -> Any:
-        caption, entities = text_of(params, "caption", "caption_entities", CAPTION_LIMIT)
-        markup = parse_markup(params)
-        with self._lock:
-            _, msg = self._own_message(params)
-            if "text" in msg:
-                raise bad_request("Bad Request: there is no caption in the message to edit")
-            return self._apply_edit(msg, {"caption": caption, "caption_entities": entities}, markup)
-
-    async def _m_editMessageReplyMarkup(self, params: JSON, files: dict[str, Upload]) -> Any:
-        markup = parse_markup(params)
-        with self._lock:
-            _, msg = self._own_message(params)
-            return self._apply_edit(msg, {}, markup)
-
-    async def _m_deleteMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params, posting=False)
-            key = (chat.id, as_int(params.get("message_id"), "message_id"))
-            if key not in self._messages or key in self._deleted:
-                raise bad_request("Bad Request: message to delete not found")
-            self._deleted.add(key)
-        return True
-
     async def _m_answerCallbackQuery(self, params: JSON, files: dict[str, Upload]) -> Any:
         query_id = str(params.get("callback_query_id", ""))
         with self._lock:
@@ -621,118 +447,6 @@ class TelegramModel(ForumTopics, InlineMode):
                 raise bad_request(QUERY_TOO_OLD)
             self.callback_answers[query_id] = dict(params)
         return True
-
-    def _source_message(self, params: JSON, verb: str) -> JSON:
-        from_chat = self._chats.resolve_id(params.get("from_chat_id"))
-        if from_chat is None or self._chats.get(from_chat) is None:
-            raise bad_request(CHAT_NOT_FOUND)
-        key = (from_chat, as_int(params.get("message_id"), "message_id"))
-        msg = self._messages.get(key)
-        if msg is None or key in self._deleted:
-            raise bad_request(f"Bad Request: message to {verb} not found")
-        return msg
-
-    def _copy_into(self, chat: ChatInfo, src: JSON, params: JSON, group: str | None) -> JSON:
-        content = {
-            k: v
-            for k, v in src.items()
-            if k
-            in (
-                "text",
-                "entities",
-                "photo",
-                "video",
-                "animation",
-                "document",
-                "caption",
-                "caption_entities",
-                "show_caption_above_media",
-                "has_media_spoiler",
-            )
-        }
-        if "caption" in params and "text" not in src:
-            caption, entities = text_of(params, "caption", "caption_entities", CAPTION_LIMIT)
-            content.pop("caption", None)
-            content.pop("caption_entities", None)
-            if caption:
-                content["caption"] = caption
-            if entities:
-                content["caption_entities"] = entities
-        if group is not None:
-            content["media_group_id"] = group
-        reply, where = self._placement(chat, params)
-        content.update(where)
-        return self._new_message(chat, content, reply=reply, markup=parse_markup(params))
-
-    async def _m_copyMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params)
-            src = self._source_message(params, "copy")
-            msg = self._copy_into(chat, src, params, None)
-            return {"message_id": msg["message_id"]}
-
-    async def _m_copyMessages(self, params: JSON, files: dict[str, Upload]) -> Any:
-        ids = as_json(params.get("message_ids"), "message identifiers")
-        if not isinstance(ids, list) or not 1 <= len(ids) <= 100:
-            raise bad_request("Bad Request: message identifiers are not specified")
-        with self._lock:
-            chat = self._chats.require(params)
-            sources = []
-            for mid in sorted(as_int(i, "message_id") for i in ids):
-                try:
-                    sources.append(self._source_message({**params, "message_id": mid}, "copy"))
-                except ApiError:
-                    continue  # Telegram skips what it cannot find
-            if not sources:
-                raise bad_request("Bad Request: there are no messages to copy")
-            groups: dict[str, str] = {}
-            out = []
-            for src in sources:
-                old = src.get("media_group_id")
-                new = groups.setdefault(old, str(self._rng.getrandbits(60))) if old else None
-                plain = {k: v for k, v in params.items() if k not in ("caption", "reply_markup")}
-                out.append({"message_id": self._copy_into(chat, src, plain, new)["message_id"]})
-            return out
-
-    async def _m_forwardMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params)
-            src = self._source_message(params, "forward")
-            origin_chat = src["chat"]
-            if origin_chat["type"] == "channel":
-                origin: JSON = {
-                    "type": "channel",
-                    "date": src["date"],
-                    "chat": origin_chat,
-                    "message_id": src["message_id"],
-                }
-            elif "sender_chat" in src:
-                origin = {"type": "chat", "date": src["date"], "sender_chat": src["sender_chat"]}
-            else:
-                origin = {"type": "user", "date": src["date"], "sender_user": src["from"]}
-            content = {
-                k: v
-                for k, v in src.items()
-                if k
-                not in (
-                    "message_id",
-                    "date",
-                    "chat",
-                    "from",
-                    "sender_chat",
-                    "reply_to_message",
-                    "reply_markup",
-                    "edit_date",
-                    "media_group_id",
-                    "message_thread_id",
-                    "is_topic_message",
-                )
-            }
-            topic_reply, where = self._placement(chat, params)
-            content.update(where)
-            return self._new_message(
-                chat, content, reply=topic_reply, extra={"forward_origin": origin}
-            )
 
     # ------------------------------------------------------------------ chat info
 

@@ -21,11 +21,11 @@ update arrives, and 429s with `retry_after`. Forum topics (`add_forum`,
 `inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`).
 
 What it adds for tests (here): every call recorded (`calls`, `calls_for`,
-`sent_messages`), update builders (`user_message`, `callback_query`), fault
-injection (`fail_next`, `set_rate_limit_storm`, `set_latency`, `set_5xx`) and
-a referee for rate limits: after each 429 it notes the chat's "not before"
-and records in `early_requests` any request for that chat that comes sooner
-(and, like Telegram, answers it with another 429).
+`sent_messages`), update builders (`user_message`, `callback_query`, `bot_added`;
+in `_botapi_builders`), fault injection (`fail_next`, `set_rate_limit_storm`,
+`set_latency`, `set_5xx`) and a referee for rate limits: after each 429 it
+notes the chat's "not before" and records in `early_requests` any request for
+that chat that comes sooner (and, like Telegram, answers it with another 429).
 
 It runs on its own thread and loop, so it serves while the code under test
 blocks, and it can be started from sync code: ``with BotApiServer() as srv``
@@ -45,13 +45,12 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from xbot.standins._botapi_builders import UpdateBuilders
 from xbot.standins._botapi_chats import ChatInfo
 from xbot.standins._botapi_files import StoredFile
 from xbot.standins._botapi_limits import COUNTED_METHODS, Admission, TelegramLimits
-from xbot.standins._botapi_model import TelegramModel, without_reply
+from xbot.standins._botapi_model import TelegramModel
 from xbot.standins._botapi_wire import (
-    CHANNEL_BOT,
-    GROUP_ANONYMOUS_BOT,
     JSON,
     UPLOAD_LIMIT,
     ApiError,
@@ -59,11 +58,8 @@ from xbot.standins._botapi_wire import (
     EarlyRequest,
     Upload,
     decode_params,
-    user,
 )
 from xbot.standins._http import HttpServer, Request, Response, ServerBase, serve_forever_main
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins._tgtext import auto_entities
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -127,7 +123,7 @@ class _Storm:
     methods: frozenset[str]
 
 
-class BotApiServer(TelegramModel, ServerBase):
+class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
     """The Bot API stand-in. See the module docstring.
 
     Attributes:
@@ -222,136 +218,6 @@ class BotApiServer(TelegramModel, ServerBase):
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"condition not met within {timeout}s")
             await asyncio.sleep(0.005)
-
-    # ------------------------------------------------------------------ update builders
-
-    def user_message(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        user_id: int | None = None,
-        chat_type: str = "private",
-        entities: list[JSON] | None = None,
-        reply_to: int | None = None,
-        caption: bool = False,
-        sender_chat: int | None = None,
-        first_name: str | None = None,
-        username: str | None = None,
-        language_code: str = "en",
-        topic_id: int | None = None,
-    ) -> JSON:
-        """A user (or, in a channel, the channel) posts `text`; returns the update.
-
-        `topic_id` posts in that forum topic (`add_forum`, `create_topic`); a
-        reply lands in its target's topic, as on Telegram.
-
-        `entities=None` attaches what Telegram would: `url` for http(s) links and
-        `bot_command`, with UTF-16 offsets. `caption=True` sends a photo with
-        `text` as its caption. `sender_chat` posts on behalf of a chat: the group
-        itself (anonymous admin) or a channel.
-        """
-        with self._lock:
-            chat = self._chats.get(chat_id)
-            if chat is None:
-                chat = (
-                    self._chats.get(chat_id)
-                    if chat_type == "private"
-                    else self.add_chat(chat_id, chat_type)
-                )
-                assert chat is not None
-            date = int(time.time())
-            msg: JSON = {
-                "message_id": self._take_message_id(chat_id),
-                "date": date,
-                "chat": chat.as_message_chat(),
-            }
-            if chat.type == "channel":
-                msg["sender_chat"] = chat.as_message_chat()
-            elif sender_chat is not None:
-                sender = self._chats.get(sender_chat)
-                sender_dict = (
-                    sender.as_message_chat()
-                    if sender
-                    else {"id": sender_chat, "type": "channel", "title": f"Chat {sender_chat}"}
-                )
-                msg["from"] = GROUP_ANONYMOUS_BOT if sender_chat == chat_id else CHANNEL_BOT
-                msg["sender_chat"] = sender_dict
-            else:
-                uid = user_id if user_id is not None else (chat_id if chat_id > 0 else 1001)
-                msg["from"] = user(uid, first_name, username, language_code)
-            found = entities if entities is not None else auto_entities(text)
-            if caption:
-                photo = self._files.store("photo", tiny_jpeg(), "photo.jpg", "image/jpeg")
-                msg["photo"] = list(photo.photo_sizes)
-                msg["caption"] = text
-                if found:
-                    msg["caption_entities"] = found
-            else:
-                msg["text"] = text
-                if found:
-                    msg["entities"] = found
-            replied = None
-            if reply_to is not None:
-                replied = self._messages.get((chat_id, reply_to))
-                if replied is not None:
-                    msg["reply_to_message"] = without_reply(replied)
-            self._place_user_message(chat, msg, topic_id, replied)
-            self._remember(msg)
-            kind = "channel_post" if chat.type == "channel" else "message"
-            return self.inject_update({kind: msg})
-
-    def callback_query(
-        self,
-        chat_id: int,
-        message_id: int,
-        data: str,
-        user_id: int | None = None,
-        *,
-        first_name: str | None = None,
-        language_code: str = "en",
-    ) -> JSON:
-        """A user presses an inline button with `data` under message `message_id`."""
-        with self._lock:
-            uid = user_id if user_id is not None else (chat_id if chat_id > 0 else 1001)
-            query_id = str(self._rng.getrandbits(62))
-            stored = self._messages.get((chat_id, message_id))
-            if stored is None or (chat_id, message_id) in self._deleted:
-                chat = self._chats.get(chat_id)
-                chat_dict = chat.as_message_chat() if chat else {"id": chat_id, "type": "group"}
-                message: JSON = {"chat": chat_dict, "message_id": message_id, "date": 0}
-            else:
-                message = stored
-            query: JSON = {
-                "id": query_id,
-                "from": user(uid, first_name, language_code=language_code),
-                "message": message,
-                "chat_instance": str((abs(chat_id) * 7919 + 17) % 10**18),
-                "data": data,
-            }
-            self._callbacks[query_id] = (time.monotonic(), query)
-            return self.inject_update({"callback_query": query})
-
-    def bot_added(
-        self,
-        chat_id: int,
-        user_id: int,
-        *,
-        chat_type: str = "supergroup",
-        language_code: str = "en",
-    ) -> JSON:
-        """User `user_id` adds the bot to chat `chat_id`: the my_chat_member update."""
-        with self._lock:
-            chat = self._chats.get(chat_id) or self.add_chat(chat_id, chat_type)
-            me = {k: self.bot_user[k] for k in ("id", "is_bot", "first_name", "username")}
-            change: JSON = {
-                "chat": chat.as_message_chat(),
-                "from": user(user_id, language_code=language_code),
-                "date": int(time.time()),
-                "old_chat_member": {"status": "left", "user": me},
-                "new_chat_member": {"status": "member", "user": me},
-            }
-            return self.inject_update({"my_chat_member": change})
 
     # ------------------------------------------------------------------ faults
 

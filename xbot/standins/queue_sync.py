@@ -13,30 +13,23 @@ from typing import Any, TypeVar
 import apsw
 import attrs
 
+from xbot.storage.chat_holds import _hold_chat
 from xbot.storage.db import write_sync
+from xbot.storage.dead_letters import log_burials
+from xbot.storage.lease_repair import _reclaim, _repair
 from xbot.storage.queue import (
     DEFAULT_LEASE,
-    Lease,
-    QueueStats,
-    Task,
     _dead_letter,
     _delete,
-    _encode,
-    _enqueue,
-    _enqueue_fields,
-    _get,
     _heartbeat,
-    _hold_chat,
     _lease_next,
     _mark_done,
-    _reclaim,
-    _repair,
     _replace_payload,
     _reschedule,
     _save_progress,
-    _stats,
-    log_burials,
 )
+from xbot.storage.queue_admin import QueueStats, _get, _stats
+from xbot.storage.task_rows import Lease, Task, _encode, _enqueue, _enqueue_fields
 
 T = TypeVar("T")
 

@@ -40,12 +40,17 @@ clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
 callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue` runs
 the same functions on one connection (other processes, tests). SQL here is assembled only from
 this module's constants, never from input (hence the ``noqa: S608``).
+
+This module is the claim, the lease and the fence, and the front door. Beside it:
+`xbot.storage.task_rows` (the row and its insert), `xbot.storage.dead_letters`
+(`_bury` and its log line), `xbot.storage.lease_repair` (lost leases judged and
+written back), `xbot.storage.chat_holds` and `xbot.storage.queue_admin` (the
+operator's queries); importers take every name from here.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import logging
 import secrets
 from collections.abc import Callable, Mapping
@@ -56,11 +61,39 @@ import apsw
 import attrs
 
 from xbot.errors import LeaseLost
-from xbot.logs import kv
+from xbot.storage.chat_holds import _hold_chat, _move_chat, _release_expired_holds
 from xbot.storage.db import DbPool
+from xbot.storage.dead_letters import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Burial, _bury, log_burials
 from xbot.storage.group_commit import GroupCommit
-from xbot.storage.lost_leases import POISON_TELL, judge_lost_lease
-from xbot.tasks.payloads import BuriedNotice
+from xbot.storage.lease_repair import _reclaim, _repair
+from xbot.storage.queue_admin import QueueStats, _get, _list, _purge_dead, _retry, _stats
+from xbot.storage.task_rows import (
+    _COLUMNS,
+    _FREE,
+    STATES,
+    Lease,
+    Task,
+    _encode,
+    _enqueue,
+    _enqueue_fields,
+    _task,
+)
+
+# The queue's names, wherever they live (see the module docstring).
+__all__ = [
+    "DEFAULT_LEASE",
+    "NOTICE_KIND",
+    "NOTICE_MAX_ATTEMPTS",
+    "PRUNE_CHUNK",
+    "STATES",
+    "Burial",
+    "Effect",
+    "Lease",
+    "QueueStats",
+    "Task",
+    "TaskQueue",
+    "log_burials",
+]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -69,213 +102,13 @@ log = logging.getLogger(__name__)
 # of what was just sent): run inside the record's own transaction.
 Effect = Callable[[apsw.Connection], object]
 
-STATES: Final = ("pending", "running", "done", "dead")
 DEFAULT_LEASE: Final = 90.0
 # prune_done deletes in chunks so a big backlog of done rows never holds the
 # write lock for long; leases interleave between the chunks.
 PRUNE_CHUNK: Final = 2000
 
-# The dead-letter notice is a task of this kind (xbot.tasks.notices runs it).
-NOTICE_KIND: Final = "notice"
-NOTICE_MAX_ATTEMPTS: Final = 8
-
-# The columns of tasks in table order, which is also the field order of Task.
-_COLUMNS: Final = (
-    "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
-    "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed"
-)
-
-
-@attrs.frozen
-class Lease:
-    """The right to write back to one task: its id and the token of this claim."""
-
-    task_id: int
-    token: str
-
-
-@attrs.frozen
-class Task:
-    """One row of ``tasks``. ``payload`` is the raw JSON text, never parsed here."""
-
-    id: int
-    kind: str
-    chat_id: int
-    payload: str
-    state: str
-    dedup_key: str | None
-    attempts: int
-    max_attempts: int
-    run_after: float
-    lease_token: str | None
-    lease_expires: float | None
-    last_error: str | None
-    created_at: float
-    updated_at: float
-    lost_leases: int = 0
-    progressed: int = 0
-
-    @property
-    def lease(self) -> Lease:
-        if self.lease_token is None:
-            raise ValueError(f"task {self.id} is not leased (state {self.state})")
-        return Lease(self.id, self.lease_token)
-
-
-@attrs.frozen
-class QueueStats:
-    """What an operator asks first.
-
-    Attributes:
-        counts_by_state: every state, with 0 for an empty one.
-        oldest_pending_age: seconds the most overdue pending task has been
-            runnable (``now - run_after``, at least 0); None when none is pending.
-        dead: dead letters waiting for an operator.
-        held_chats: chats on hold (Telegram's retry_after) at ``now``.
-    """
-
-    counts_by_state: dict[str, int]
-    oldest_pending_age: float | None
-    dead: int
-    held_chats: int
-
-
-def _task(row: apsw.SQLiteValues) -> Task:
-    return Task(*row)  # type: ignore[arg-type]
-
-
-def _encode(payload: Mapping[str, Any] | str) -> str:
-    if isinstance(payload, str):
-        return payload
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-
 
 # --- the operations: plain functions of a connection, run inside a transaction -----------
-
-
-@attrs.frozen
-class Burial:
-    """A task that went dead in a transaction, and whether its notice was queued."""
-
-    task: Task
-    reason: str
-    notice: str  # "queued", or "none: <why>" (a notice itself, the chat is gone, …)
-
-
-def _bury(
-    conn: apsw.Connection,
-    task: Task,
-    reason: str,
-    now: float,
-    *,
-    tell: str | None = None,
-    untold: str | None = None,
-) -> Burial:
-    """``task`` (already written as dead) gets its one notice, in the same transaction.
-
-    ``tell`` is the reason in the chat's words (default ``reason``); ``untold``
-    says why no notice goes (the chat is gone, the task told it itself). The
-    notice carries the dead task's kind and payload: `xbot.tasks.notices` words it
-    when it runs, so the queue needs no knowledge of kinds.
-    """
-    if task.kind == NOTICE_KIND:
-        return Burial(task, reason, "none: a notice itself")
-    if untold is not None:
-        return Burial(task, reason, f"none: {untold}")
-    payload = BuriedNotice(task.id, tell or reason, task.kind, task.payload).to_dict()
-    fields = _enqueue_fields(
-        kind=NOTICE_KIND,
-        payload=payload,
-        chat_id=task.chat_id,
-        now=now,
-        run_after=None,
-        dedup_key=f"notice:{task.id}",
-        max_attempts=NOTICE_MAX_ATTEMPTS,
-    )
-    _enqueue(conn, fields)
-    return Burial(task, reason, "queued")
-
-
-def log_burials(burials: builtins.list[Burial], path: str) -> None:
-    """The one log line of each dead letter, after its transaction committed."""
-    for b in burials:
-        log.warning(
-            "dead-lettered %s",
-            kv(
-                task=b.task.id,
-                kind=b.task.kind,
-                chat=b.task.chat_id,
-                path=path,
-                reason=b.reason,
-                notice=b.notice,
-            ),
-        )
-
-
-# Expired leases are found through tasks_running_chat, whose rows are the
-# live leases (one per busy worker, a handful): the repair runs at every
-# lease, so it has no index of its own to keep up. Usually it finds nothing.
-_EXPIRED_SQL: Final = f"""
-SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_running_chat
-WHERE state = 'running' AND lease_expires <= +:now
-"""  # noqa: S608
-
-# Every lease, live or not: only for a process that holds the instance lock
-# (xbot.ops.instance), to which every lease in the file belongs to a dead process.
-_ORPHANS_SQL: Final = _EXPIRED_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
-if _ORPHANS_SQL == _EXPIRED_SQL:  # the text moved: reclaim would wait out every lease
-    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
-
-# A lost lease handed back or buried: the attempt it used is given back.
-_LOST_SQL: Final = f"""
-UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = :lost,
-    progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
-    updated_at = :now
-WHERE id = :id AND lease_token = :token AND state = 'running'
-RETURNING {_COLUMNS}
-"""  # noqa: S608
-
-
-# What a repair wrote: every row it handed back or buried, and the buried.
-Handed = tuple[builtins.list[Task], builtins.list[Burial]]
-
-
-def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
-    """Judge every lost lease ``sql`` finds; returns (rows written, the buried among them)."""
-    written: builtins.list[Task] = []
-    buried: builtins.list[Burial] = []
-    for found in [_task(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
-        verdict = judge_lost_lease(
-            progressed=bool(found.progressed),
-            lost_leases=found.lost_leases,
-            max_attempts=found.max_attempts,
-        )
-        params = {
-            "state": verdict.state,
-            "lost": verdict.lost_leases,
-            "error": verdict.reason,
-            "now": now,
-            "id": found.id,
-            "token": found.lease_token,
-        }
-        rows = conn.execute(_LOST_SQL, params).fetchall()
-        if not rows:
-            continue
-        task = _task(rows[0])
-        written.append(task)
-        if verdict.state == "dead":
-            buried.append(_bury(conn, task, verdict.reason, now, tell=POISON_TELL))
-    return written, buried
-
-
-def _repair(conn: apsw.Connection, now: float) -> Handed:
-    return _hand_back_lost(conn, _EXPIRED_SQL, now)
-
-
-def _reclaim(
-    conn: apsw.Connection, now: float
-) -> tuple[builtins.list[Task], builtins.list[Burial]]:
-    return _hand_back_lost(conn, _ORPHANS_SQL, now)
 
 
 # The claim, in one statement. It walks chat lanes (one row per chat with
@@ -307,7 +140,6 @@ RETURNING {_COLUMNS}
 """  # noqa: S608
 
 _FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
-_FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
 
 
 Leased = tuple[Task | None, builtins.list[Burial]]
@@ -330,28 +162,6 @@ def _fenced(
     rows = conn.execute(sql, {"id": lease.task_id, "token": lease.token, **params}).fetchall()
     if not rows:
         raise LeaseLost(lease.task_id, op)
-    return _task(rows[0])
-
-
-_INSERT_SQL: Final = f"""
-INSERT INTO tasks (kind, chat_id, payload, state, dedup_key, attempts, max_attempts,
-                   run_after, created_at, updated_at)
-VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now)
-RETURNING {_COLUMNS}
-"""  # noqa: S608
-
-
-def _enqueue(conn: apsw.Connection, fields: dict[str, Any]) -> Task:
-    if fields["dedup_key"] is not None:
-        # Inside BEGIN IMMEDIATE nobody slips in between this look-up and the
-        # insert; the unique partial index tasks_dedup_live is the backstop.
-        sql = (
-            f"SELECT {_COLUMNS} FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')"  # noqa: S608
-        )
-        existing = conn.execute(sql, (fields["dedup_key"],)).fetchall()
-        if existing:
-            return _task(existing[0])
-    rows = conn.execute(_INSERT_SQL, fields).fetchall()
     return _task(rows[0])
 
 
@@ -469,16 +279,6 @@ def _delete(conn: apsw.Connection, lease: Lease) -> None:
         raise LeaseLost(lease.task_id, "delete")
 
 
-def _hold_chat(conn: apsw.Connection, chat_id: int, until: float) -> float:
-    rows = conn.execute(
-        "INSERT INTO chat_holds (chat_id, not_before) VALUES (?, ?)"
-        " ON CONFLICT (chat_id) DO UPDATE SET not_before = max(not_before, excluded.not_before)"
-        " RETURNING not_before",
-        (chat_id, until),
-    ).fetchall()
-    return float(rows[0][0])  # type: ignore[arg-type]
-
-
 def _rate_limited(
     conn: apsw.Connection, lease: Lease, now: float, until: float, error: str
 ) -> Task | None:
@@ -494,12 +294,6 @@ def _rate_limited(
     return task  # an attempt given back never makes a task dead
 
 
-def _release_expired_holds(conn: apsw.Connection, now: float) -> int:
-    # One row per held chat, a handful at most: the scan is fine.
-    rows = conn.execute("DELETE FROM chat_holds WHERE not_before <= ? RETURNING 1", (now,))
-    return len(rows.fetchall())
-
-
 def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
     rows = conn.execute(
         "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_done_updated"
@@ -507,113 +301,6 @@ def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
         (before, chunk),
     )
     return len(rows.fetchall())
-
-
-def _scalar(conn: apsw.Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
-    return conn.execute(sql, params).fetchall()[0][0]
-
-
-# Each state is counted on its own partial index (tasks_chat_pending,
-# tasks_running_chat, tasks_done_updated, tasks_dead_updated): the state
-# must be a literal for SQLite to use a partial index, so one statement each.
-_COUNT_SQL: Final = {
-    state: f"SELECT count(*) FROM tasks WHERE state = '{state}'"  # noqa: S608
-    for state in STATES
-}
-
-
-def _stats(conn: apsw.Connection, now: float) -> QueueStats:
-    counts = {state: int(_scalar(conn, sql)) for state, sql in _COUNT_SQL.items()}
-    # A lane's head is its chat's first pending task by (run_after, id), so
-    # the oldest head is the oldest pending task: one seek in chat_lanes_order.
-    oldest = _scalar(conn, "SELECT min(head_run_after) FROM chat_lanes")
-    age = None if oldest is None else max(0.0, now - float(oldest))
-    held = int(_scalar(conn, "SELECT count(*) FROM chat_holds WHERE not_before > ?", (now,)))
-    return QueueStats(counts, age, counts["dead"], held)
-
-
-def _list(
-    conn: apsw.Connection, state: str | None, chat_id: int | None, limit: int
-) -> builtins.list[Task]:
-    where: builtins.list[str] = []
-    params: builtins.list[object] = []
-    if state in STATES:
-        # A literal, so the state's partial index serves it (tasks_dead_updated …).
-        where.append(f"state = '{state}'")
-    elif state is not None:
-        where.append("state = ?")
-        params.append(state)
-    if chat_id is not None:
-        where.append("chat_id = ?")
-        params.append(chat_id)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    # Newest first; for done and dead, their (updated_at) index serves the order.
-    order = "updated_at DESC, id DESC" if state is not None else "id DESC"
-    sql = f"SELECT {_COLUMNS} FROM tasks {clause} ORDER BY {order} LIMIT ?"  # noqa: S608
-    return [_task(r) for r in conn.execute(sql, (*params, limit)).fetchall()]
-
-
-def _get(conn: apsw.Connection, task_id: int) -> Task | None:
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchall()  # noqa: S608
-    return _task(rows[0]) if rows else None
-
-
-def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
-    # If a live task with the same dedup key already does this job, leave the dead one.
-    rows = conn.execute(
-        f"""UPDATE tasks SET state = 'pending', attempts = 0, lost_leases = 0,
-               run_after = :now, {_FREE}
-           WHERE id = :id AND state = 'dead' AND (dedup_key IS NULL OR NOT EXISTS (
-               SELECT 1 FROM tasks AS o WHERE o.dedup_key = tasks.dedup_key
-               AND o.state IN ('pending', 'running')))
-           RETURNING 1""",  # noqa: S608
-        {"id": task_id, "now": now},
-    ).fetchall()
-    return bool(rows)
-
-
-def _purge_dead(conn: apsw.Connection, now: float, older_than: float | None) -> int:
-    before = float("inf") if older_than is None else now - older_than
-    rows = conn.execute(
-        "DELETE FROM tasks WHERE state = 'dead' AND updated_at < ? RETURNING 1", (before,)
-    )
-    return len(rows.fetchall())
-
-
-def _move_chat(conn: apsw.Connection, old_chat_id: int, new_chat_id: int) -> int:
-    """A group became a supergroup: its tasks and its hold follow it (rare: a scan is fine)."""
-    moved = conn.execute(
-        "UPDATE tasks SET chat_id = ? WHERE chat_id = ? RETURNING 1", (new_chat_id, old_chat_id)
-    ).fetchall()
-    hold = conn.execute(
-        "DELETE FROM chat_holds WHERE chat_id = ? RETURNING not_before", (old_chat_id,)
-    ).fetchall()
-    if hold:
-        _hold_chat(conn, new_chat_id, float(hold[0][0]))  # type: ignore[arg-type]
-    return len(moved)
-
-
-def _enqueue_fields(
-    *,
-    kind: str,
-    payload: Mapping[str, Any] | str,
-    chat_id: int,
-    now: float,
-    run_after: float | None,
-    dedup_key: str | None,
-    max_attempts: int,
-) -> dict[str, Any]:
-    if max_attempts < 1:
-        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-    return {
-        "kind": kind,
-        "payload": _encode(payload),
-        "chat_id": chat_id,
-        "now": now,
-        "run_after": now if run_after is None else run_after,
-        "dedup_key": dedup_key,
-        "max_attempts": max_attempts,
-    }
 
 
 # --- the two front doors --------------------------------------------------------------------

@@ -379,7 +379,7 @@ class NoticePayload:
 @attrs.frozen
 class BuriedNotice:
     """The notice the queue writes with a dead mark, in the same transaction
-    (`xbot.storage.queue._bury`): which task died, why, and its kind and payload, so
+    (`xbot.storage.dead_letters._bury`): which task died, why, and its kind and payload, so
     that `xbot.tasks.notices` words the sentence when it runs and the queue needs no
     knowledge of task kinds.
     """

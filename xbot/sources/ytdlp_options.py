@@ -1,0 +1,127 @@
+"""What one yt-dlp job asks for: the sites, the format, the options; and the cache key.
+
+Pure: nothing here imports yt-dlp (`xbot.sources.ytdlp_api` does, and runs the
+jobs). The rules kept here: `format_selector` (the best single file that fits
+the upload limit; ``<?`` admits formats of unknown size, which the job's hook
+caps), `allowed_extractors` (``known`` or ``all``), `OUTTMPL` (never a name
+from the site) and `cache_key` (two spellings of one video share an entry).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+log = logging.getLogger(__name__)
+
+SITES = ("known", "all")
+# Their ids are file names or page slugs, not ids of a video on a site: two
+# hosts' "video.mp4" must not share a cache entry, so their key is the URL.
+GENERIC_EXTRACTORS = frozenset({"generic", "html5mediaembed"})
+OUTTMPL = "media.%(ext)s"  # never a name from the site: titles are user input
+
+
+class _Logger:
+    """yt-dlp's messages go to our log, never to stderr. Its errors are raised as well
+    (and logged once with the task), so they stay below WARNING here."""
+
+    def debug(self, msg: str) -> None:
+        log.debug("yt-dlp %s", msg)
+
+    def info(self, msg: str) -> None:
+        log.debug("yt-dlp %s", msg)
+
+    def warning(self, msg: str) -> None:
+        log.debug("yt-dlp warning %s", msg)
+
+    def error(self, msg: str) -> None:
+        log.info("yt-dlp %s", msg)
+
+
+def allowed_extractors(sites: str) -> list[str]:
+    """``known``: every extractor but the generic one; ``all``: the generic one too."""
+    if sites == "all":
+        return ["default"]
+    if sites == "known":
+        return ["default", "-generic"]
+    raise ValueError(f"XBOT_YTDLP_SITES must be one of {SITES}, got {sites!r}")
+
+
+def format_selector(limit_bytes: int) -> str:
+    """The best single file (video and audio in one; nothing to merge) under the limit.
+
+    ``<?`` admits a format whose size the site does not give (a direct link
+    never says); the download hook caps those. Both sizes in *one* filter: as
+    two alternatives (``best[filesize<?N]/best[filesize_approx<?N]``) the
+    second admits a format whose exact size is known to be too big (its
+    approximate size is unknown), and the first admits one whose approximate
+    size is too big, picking it over a smaller one that fits.
+    """
+    if limit_bytes <= 0:
+        raise ValueError(f"limit must be positive, got {limit_bytes}")
+    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}]"
+
+
+def cache_key(extractor_key: str, video_id: str, webpage_url: str) -> str:
+    """``yt:{extractor}:{id}``: two spellings of one video share it. Generic: by URL."""
+    extractor = extractor_key.lower() or "generic"
+    if extractor in GENERIC_EXTRACTORS or not video_id:
+        return f"yt:generic:{webpage_url}"
+    return f"yt:{extractor}:{video_id}"
+
+
+@attrs.frozen
+class YtdlpConfig:
+    """How jobs run; one per bot.
+
+    Attributes:
+        limit_bytes: the upload limit, and so the download cap.
+        sites: ``known`` or ``all`` (`allowed_extractors`).
+        allow_private: let yt-dlp reach loopback/private addresses (tests, demo).
+        socket_timeout: yt-dlp's per-socket timeout, seconds.
+        cancel_grace: how long a cancelled job waits for its thread to stop.
+        overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
+    """
+
+    limit_bytes: int
+    sites: str = "known"
+    allow_private: bool = False
+    socket_timeout: float = 20.0
+    cancel_grace: float = 1.0
+    overrides: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+def build_options(
+    config: YtdlpConfig, folder: Path, hook: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """The ``YoutubeDL`` parameters of one job. Pure (the test reads them)."""
+    options: dict[str, Any] = {
+        "quiet": True,
+        "no_warnings": True,
+        "noprogress": True,
+        "logger": _Logger(),  # otherwise errors are printed to stderr as well
+        "noplaylist": True,
+        "playlist_items": "1",  # a playlist-only link: its first video, never all of them
+        "socket_timeout": config.socket_timeout,
+        "retries": 2,
+        "fragment_retries": 2,
+        "extractor_retries": 1,  # the queue retries with backoff; yt-dlp need not
+        "restrictfilenames": True,
+        "cachedir": False,  # the system is read-only under systemd
+        "paths": {"home": str(folder), "temp": str(folder)},
+        "outtmpl": {"default": OUTTMPL},
+        "overwrites": True,
+        "allowed_extractors": allowed_extractors(config.sites),
+        "format": format_selector(config.limit_bytes),
+        # Telegram plays MP4 inline; other containers arrive as a file to download.
+        "format_sort": ["ext:mp4:m4a"],
+        "progress_hooks": [hook],
+        "writethumbnail": False,
+        "color": {"stdout": "no_color", "stderr": "no_color"},
+    }
+    options.update(config.overrides)
+    return options

@@ -1,0 +1,84 @@
+"""Dead letters: every task that goes dead gets its one notice, in the same transaction.
+
+The rule (see `xbot.storage.queue`): every way into ``dead`` goes through `_bury`,
+and the front door logs one ``dead-lettered`` line per burial (`log_burials`)
+once the transaction committed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from typing import Final
+
+import apsw
+import attrs
+
+from xbot.logs import kv
+from xbot.storage.task_rows import Task, _enqueue, _enqueue_fields
+from xbot.tasks.payloads import BuriedNotice
+
+log = logging.getLogger(__name__)
+
+# The dead-letter notice is a task of this kind (xbot.tasks.notices runs it).
+NOTICE_KIND: Final = "notice"
+NOTICE_MAX_ATTEMPTS: Final = 8
+
+
+@attrs.frozen
+class Burial:
+    """A task that went dead in a transaction, and whether its notice was queued."""
+
+    task: Task
+    reason: str
+    notice: str  # "queued", or "none: <why>" (a notice itself, the chat is gone, …)
+
+
+def _bury(
+    conn: apsw.Connection,
+    task: Task,
+    reason: str,
+    now: float,
+    *,
+    tell: str | None = None,
+    untold: str | None = None,
+) -> Burial:
+    """``task`` (already written as dead) gets its one notice, in the same transaction.
+
+    ``tell`` is the reason in the chat's words (default ``reason``); ``untold``
+    says why no notice goes (the chat is gone, the task told it itself). The
+    notice carries the dead task's kind and payload: `xbot.tasks.notices` words it
+    when it runs, so the queue needs no knowledge of kinds.
+    """
+    if task.kind == NOTICE_KIND:
+        return Burial(task, reason, "none: a notice itself")
+    if untold is not None:
+        return Burial(task, reason, f"none: {untold}")
+    payload = BuriedNotice(task.id, tell or reason, task.kind, task.payload).to_dict()
+    fields = _enqueue_fields(
+        kind=NOTICE_KIND,
+        payload=payload,
+        chat_id=task.chat_id,
+        now=now,
+        run_after=None,
+        dedup_key=f"notice:{task.id}",
+        max_attempts=NOTICE_MAX_ATTEMPTS,
+    )
+    _enqueue(conn, fields)
+    return Burial(task, reason, "queued")
+
+
+def log_burials(burials: builtins.list[Burial], path: str) -> None:
+    """The one log line of each dead letter, after its transaction committed."""
+    for b in burials:
+        log.warning(
+            "dead-lettered %s",
+            kv(
+                task=b.task.id,
+                kind=b.task.kind,
+                chat=b.task.chat_id,
+                path=path,
+                reason=b.reason,
+                notice=b.notice,
+            ),
+        )

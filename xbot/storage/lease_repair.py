@@ -1,0 +1,84 @@
+"""A lost lease found and handed back, or buried: the inline repair, the sweep, the reclaim.
+
+`xbot.storage.lost_leases.judge_lost_lease` (pure) decides; this writes its
+verdict under the lost lease's own token, so a holder that came back in the
+meantime is never overwritten. `xbot.storage.queue` runs `_repair` before every
+claim and from the sweep, `_reclaim` at startup. SQL here is assembled only from
+this module's constants (hence the ``noqa: S608``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Final
+
+import apsw
+
+from xbot.storage.dead_letters import Burial, _bury
+from xbot.storage.lost_leases import POISON_TELL, judge_lost_lease
+from xbot.storage.task_rows import _COLUMNS, Task, _task
+
+# Expired leases are found through tasks_running_chat, whose rows are the
+# live leases (one per busy worker, a handful): the repair runs at every
+# lease, so it has no index of its own to keep up. Usually it finds nothing.
+_EXPIRED_SQL: Final = f"""
+SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_running_chat
+WHERE state = 'running' AND lease_expires <= +:now
+"""  # noqa: S608
+
+# Every lease, live or not: only for a process that holds the instance lock
+# (xbot.ops.instance), to which every lease in the file belongs to a dead process.
+_ORPHANS_SQL: Final = _EXPIRED_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
+if _ORPHANS_SQL == _EXPIRED_SQL:  # the text moved: reclaim would wait out every lease
+    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
+
+# A lost lease handed back or buried: the attempt it used is given back.
+_LOST_SQL: Final = f"""
+UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = :lost,
+    progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
+    updated_at = :now
+WHERE id = :id AND lease_token = :token AND state = 'running'
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+
+# What a repair wrote: every row it handed back or buried, and the buried.
+Handed = tuple[builtins.list[Task], builtins.list[Burial]]
+
+
+def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
+    """Judge every lost lease ``sql`` finds; returns (rows written, the buried among them)."""
+    written: builtins.list[Task] = []
+    buried: builtins.list[Burial] = []
+    for found in [_task(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
+        verdict = judge_lost_lease(
+            progressed=bool(found.progressed),
+            lost_leases=found.lost_leases,
+            max_attempts=found.max_attempts,
+        )
+        params = {
+            "state": verdict.state,
+            "lost": verdict.lost_leases,
+            "error": verdict.reason,
+            "now": now,
+            "id": found.id,
+            "token": found.lease_token,
+        }
+        rows = conn.execute(_LOST_SQL, params).fetchall()
+        if not rows:
+            continue
+        task = _task(rows[0])
+        written.append(task)
+        if verdict.state == "dead":
+            buried.append(_bury(conn, task, verdict.reason, now, tell=POISON_TELL))
+    return written, buried
+
+
+def _repair(conn: apsw.Connection, now: float) -> Handed:
+    return _hand_back_lost(conn, _EXPIRED_SQL, now)
+
+
+def _reclaim(
+    conn: apsw.Connection, now: float
+) -> tuple[builtins.list[Task], builtins.list[Burial]]:
+    return _hand_back_lost(conn, _ORPHANS_SQL, now)

@@ -1,0 +1,136 @@
+"""The ``tasks`` row: `Task`, `Lease`, the column list, and the one insert.
+
+What every part of the queue shares (`xbot.storage.queue`, its claim and fence;
+`xbot.storage.dead_letters`, the notice a burial queues; `xbot.storage.queue_admin`,
+the operator's queries). SQL here is assembled only from this module's constants
+(hence the ``noqa: S608``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import apsw
+import attrs
+
+STATES: Final = ("pending", "running", "done", "dead")
+
+# The columns of tasks in table order, which is also the field order of Task.
+_COLUMNS: Final = (
+    "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
+    "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed"
+)
+
+
+@attrs.frozen
+class Lease:
+    """The right to write back to one task: its id and the token of this claim."""
+
+    task_id: int
+    token: str
+
+
+@attrs.frozen
+class Task:
+    """One row of ``tasks``. ``payload`` is the raw JSON text, never parsed here."""
+
+    id: int
+    kind: str
+    chat_id: int
+    payload: str
+    state: str
+    dedup_key: str | None
+    attempts: int
+    max_attempts: int
+    run_after: float
+    lease_token: str | None
+    lease_expires: float | None
+    last_error: str | None
+    created_at: float
+    updated_at: float
+    lost_leases: int = 0
+    progressed: int = 0
+
+    @property
+    def lease(self) -> Lease:
+        if self.lease_token is None:
+            raise ValueError(f"task {self.id} is not leased (state {self.state})")
+        return Lease(self.id, self.lease_token)
+
+
+@attrs.frozen
+class QueueStats:
+    """What an operator asks first.
+
+    Attributes:
+        counts_by_state: every state, with 0 for an empty one.
+        oldest_pending_age: seconds the most overdue pending task has been
+            runnable (``now - run_after``, at least 0); None when none is pending.
+        dead: dead letters waiting for an operator.
+        held_chats: chats on hold (Telegram's retry_after) at ``now``.
+    """
+
+    counts_by_state: dict[str, int]
+    oldest_pending_age: float | None
+    dead: int
+    held_chats: int
+
+
+def _task(row: apsw.SQLiteValues) -> Task:
+    return Task(*row)  # type: ignore[arg-type]
+
+
+def _encode(payload: Mapping[str, Any] | str) -> str:
+    if isinstance(payload, str):
+        return payload
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+# A write-back's release of the lease (every way out of ``running``).
+_FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
+
+_INSERT_SQL: Final = f"""
+INSERT INTO tasks (kind, chat_id, payload, state, dedup_key, attempts, max_attempts,
+                   run_after, created_at, updated_at)
+VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now)
+RETURNING {_COLUMNS}
+"""  # noqa: S608
+
+
+def _enqueue(conn: apsw.Connection, fields: dict[str, Any]) -> Task:
+    if fields["dedup_key"] is not None:
+        # Inside BEGIN IMMEDIATE nobody slips in between this look-up and the
+        # insert; the unique partial index tasks_dedup_live is the backstop.
+        sql = (
+            f"SELECT {_COLUMNS} FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')"  # noqa: S608
+        )
+        existing = conn.execute(sql, (fields["dedup_key"],)).fetchall()
+        if existing:
+            return _task(existing[0])
+    rows = conn.execute(_INSERT_SQL, fields).fetchall()
+    return _task(rows[0])
+
+
+def _enqueue_fields(
+    *,
+    kind: str,
+    payload: Mapping[str, Any] | str,
+    chat_id: int,
+    now: float,
+    run_after: float | None,
+    dedup_key: str | None,
+    max_attempts: int,
+) -> dict[str, Any]:
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    return {
+        "kind": kind,
+        "payload": _encode(payload),
+        "chat_id": chat_id,
+        "now": now,
+        "run_after": now if run_after is None else run_after,
+        "dedup_key": dedup_key,
+        "max_attempts": max_attempts,
+    }
