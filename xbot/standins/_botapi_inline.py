@@ -226,15 +226,17 @@ class InlineMode:
         chat_type: str = "sender",
         offset: str = "",
         first_name: str | None = None,
+        language_code: str = "en",
     ) -> JSON:
-        """A user types ``@bot <query>`` (in a chat of `chat_type`); returns the update."""
+        """A user types ``@bot <query>`` (in a chat of `chat_type`, their Telegram in
+        `language_code`); returns the update."""
         with self._lock:
             if not self.bot_user.get("supports_inline_queries"):
                 raise RuntimeError("Telegram sends no inline queries to a bot without inline mode")
             query_id = str(self._rng.randrange(10**17, 10**18))
             inline: JSON = {
                 "id": query_id,
-                "from": user(user_id, first_name),
+                "from": user(user_id, first_name, language_code=language_code),
                 "query": query[:256],
                 "offset": offset,
                 "chat_type": chat_type,
