@@ -30,9 +30,11 @@ async def h(tmp_path: Path) -> AsyncIterator[Harness]:
         await harness.stop()
 
 
-async def ask(h: Harness, text: str, user: int = USER) -> InlineAnswer:
-    """A user types ``@bot text``; returns Telegram's record of the bot's answer."""
-    query_id = h.api.inline_query(user, text, chat_type="supergroup")["inline_query"]["id"]
+async def ask(h: Harness, text: str, user: int = USER, language: str = "en") -> InlineAnswer:
+    """A user (their Telegram in `language`) types ``@bot text``; returns Telegram's
+    record of the bot's answer."""
+    update = h.api.inline_query(user, text, chat_type="supergroup", language_code=language)
+    query_id = update["inline_query"]["id"]
     await h.api.wait_for(lambda: h.api.inline_answer(query_id) is not None, WINDOW)
     answer = h.api.inline_answer(query_id)
     assert answer is not None
@@ -74,7 +76,7 @@ async def test_a_cached_album_answers_by_file_id_with_the_chat_caption(h: Harnes
     assert all(r["caption"] == caption and r["parse_mode"] == "HTML" for r in answer.results)
     assert len({r["id"] for r in answer.results}) == 3
     assert answer.button == {"text": "Get all 3 in a private chat", "start_parameter": "a300"}
-    assert (answer.cache_time, answer.is_personal) == (300, False)
+    assert (answer.cache_time, answer.is_personal) == (300, True), "worded for the asker"
     assert h.media_hits() == downloads, "a cached answer downloads nothing"
     assert not h.fx.hits.get("/trail/status/300", 0) > 1, "nor asks the X API again"
 
@@ -265,3 +267,44 @@ async def test_an_answer_too_late_is_a_log_line_not_an_error(
     assert (call.status, h.api.inline_answer(query_id)) == (400, None)
     await h.api.wait_for(lambda: "inline answer refused" in caplog.text, 5)
     assert "handler failed" not in caplog.text
+
+
+# Issue 16: our words in an inline answer are in the asker's Telegram language; the
+# post's own words are not translated.
+
+
+async def test_garbage_gets_the_hint_in_the_askers_language(h: Harness) -> None:
+    answer = await ask(h, "hallo", language="de")
+    assert answer.button == {
+        "text": "Füge einen Link zu einem Beitrag auf X, Bluesky oder pixiv ein",
+        "start_parameter": HELP_PARAMETER,
+    }
+    assert answer.is_personal, "a shared cache would show the German hint to everyone"
+
+
+async def test_the_album_button_is_in_the_askers_language(h: Harness) -> None:
+    h.fx.add_post("320", text="Zwei Fotos", photos=[h.photo("de1"), h.photo("de2")])
+    answer = await ask(h, "https://x.com/a/status/320", language="de-AT")
+    assert answer.button == {"text": "Alle 2 im privaten Chat holen", "start_parameter": "a320"}
+    english = await ask(h, "https://x.com/a/status/320", user=USER + 1)
+    assert english.button is not None
+    assert english.button["text"] == "Get all 2 in a private chat"
+
+
+async def test_a_deleted_post_says_so_in_the_askers_language(h: Harness) -> None:
+    h.fx.add_post("321", deleted=True)
+    (article,) = (await ask(h, "https://x.com/gone/status/321", language="ru")).results
+    assert article["title"] == "Этот пост удалён или не существует."
+    assert article["input_message_content"]["message_text"] == "https://x.com/gone/status/321"
+
+
+async def test_the_album_from_the_button_is_delivered_in_the_users_language(h: Harness) -> None:
+    note = {"community_note": {"text": "Das Foto ist alt"}}
+    h.fx.add_post("322", text="Zwei", photos=[h.photo("n1"), h.photo("n2")], extra=note)
+    answer = await ask(h, "https://x.com/a/status/322", language="de")
+    assert all("Community-Notiz: Das Foto ist alt" in r["caption"] for r in answer.results)
+    assert answer.button is not None
+    h.api.user_message(USER, f"/start {answer.button['start_parameter']}", language_code="de")
+    await h.api.wait_for(lambda: len(h.sent(USER)) >= 2, 15)
+    await h.wait_idle(15)
+    assert "Community-Notiz: Das Foto ist alt" in h.sent(USER)[0]["caption"]

@@ -28,6 +28,8 @@ from xbot.errors import (
 )
 from xbot.handlers import inline_results as plan
 from xbot.handlers.inline_results import InlineAnswer
+from xbot.handlers.language import language_of
+from xbot.i18n import DEFAULT, N_, normalize, translator
 from xbot.links import Link
 from xbot.logs import kv
 from xbot.sending.destination import Destination
@@ -38,7 +40,7 @@ from xbot.tasks.payloads import DeliverPayload
 
 log = logging.getLogger(__name__)
 
-ALBUM_REFUSED = "That button is out of date: paste the link here instead."
+ALBUM_REFUSED = N_("That button is out of date: paste the link here instead.")
 
 
 def handlers() -> list[BaseHandler[Update, XContext, None]]:
@@ -51,7 +53,9 @@ async def on_inline_query(update: Update, context: XContext) -> None:
         return
     started = time.monotonic()
     services = context.services
-    answer = await answer_for(services, query.from_user.id, query.query)
+    # Answered in the asker's own Telegram language, wherever they type (issue 16).
+    lang = normalize(query.from_user.language_code)
+    answer = await answer_for(services, query.from_user.id, query.query, lang=lang)
     try:
         try:
             await _answer(services, query.id, answer)
@@ -60,7 +64,9 @@ async def on_inline_query(update: Update, context: XContext) -> None:
             # (a refused answer is no answer: the query may still be answered once).
             if answer.key is not None:
                 await services.cache.invalidate(answer.key)
-            answer = await answer_for(services, query.from_user.id, query.query, cached=False)
+            answer = await answer_for(
+                services, query.from_user.id, query.query, cached=False, lang=lang
+            )
             await _answer(services, query.id, answer)
     except (XbotError, StoreError) as exc:  # too late, or refused: nobody waits for a reply
         log.warning("inline answer refused %s", kv(kind=answer.kind, error=exc))
@@ -87,17 +93,19 @@ async def _answer(services: Services, query_id: str, answer: InlineAnswer) -> No
 
 
 async def answer_for(
-    services: Services, user_id: int, text: str, *, cached: bool = True
+    services: Services, user_id: int, text: str, *, cached: bool = True, lang: str = DEFAULT
 ) -> InlineAnswer:
-    """What to answer `user_id`'s query `text` with (`cached=False`: never by a cache
-    entry). Never raises for bad input."""
+    """What to answer `user_id`'s query `text` with, our words in `lang` (one of
+    `xbot.i18n.LANGUAGES`; `cached=False`: never by a cache entry). Never raises for bad
+    input."""
     settings = services.settings
     if not settings.is_allowed_chat(user_id, user_id):
-        return plan.for_not_allowed()
-    personal = bool(settings.allowed_chat_ids)
+        return plan.for_not_allowed(lang)
+    # Always per user: the answer is in the asker's language (see `plan.CACHE_WHOLE`).
+    personal = True
     link = plan.parse_query(text, allow_private=settings.allow_private_networks)
     if link is None or link.post_id is None:
-        return plan.for_hint(personal=personal)
+        return plan.for_hint(personal=personal, lang=lang)
     post_id = link.post_id
 
     async def read_cache(resolved: Link) -> CachedPost | None:
@@ -112,18 +120,22 @@ async def answer_for(
     try:
         found = await services.inline.look_up(link, read_cache)
     except PostUnavailable as exc:
-        return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=True)
+        return plan.for_failure(
+            post_id, link.url, exc.reason, personal=personal, lasting=True, lang=lang
+        )
     except TransientFetch:
         return plan.for_timeout(
-            post_id, link.url, personal=personal, key=link.key, kind="transient"
+            post_id, link.url, personal=personal, key=link.key, kind="transient", lang=lang
         )
     except FetchError as exc:
-        return plan.for_failure(post_id, link.url, exc.reason, personal=personal, lasting=False)
+        return plan.for_failure(
+            post_id, link.url, exc.reason, personal=personal, lasting=False, lang=lang
+        )
     if found is None:
-        return plan.for_timeout(post_id, link.url, personal=personal, key=link.key)
+        return plan.for_timeout(post_id, link.url, personal=personal, key=link.key, lang=lang)
     if isinstance(found, CachedPost):
-        return plan.for_cached(found, post_id, personal=personal)
-    return plan.for_fresh(found, post_id, personal=personal)
+        return plan.for_cached(found, post_id, personal=personal, lang=lang)
+    return plan.for_fresh(found, post_id, personal=personal, lang=lang)
 
 
 async def start_album(update: Update, context: XContext, parameter: str) -> bool:
@@ -140,8 +152,12 @@ async def start_album(update: Update, context: XContext, parameter: str) -> bool
     if not services.settings.is_allowed_chat(chat.id, user.id if user else None):
         return False
     key = link.key
+    # The album is a task like any link pasted here, in this chat's language (the user's).
+    lang = await language_of(update, context)
     payload = DeliverPayload.for_link(
-        link, Destination.answering(message, quote=True), user_id=user.id if user else None
+        link,
+        Destination.answering(message, quote=True, lang=lang),
+        user_id=user.id if user else None,
     )
     try:
         await services.queue.enqueue(
@@ -153,7 +169,7 @@ async def start_album(update: Update, context: XContext, parameter: str) -> bool
         )
     except StoreError as exc:
         log.warning("album not queued %s", kv(chat=chat.id, post=key, error=exc))
-        await message.reply_text(ALBUM_REFUSED)
+        await message.reply_text(translator(lang).gettext(ALBUM_REFUSED))
         return True
     services.workers.wake()
     log.info("inline album queued %s", kv(chat=chat.id, post=key))

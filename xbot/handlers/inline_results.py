@@ -41,6 +41,7 @@ from telegram import (
 )
 from telegram.constants import ParseMode
 
+from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.links import Link, classify, x_status_url
 from xbot.media.models import MediaItem, Post
 from xbot.sending.caption import build_caption, build_text_reply
@@ -92,18 +93,20 @@ INLINE_KINDS: Final = frozenset({"x", "bsky", "pixiv"})
 
 # Telegram caches an answer per query text on its servers for `cache_time` seconds and,
 # unless `is_personal`, serves it to everyone who types the same text without asking us.
-# A whole answer (cached or fetched) is the same for everyone: 5 minutes spares the bot
-# the same link typed by a whole group. A partial one (the fetch ran out of time, the X
-# API had trouble) must not stick: 0, so the next keystroke asks again. The answer is
-# personal whenever the allow-list is on: it depends on who asks, and a shared cache would
-# hand an allowed user's answer to anyone typing the same link.
+# A whole answer (cached or fetched) may stay 5 minutes: the user's next keystrokes are
+# spared. A partial one (the fetch ran out of time, the X API had trouble) must not stick:
+# 0, so the next keystroke asks again. Every answer is personal (the handler says so): it
+# is worded in the asker's language, and a shared cache would hand a German user's answer
+# to a Russian one typing the same link; with the allow-list on it also depends on who may
+# ask at all.
 CACHE_WHOLE: Final = 300
 CACHE_HINT: Final = 3600  # the hint never changes
 CACHE_PARTIAL: Final = 0
 
-OPEN_PRIVATE: Final = "Open in private chat to get all media"
-PASTE_HINT: Final = "Paste a link to a post on X, Bluesky or pixiv"
-NOT_ALLOWED: Final = "This bot is private"
+# Our sentences, English msgids translated where the answer is built (in `lang`).
+OPEN_PRIVATE: Final = N_("Open in private chat to get all media")
+PASTE_HINT: Final = N_("Paste a link to a post on X, Bluesky or pixiv")
+NOT_ALLOWED: Final = N_("This bot is private")
 
 
 @attrs.frozen
@@ -176,11 +179,14 @@ def album_post_id(parameter: str) -> str | None:
     return m.group(1) if m else None
 
 
-def album_button(key: str, count: int) -> InlineQueryResultsButton | None:
+def album_button(key: str, count: int, lang: str = DEFAULT) -> InlineQueryResultsButton | None:
     parameter = album_parameter(key)
     if parameter is None:
         return None
-    return InlineQueryResultsButton(f"Get all {count} in a private chat", start_parameter=parameter)
+    text = translator(lang).ngettext(
+        "Get all {n} in a private chat", "Get all {n} in a private chat", count
+    )
+    return InlineQueryResultsButton(text.format(n=count), start_parameter=parameter)
 
 
 def _id(post_id: str, index: int) -> str:
@@ -205,10 +211,12 @@ def _title(post: Post) -> str:
     return f"{who} (@{post.author_handle})" if post.author_handle else who
 
 
-def for_cached(cached: CachedPost, post_id: str, *, personal: bool) -> InlineAnswer:
-    """One result per cached item, by file_id, the chat's caption on each."""
+def for_cached(
+    cached: CachedPost, post_id: str, *, personal: bool, lang: str = DEFAULT
+) -> InlineAnswer:
+    """One result per cached item, by file_id, the chat's caption (in `lang`) on each."""
     post = post_from_cache(cached)
-    caption = build_caption(post)
+    caption = build_caption(post, lang=lang)
     title = _title(post)
     results: list[InlineQueryResult] = []
     for index, item in enumerate(cached.items[:MAX_RESULTS]):
@@ -240,7 +248,7 @@ def for_cached(cached: CachedPost, post_id: str, *, personal: bool) -> InlineAns
     count = len(cached.items)
     return InlineAnswer(
         tuple(results),
-        album_button(cached.key, count) if count > 1 else None,
+        album_button(cached.key, count, lang) if count > 1 else None,
         CACHE_WHOLE,
         personal,
         "cached",
@@ -301,21 +309,22 @@ def _url_result(item: MediaItem, rid: str, caption: str, title: str) -> InlineQu
     )
 
 
-def for_fresh(post: Post, post_id: str, *, personal: bool) -> InlineAnswer:
-    """URL results for a post just fetched; a text post becomes one article."""
+def for_fresh(post: Post, post_id: str, *, personal: bool, lang: str = DEFAULT) -> InlineAnswer:
+    """URL results for a post just fetched; a text post becomes one article. Our words
+    (caption, button) in `lang`, the post's as written."""
     if not post.media:
         article = InlineQueryResultArticle(
             _id(post_id, 0),
             _title(post),
             InputTextMessageContent(
-                build_text_reply(post),
+                build_text_reply(post, lang),
                 parse_mode=ParseMode.HTML,
                 link_preview_options=LinkPreviewOptions(is_disabled=True),
             ),
             description=post.text[:100] or post.url,
         )
         return InlineAnswer((article,), None, CACHE_WHOLE, personal, "text")
-    caption = build_caption(post)
+    caption = build_caption(post, lang=lang)
     title = _title(post)
     results = [
         r
@@ -326,12 +335,12 @@ def for_fresh(post: Post, post_id: str, *, personal: bool) -> InlineAnswer:
     if not results:
         kind = "upload-only" if any(m.upload_only for m in post.media) else "too-large"
         return for_timeout(
-            post_id, post.url, personal=personal, key=post.key, count=count, kind=kind
+            post_id, post.url, personal=personal, key=post.key, count=count, kind=kind, lang=lang
         )
     # A missing item (over Telegram's URL limits, or upload only) is in the album the
     # button delivers.
     wanted = count > 1 or len(results) < count
-    button = album_button(post.key, count) if wanted else None
+    button = album_button(post.key, count, lang) if wanted else None
     return InlineAnswer(tuple(results), button, CACHE_WHOLE, personal, "fresh")
 
 
@@ -343,13 +352,15 @@ def for_timeout(
     key: str,
     count: int = 0,
     kind: str = "timeout",
+    lang: str = DEFAULT,
 ) -> InlineAnswer:
     """What is known when the post could not be fetched in time (or not by URL): the
     link, and the way to the private chat (the post under cache `key`), where the album
     is delivered as usual."""
+    open_private = translator(lang).gettext(OPEN_PRIVATE)
     article = InlineQueryResultArticle(
         _id(post_id, 0),
-        OPEN_PRIVATE,
+        open_private,
         InputTextMessageContent(url, link_preview_options=LinkPreviewOptions(is_disabled=True)),
         description=url,
     )
@@ -357,18 +368,19 @@ def for_timeout(
     button = (
         None
         if parameter is None
-        else InlineQueryResultsButton(OPEN_PRIVATE, start_parameter=parameter)
+        else InlineQueryResultsButton(open_private, start_parameter=parameter)
     )
     return InlineAnswer((article,), button, CACHE_PARTIAL, personal, kind)
 
 
 def for_failure(
-    post_id: str, url: str, reason: str, *, personal: bool, lasting: bool
+    post_id: str, url: str, reason: str, *, personal: bool, lasting: bool, lang: str = DEFAULT
 ) -> InlineAnswer:
-    """One article saying why a post cannot be shown (deleted, private, refused)."""
+    """One article saying why a post cannot be shown (deleted, private, refused): the
+    source's English reason (a msgid or a filled template) in `lang`."""
     article = InlineQueryResultArticle(
         _id(post_id, 0),
-        reason,
+        translate_reason(reason, lang),
         InputTextMessageContent(url, link_preview_options=LinkPreviewOptions(is_disabled=True)),
         description=url,
     )
@@ -377,12 +389,15 @@ def for_failure(
     )
 
 
-def for_hint(*, personal: bool) -> InlineAnswer:
+def for_hint(*, personal: bool, lang: str = DEFAULT) -> InlineAnswer:
     """Not a link to a post inline serves: no results, and the button says what to paste."""
-    button = InlineQueryResultsButton(PASTE_HINT, start_parameter=HELP_PARAMETER)
+    hint = translator(lang).gettext(PASTE_HINT)
+    button = InlineQueryResultsButton(hint, start_parameter=HELP_PARAMETER)
     return InlineAnswer((), button, CACHE_HINT, personal, "hint")
 
 
-def for_not_allowed() -> InlineAnswer:
-    button = InlineQueryResultsButton(NOT_ALLOWED, start_parameter=HELP_PARAMETER)
+def for_not_allowed(lang: str = DEFAULT) -> InlineAnswer:
+    button = InlineQueryResultsButton(
+        translator(lang).gettext(NOT_ALLOWED), start_parameter=HELP_PARAMETER
+    )
     return InlineAnswer((), button, CACHE_WHOLE, True, "not-allowed")
