@@ -211,3 +211,39 @@ def test_a_key_with_no_short_spelling_gets_no_button() -> None:
 
 def test_other_sites_are_not_inline_queries() -> None:
     assert plan.parse_query("https://www.youtube.com/watch?v=abc") is None
+
+
+# Issue 16: our words in `lang`, the reasons by `translate_reason`, English by default.
+
+
+def test_our_words_are_in_the_askers_language() -> None:
+    timeout = plan.for_timeout(ID, "u", personal=True, key=f"x:{ID}", lang="ja")
+    assert (
+        timeout.results[0].title
+        == "すべてのメディアを受け取るにはプライベートチャットで開いてください"
+    )
+    assert timeout.button is not None
+    assert timeout.button.text == timeout.results[0].title
+    assert plan.for_not_allowed("pt_BR").button.text == "Este bot é privado"  # type: ignore[union-attr]
+    assert plan.for_hint(personal=True).button.text == plan.PASTE_HINT  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("lang", "count", "text"),
+    [("en", 3, "Get all 3 in a private chat"), ("de", 2, "Alle 2 im privaten Chat holen"),
+     ("ru", 5, "Получить все 5 в личном чате"), ("es", 21, "Recibir los 21 en el chat privado")],
+    ids=["en", "de", "ru", "es"],
+)  # fmt: skip
+def test_the_album_button_counts_in_the_askers_language(lang: str, count: int, text: str) -> None:
+    button = plan.album_button(f"x:{ID}", count, lang)
+    assert button is not None
+    assert button.text == text
+
+
+def test_a_reason_template_is_refilled_in_the_askers_language() -> None:
+    reason = "Telegram refused the message (Bad Request)."
+    (article,) = plan.for_failure(ID, "u", reason, personal=True, lasting=False, lang="de").results
+    assert article.title != reason
+    assert "Bad Request" in article.title
+    (unknown,) = plan.for_failure(ID, "u", "odd", personal=True, lasting=False, lang="de").results
+    assert unknown.title == "odd", "a reason we do not know stays as it was written"
