@@ -79,6 +79,8 @@ MOVES: list[tuple[str, str]] = [
     # Not links.py and media/models.py: payloads and the sender import them, and the
     # sources package's __init__ imports the sources (which import the sender): a cycle.
     ("xbot/links.py", "xbot/links.py"),
+    # X post links and t.co beside links.py, at the root for the same reason (issue 11).
+    ("xbot/links_x.py", "xbot/links_x.py"),
     ("xbot/media/models.py", "xbot/media/models.py"),
     ("xbot/media/x_api.py", "xbot/sources/x_api.py"),
     # The fxtwitter answer's parsing beside its client (issue 11: no module over ~500 lines).
