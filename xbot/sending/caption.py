@@ -40,28 +40,35 @@ result once it closed), an article's title and a community note are part
 of the post text, in that order after it, so they are cut before the text
 itself.
 
-User templates (``/format``) use the placeholders ``{author}``,
-``{handle}``, ``{text}`` and ``{url}``. They are parsed with
-`string.Formatter.parse` and substituted by hand: nothing is ever looked up
-on an object, so ``{author.__class__}`` is just an unknown placeholder.
-A title rides at the head of ``{text}``, so a template written before
-titles existed still shows it.
+User templates (``/format``) are `xbot.sending.caption_template`'s, and the
+link cache's record of a caption is `xbot.sending.caption_parts`'s; both
+names stay importable from here (issue 11: no module over ~500 lines).
 """
 
 from __future__ import annotations
 
 import html
-import json
 import re
-import string
 import unicodedata
-from collections.abc import Callable, Mapping
-from typing import Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
 from xbot.i18n import DEFAULT, translator
-from xbot.media.models import Poll, PollChoice, Post
+from xbot.media.models import Poll, Post
+from xbot.sending.caption_parts import caption_parts, post_from_parts
+
+if TYPE_CHECKING:
+    # caption_template builds on this module: `__getattr__` below imports it on first use.
+    from xbot.sending.caption_template import (
+        MALFORMED,
+        MAX_TEMPLATE_LENGTH,
+        PLACEHOLDERS,
+        TOO_LONG,
+        render_template,
+        validate_template,
+    )
 
 __all__ = [
     "CAPTION_LIMIT",
@@ -99,15 +106,7 @@ TITLE_MAX = 64
 # A whole word is kept when the cut falls this close to a space.
 WORD_SLACK = 30
 
-PLACEHOLDERS = ("author", "handle", "text", "url")
-# The visible text a template may add around its placeholders.
-MAX_TEMPLATE_LENGTH = 512
-# Entries of `validate_template`'s answer that are not placeholder names.
-MALFORMED = "unbalanced braces"
-TOO_LONG = f"longer than {MAX_TEMPLATE_LENGTH} characters"
-
 ELLIPSIS = "…"
-_FORMATTER = string.Formatter()
 _TAG = re.compile(r"<[^>]*>")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -379,10 +378,14 @@ def build_caption(
     """
     _check_limit(limit)
     fields = _fields(post, lang)
-    if template is not None and not validate_template(template):
-        rendered = _fit(_template_renderer(template), fields, limit)
-        if rendered is not None:
-            return rendered
+    if template is not None:
+        # Here, not at the top: caption_template imports this module.
+        from xbot.sending.caption_template import _template_renderer, validate_template
+
+        if not validate_template(template):
+            rendered = _fit(_template_renderer(template), fields, limit)
+            if rendered is not None:
+                return rendered
     if style == "none":
         return _render_link(fields)
     if style == "short":
@@ -404,154 +407,22 @@ def build_text_reply(post: Post, lang: str = DEFAULT) -> str:
     return build_caption(post, style="full", limit=TEXT_LIMIT, lang=lang)
 
 
-def validate_template(template: str) -> list[str]:
-    """What is wrong with a ``/format`` template; an empty list when it is usable.
-
-    Each unknown or decorated placeholder is listed as written
-    (``foo``, ``author.__class__``, ``text!r``, ``text:>9``, ``""`` for
-    ``{}``), once, in order. Unbalanced braces give the single entry
-    `MALFORMED`; too much fixed text adds `TOO_LONG`.
-    """
-    try:
-        parsed = list(_FORMATTER.parse(template))
-    except ValueError:
-        return [MALFORMED]
-    problems: list[str] = []
-    literal_length = 0
-    for literal, field, spec, conversion in parsed:
-        literal_length += utf16_len(literal)
-        if field is None:
-            continue
-        written = field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-        bad = field not in PLACEHOLDERS or bool(spec) or conversion is not None
-        if bad and written not in problems:
-            problems.append(written)
-    if literal_length > MAX_TEMPLATE_LENGTH:
-        problems.append(TOO_LONG)
-    return problems
-
-
-def _template_renderer(template: str) -> Render:
-    parsed = [(_clean_literal(lit), field) for lit, field, _, _ in _FORMATTER.parse(template)]
-    has_url = any(field == "url" for _, field in parsed)
-
-    def render(f: _Fields) -> str:
-        values = {
-            "author": _esc(f.name),
-            "handle": _esc(f.handle),
-            "text": _esc("\n\n".join(t for t in (f.title, f.text) if t)),
-            "url": _link(f),
-        }
-        out = "".join(_esc(lit) + (values[field] if field else "") for lit, field in parsed)
-        out = out.strip()
-        if has_url:
-            return out
-        # The link always survives, even when the template forgot it.
-        return f"{out}\n\n{_link(f)}" if out else _link(f)
-
-    return render
-
-
-def _clean_literal(text: str) -> str:
-    # Like _clean, but keeps the edges: a template's spacing is the user's choice.
-    text = _LONE_SURROGATE.sub("\ufffd", text).replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROLS.sub("", text)
-
-
-def render_template(template: str, post: Post, *, limit: int = CAPTION_LIMIT) -> str:
-    """``post`` through a ``/format`` template, at most ``limit`` visible units.
-
-    Values are HTML-escaped; so is the template's own text (it is plain text,
-    not HTML). ``{text}`` is cut first, then ``{author}``. Without ``{url}``
-    the link is appended. Raises ValueError for a template
-    `validate_template` refuses, or one whose fixed text cannot fit.
-    """
-    _check_limit(limit)
-    problems = validate_template(template)
-    if problems:
-        raise ValueError(f"bad caption template: {', '.join(problems)}")
-    rendered = _fit(_template_renderer(template), _fields(post), limit)
-    if rendered is None:
-        raise ValueError("caption template does not fit the limit")
-    return rendered
-
-
-# -- what the link cache keeps to caption a post again ------------------------------
-
-
-def caption_parts(post: Post) -> dict[str, str]:
-    """The plain values a caption is rebuilt from (the link cache keeps them).
-
-    Alt text rides along (``alt``, a JSON list in media order): Telegram has
-    no field for it, so the cache's record is where it is kept for later use.
-    """
-    parts = {
-        "author_name": post.author_name,
-        "author_handle": post.author_handle,
-        "text": post.text,
-        "sensitive": "1" if post.sensitive else "0",
+_TEMPLATE_NAMES = frozenset(
+    {
+        "MALFORMED",
+        "MAX_TEMPLATE_LENGTH",
+        "PLACEHOLDERS",
+        "TOO_LONG",
+        "render_template",
+        "validate_template",
     }
-    if post.quote is not None:
-        parts.update(
-            quote_name=post.quote.author_name,
-            quote_handle=post.quote.author_handle,
-            quote_text=post.quote.text,
-            quote_url=post.quote.url,
-        )
-    if post.poll is not None:
-        parts["poll"] = json.dumps(
-            {
-                "closed": post.poll.closed,
-                "total": post.poll.total_votes,
-                "choices": [[c.label, c.votes, c.percentage] for c in post.poll.choices],
-            },
-            ensure_ascii=False,
-        )
-    if post.note:
-        parts["note"] = post.note
-    if post.article_title:
-        parts["article_title"] = post.article_title
-    if post.title:
-        parts["title"] = post.title
-    if any(m.alt_text for m in post.media):
-        parts["alt"] = json.dumps([m.alt_text for m in post.media], ensure_ascii=False)
-    return parts
+)
 
 
-def _parts_poll(raw: str | None) -> Poll | None:
-    if not raw:
-        return None
-    try:
-        data = json.loads(raw)
-        choices = tuple(
-            PollChoice(str(label), int(votes), float(pct)) for label, votes, pct in data["choices"]
-        )
-        return Poll(choices=choices, total_votes=int(data["total"]), closed=bool(data["closed"]))
-    except (ValueError, TypeError, KeyError):
-        return None  # an old or damaged record: the caption goes without its poll
+def __getattr__(name: str) -> object:
+    """The ``/format`` names, importable from here as before they moved to caption_template."""
+    if name in _TEMPLATE_NAMES:
+        from xbot.sending import caption_template
 
-
-def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
-    """The `Post` (without media) that `caption_parts` described, to caption it again."""
-    quote = None
-    if parts.get("quote_url"):
-        quote = Post(
-            key="",
-            url=parts["quote_url"],
-            author_name=parts.get("quote_name", ""),
-            author_handle=parts.get("quote_handle", ""),
-            text=parts.get("quote_text", ""),
-        )
-    return Post(
-        key=key,
-        url=url,
-        author_name=parts.get("author_name", ""),
-        author_handle=parts.get("author_handle", ""),
-        text=parts.get("text", ""),
-        sensitive=parts.get("sensitive") == "1",
-        quote=quote,
-        poll=_parts_poll(parts.get("poll")),
-        note=parts.get("note", ""),
-        article_title=parts.get("article_title", ""),
-        title=parts.get("title", ""),
-    )
+        return getattr(caption_template, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,12 +35,8 @@ from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote, x_post
-from xbot.sources.x_api import (
-    _MIME_CONTAINERS,
-    _POST_ID,
-    UNAVAILABLE,
-    post_id_of,
-)
+from xbot.sources.x_api import UNAVAILABLE, post_id_of
+from xbot.sources.x_status import _MIME_CONTAINERS, _POST_ID
 
 NAME = "syndication"
 MALFORMED = N_("X's embed service sent an answer I could not read.")

@@ -33,14 +33,8 @@ from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x_api import (
-    _HANDLE,
-    _POST_ID,
-    DELETED,
-    canonical_url,
-    post_id_of,
-    status_url,
-)
+from xbot.sources.x_api import DELETED, post_id_of, status_url
+from xbot.sources.x_status import _HANDLE, _POST_ID, canonical_url
 
 NAME = "vxtwitter"
 MALFORMED = N_("The vxtwitter API sent an answer I could not read.")
