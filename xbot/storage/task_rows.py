@@ -60,24 +60,6 @@ class Task:
         return Lease(self.id, self.lease_token)
 
 
-@attrs.frozen
-class QueueStats:
-    """What an operator asks first.
-
-    Attributes:
-        counts_by_state: every state, with 0 for an empty one.
-        oldest_pending_age: seconds the most overdue pending task has been
-            runnable (``now - run_after``, at least 0); None when none is pending.
-        dead: dead letters waiting for an operator.
-        held_chats: chats on hold (Telegram's retry_after) at ``now``.
-    """
-
-    counts_by_state: dict[str, int]
-    oldest_pending_age: float | None
-    dead: int
-    held_chats: int
-
-
 def _task(row: apsw.SQLiteValues) -> Task:
     return Task(*row)  # type: ignore[arg-type]
 
