@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import builtins
 import logging
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 import apsw
 import attrs
@@ -55,17 +56,29 @@ def _bury(
     if untold is not None:
         return Burial(task, reason, f"none: {untold}")
     payload = BuriedNotice(task.id, tell or reason, task.kind, task.payload).to_dict()
+    queue_notice(conn, task, payload, now, dedup_key=f"notice:{task.id}")
+    return Burial(task, reason, "queued")
+
+
+def queue_notice(
+    conn: apsw.Connection,
+    task: Task,
+    payload: Mapping[str, Any] | str,
+    now: float,
+    *,
+    dedup_key: str,
+) -> None:
+    """A ``notice`` task to `task`'s chat, in the caller's transaction (once per key)."""
     fields = _enqueue_fields(
         kind=NOTICE_KIND,
         payload=payload,
         chat_id=task.chat_id,
         now=now,
         run_after=None,
-        dedup_key=f"notice:{task.id}",
+        dedup_key=dedup_key,
         max_attempts=NOTICE_MAX_ATTEMPTS,
     )
     _enqueue(conn, fields)
-    return Burial(task, reason, "queued")
 
 
 def log_burials(burials: builtins.list[Burial], path: str) -> None:

@@ -63,7 +63,14 @@ import attrs
 from xbot.errors import LeaseLost
 from xbot.storage.chat_holds import _hold_chat, _move_chat, _release_expired_holds
 from xbot.storage.db import DbPool
-from xbot.storage.dead_letters import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Burial, _bury, log_burials
+from xbot.storage.dead_letters import (
+    NOTICE_KIND,
+    NOTICE_MAX_ATTEMPTS,
+    Burial,
+    _bury,
+    log_burials,
+    queue_notice,
+)
 from xbot.storage.group_commit import GroupCommit
 from xbot.storage.lease_repair import _reclaim, _repair
 from xbot.storage.queue_admin import QueueStats, _get, _list, _purge_dead, _retry, _stats
@@ -220,16 +227,7 @@ def _reschedule(
     if task.state == "dead":
         return task, _bury(conn, task, error, now)
     if notice is not None:
-        fields = _enqueue_fields(
-            kind=NOTICE_KIND,
-            payload=notice,
-            chat_id=task.chat_id,
-            now=now,
-            run_after=None,
-            dedup_key=f"told:{task.id}",
-            max_attempts=NOTICE_MAX_ATTEMPTS,
-        )
-        _enqueue(conn, fields)
+        queue_notice(conn, task, notice, now, dedup_key=f"told:{task.id}")
     return task, None
 
 
