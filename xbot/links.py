@@ -30,13 +30,9 @@ import re
 import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 import attrs
-
-if TYPE_CHECKING:
-    # links_x builds on this module: `__getattr__` below imports it on first use.
-    from xbot.links_x import canonicalize_x, is_tco, is_x_non_post, x_status_url
 
 __all__ = [
     "MAX_URL_LENGTH",
@@ -45,13 +41,9 @@ __all__ = [
     "Link",
     "LinkKind",
     "LinkPlan",
-    "canonicalize_x",
     "classify",
     "extract_links",
-    "is_tco",
-    "is_x_non_post",
     "plan_links",
-    "x_status_url",
 ]
 
 LinkKind = Literal["x", "tco", "other", "bsky", "pixiv"]
@@ -346,15 +338,3 @@ def plan_links(
         else:
             skipped += 1
     return LinkPlan(links=tuple(links), skipped=skipped, unsupported=tuple(unsupported))
-
-
-_X_NAMES = frozenset({"canonicalize_x", "is_tco", "is_x_non_post", "x_status_url"})
-
-
-def __getattr__(name: str) -> object:
-    """The X link names, importable from here as before they moved to links_x."""
-    if name in _X_NAMES:
-        from xbot import links_x
-
-        return getattr(links_x, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,7 +42,8 @@ from telegram import (
 from telegram.constants import ParseMode
 
 from xbot.i18n import DEFAULT, N_, translate_reason, translator
-from xbot.links import Link, classify, x_status_url
+from xbot.links import Link, classify
+from xbot.links_x import x_status_url
 from xbot.media.models import MediaItem, Post
 from xbot.sending.caption import build_caption, build_text_reply
 from xbot.sources.bsky_links import post_url

@@ -51,7 +51,7 @@ import html
 import re
 import unicodedata
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import attrs
 
@@ -59,33 +59,16 @@ from xbot.i18n import DEFAULT, translator
 from xbot.media.models import Poll, Post
 from xbot.sending.caption_parts import caption_parts, post_from_parts
 
-if TYPE_CHECKING:
-    # caption_template builds on this module: `__getattr__` below imports it on first use.
-    from xbot.sending.caption_template import (
-        MALFORMED,
-        MAX_TEMPLATE_LENGTH,
-        PLACEHOLDERS,
-        TOO_LONG,
-        render_template,
-        validate_template,
-    )
-
 __all__ = [
     "CAPTION_LIMIT",
-    "MALFORMED",
-    "MAX_TEMPLATE_LENGTH",
     "MIN_LIMIT",
-    "PLACEHOLDERS",
     "TEXT_LIMIT",
-    "TOO_LONG",
     "build_caption",
     "build_text_reply",
     "caption_parts",
     "poll_text",
     "post_from_parts",
-    "render_template",
     "utf16_len",
-    "validate_template",
     "visible_length",
 ]
 
@@ -405,24 +388,3 @@ def build_caption(
 def build_text_reply(post: Post, lang: str = DEFAULT) -> str:
     """The answer to a post without media: the full caption shape, within a message's 4096."""
     return build_caption(post, style="full", limit=TEXT_LIMIT, lang=lang)
-
-
-_TEMPLATE_NAMES = frozenset(
-    {
-        "MALFORMED",
-        "MAX_TEMPLATE_LENGTH",
-        "PLACEHOLDERS",
-        "TOO_LONG",
-        "render_template",
-        "validate_template",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    """The ``/format`` names, importable from here as before they moved to caption_template."""
-    if name in _TEMPLATE_NAMES:
-        from xbot.sending import caption_template
-
-        return getattr(caption_template, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
