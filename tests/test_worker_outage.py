@@ -55,26 +55,6 @@ async def test_an_outage_counts_no_attempt_however_often(queue: TaskQueue) -> No
     assert notices == []
 
 
-async def test_the_sentence_goes_out_after_the_retry_is_written(queue: TaskQueue) -> None:
-    seen: list[tuple[str, int]] = []
-
-    async def tell() -> None:
-        (task,) = await queue.list(state="pending")
-        seen.append((task.state, task.attempts))
-
-    row, _ = await _run(queue, OutageRetry("down", then=tell))
-    assert seen == [("pending", 0)]
-    assert row.run_after > NOW
-
-
-async def test_a_failing_sentence_does_not_undo_the_retry(queue: TaskQueue) -> None:
-    async def broken() -> None:
-        raise RuntimeError("telegram said no")
-
-    row, _ = await _run(queue, OutageRetry("down", then=broken))
-    assert row.state == "pending"
-
-
 async def test_the_sentence_as_a_notice_is_queued_with_the_retry(
     queue: TaskQueue,
 ) -> None:

@@ -35,8 +35,6 @@ write-backs, log lines and the dead-letter notice.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 
 class XbotError(Exception):
     """Base of every error xbot raises on purpose."""
@@ -162,9 +160,9 @@ class OutageRetry(RetryLater):
 
     An outage of an hour must not dead-letter a link after five quick tries, so
     the budget is time: the task is retried (with backoff, at least `delay`)
-    until it is `budget` seconds old, then dead-lettered. `then` runs once the
-    retry is durably scheduled (the one sentence telling the chat to wait), and
-    only then; it is best effort.
+    until it is `budget` seconds old, then dead-lettered. `notice`, when given,
+    is the one sentence telling the chat to wait, queued in the retry's own
+    transaction.
     """
 
     def __init__(
@@ -173,12 +171,10 @@ class OutageRetry(RetryLater):
         *,
         delay: float | None = None,
         budget: float = 3600.0,
-        then: Callable[[], Awaitable[None]] | None = None,
         notice: str | None = None,
     ) -> None:
         super().__init__(reason, delay)
         self.budget = budget
-        self.then = then
         # A notice payload (`NoticePayload` JSON) queued in the retry's own transaction:
         # the sentence then waits out a chat's hold and survives a kill, like a dead letter's.
         self.notice = notice

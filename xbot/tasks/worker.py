@@ -396,8 +396,8 @@ class Workers:
     async def _outage(self, ctx: TaskContext, exc: OutageRetry, fields: dict[str, object]) -> str:
         """Every source is down: retry until the task is `exc.budget` old, no attempt counted.
 
-        `exc.then` (the one "I will send this when it is back") runs only after
-        the retry is written: a chat is never promised a retry that is not there.
+        `exc.notice` (the one "I will send this when it is back") is queued in the
+        retry's own transaction: a chat is never promised a retry that is not there.
         """
         task, now = ctx.task, self.clock()
         age = now - task.created_at
@@ -414,13 +414,6 @@ class Workers:
             task.lease, now, delay, exc.reason, count_attempt=False, notice=exc.notice
         )
         fields["delay"] = round(delay, 1)
-        if exc.then is not None:
-            try:
-                await exc.then()
-            except Exception as then_exc:  # noqa: BLE001 - the retry is written; this is a courtesy
-                log.warning(
-                    "outage notice failed %s", kv(task=task.id, error=type(then_exc).__name__)
-                )
         return "outage_retry"
 
     async def _notify(self, task: Task, reason: str) -> None:
