@@ -42,8 +42,7 @@ from xbot.errors import (
     UnsupportedLink,
 )
 from xbot.handlers import callback_data
-from xbot.links import Entity, classify, extract_links, plan_links
-from xbot.links_x import canonicalize_x
+from xbot.links import Entity, canonicalize_x, classify, extract_links, plan_links
 from xbot.media import netguard
 from xbot.media.models import Post
 from xbot.sending.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build_text_reply
