@@ -129,6 +129,7 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
 
     A source that fails is a warning, not a failure: links go to the next one.
     """
+    # Here: the sources load PTB, which an offline doctor never needs.
     from xbot.sources.chain import PROBE_POST, probe, x_sources
 
     async def run() -> list[Finding]:
