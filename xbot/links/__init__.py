@@ -70,8 +70,6 @@ __all__ = [
     "x_status_url",
 ]
 
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
 
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 # A real top-level domain is letters (or punycode); this refuses IPv4 in all
