@@ -29,7 +29,7 @@ def failed_polls(caplog: pytest.LogCaptureFixture, detail: str) -> int:
     )
 
 
-async def test_polling_lives_through_502_and_refused_and_resumes(
+async def test_polling_lives_through_502_refused_and_hung_polls_and_resumes(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
@@ -39,19 +39,19 @@ async def test_polling_lives_through_502_and_refused_and_resumes(
         assert bot is not None
         assert bot.poller is not None
         h.add_post("8080", text="through the outage", photos=[h.photo("poll")])
-        every_method = {canonical for canonical, _ in h.api.method_table().values()}
         healthy: list[bool] = []
 
         def watch(done: bool) -> bool:
             healthy.append(_polling_healthy(bot))
             return done
 
-        h.api.set_5xx(1.0, methods=every_method)  # nginx's 502 page, getUpdates included
+        h.api.set_outage("502", methods="all")  # nginx's 502 page, getUpdates included
         await eventually(lambda: watch(failed_polls(caplog, "Bad Gateway (502)") >= FAILURES), 20)
-        await h.api.stop()  # and then nothing listens at all
+        h.api.set_outage("refuse", methods="all")  # then nothing listens at all
         await eventually(lambda: watch(failed_polls(caplog, "ConnectError") >= FAILURES), 20)
-        h.api.set_5xx(0.0)
-        await h.api.start()
+        h.api.set_outage("hang", methods="all")  # then polls go unanswered
+        await eventually(lambda: watch(failed_polls(caplog, "error=TimedOut") >= 2), 20)
+        h.api.set_outage(None)
         h.api.user_message(CHAT, "https://x.com/a/status/8080")
         await eventually(lambda: watch(bool(h.api.calls_for("sendPhoto", CHAT))), 20)
         assert bot.poller.running

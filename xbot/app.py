@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 USER_AGENT = f"xbot/{__version__} (+https://github.com/xbot; Telegram media bot)"
 SWEEP_EVERY = 300.0
 STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
+START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer means a hang
 
 AppType = Application[Any, XContext, Any, Any, Any, Any]
 
@@ -365,8 +366,19 @@ class Bot:
 
     async def _start(self) -> Services:
         add_handlers(self.application)
-        # getMe: PTB checks the token with it and learns the bot's name.
-        await self._until_telegram_answers("getMe", self.application.initialize)
+        bot = self.application.bot
+        # A call that hangs (packets dropped, a front end that never answers) is a
+        # failed try after this long, not after the 30 s read timeout of a send.
+        hang = max(1.0, START_CALL_TIMEOUT * self.settings.time_scale)
+        timeouts = {"connect_timeout": hang, "read_timeout": hang, "write_timeout": hang}
+
+        async def get_me() -> None:
+            # getMe: the token checked, the bot's name learnt; PTB's initialize asks
+            # again (answered at once now), and fails only if Telegram just went away.
+            await bot.get_me(**timeouts)
+            await self.application.initialize()
+
+        await self._until_telegram_answers("getMe", get_me)
         services = await _patiently(
             lambda: build_services(
                 self.settings, self.application, clock=self.clock, pacer=self.pacer
@@ -383,11 +395,11 @@ class Bot:
         await self.application.start()
         updater = self.application.updater
         assert updater is not None
-        bot = self.application.bot
         if self.webhook is None:
             # getUpdates fails while a webhook is set (a former `--webhook` run).
             await self._until_telegram_answers(
-                "deleteWebhook", lambda: bot.delete_webhook(drop_pending_updates=False)
+                "deleteWebhook",
+                lambda: bot.delete_webhook(drop_pending_updates=False, **timeouts),
             )
             # Our own long polling: an update is confirmed to Telegram only after
             # its handler queued the work (xbot.handlers.polling), so a kill loses nothing.

@@ -3,9 +3,10 @@
 The real `xbot run` as a child process against the Bot API stand-in in this
 process. For the first stretch of the bot's life nothing listens where the Bot
 API should be (connections refused), then every method answers nginx's HTML
-502 page, each stretch many times longer than the longest (scaled) wait between
-tries. One process lives through it all: no exit, no traceback, one line per
-try; it polls soon after Telegram answers again, and a link is then delivered.
+502 page, then every call hangs; each stretch is many times longer than the
+longest (scaled) wait between tries. One process lives through it all: no exit,
+no traceback, one line per try; it polls soon after Telegram answers again, and
+a link is then delivered.
 """
 
 from __future__ import annotations
@@ -59,23 +60,25 @@ async def test_a_boot_through_an_outage_is_one_process_that_then_delivers(
     stage.fx.add_post("4242", text="after the outage", photos=[
         stage.media.add("/boot.jpg", tiny_jpeg(), "image/jpeg")
     ])  # fmt: skip
-    every_method = {canonical for canonical, _ in stage.api.method_table().values()}
-    await stage.api.stop()  # connections refused: the network is not up yet
+    stage.api.set_outage("refuse", methods="all")  # the network is not up yet
     proc = stage.spawn()
     try:
         await wait_until(
-            lambda: tries(stage, "error=NetworkError") >= TRIES_PER_STRETCH, 30, "refused tries"
+            lambda: tries(stage, "ConnectError") >= TRIES_PER_STRETCH, 30, "refused tries"
         )
         assert proc.poll() is None, stage.log()
         # Telegram's front end answers, with nginx's 502 page for every method.
-        stage.api.set_5xx(1.0, methods=every_method)
-        await stage.api.start()
+        stage.api.set_outage("502", methods="all")
         await wait_until(
             lambda: tries(stage, "Bad Gateway (502)") >= TRIES_PER_STRETCH, 30, "502 tries"
         )
         assert proc.poll() is None, stage.log()
+        # Then calls go unanswered: each try ends at the start's (scaled) call timeout.
+        stage.api.set_outage("hang", methods="all")
+        await wait_until(lambda: tries(stage, "error=TimedOut") >= 3, 30, "hung tries")
+        assert proc.poll() is None, stage.log()
         assert not [c for c in stage.api.calls_for("getMe") if c.status == 200]
-        stage.api.set_5xx(0.0)
+        stage.api.set_outage(None)
         # Polling soon after: the next try is at most the (scaled) cap away.
         await wait_until(lambda: " polling version=" in stage.log(), 15, "polling after recovery")
         stage.api.user_message(CHAT, "https://x.com/a/status/4242")

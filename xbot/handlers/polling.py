@@ -113,7 +113,9 @@ class DurablePoller:
                     offset=self.offset,
                     timeout=self.timeout,
                     allowed_updates=self.allowed_updates,
-                    read_timeout=self.timeout + 10,
+                    # The long poll's own wait, and a margin for the network (scaled in
+                    # tests, where a hung poll should cost a second, not ten).
+                    read_timeout=self.timeout + max(1.0, 10 * self.time_scale),
                 )
             except TelegramError as exc:
                 failures += 1
