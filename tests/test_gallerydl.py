@@ -5,6 +5,7 @@ tests/data/gallerydl/), the routing rule, the cookie rule, and the process bound
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import os
 import sys
@@ -325,3 +326,20 @@ def test_the_sentences_are_distinct_msgids() -> None:
     reasons = [dump.GONE, dump.LOGIN, dump.JUNK, dump.NOT_KNOWN, dump.NO_MEDIA]
     assert len(set(reasons)) == len(reasons)
     assert issubclass(dump.NoMedia, UnsupportedLink)
+
+
+async def test_a_cancelled_run_kills_its_process_group(tmp_path: Path) -> None:
+    """The bot stops or the task's lease is lost: the task is cancelled, the process goes."""
+    pidfile = tmp_path / "child.pid"
+    code = f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    run = asyncio.create_task(run_gallerydl(py(code), tmp_path, time_limit=60))
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text()):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # reaped by run_gallerydl: not even a zombie is left
