@@ -10,7 +10,7 @@ import pytest
 
 from xbot import __version__
 from xbot.ops.doctor import version_findings
-from xbot.ops.versions import (
+from xbot.versions import (
     YTDLP_MAX_AGE_DAYS,
     gallerydl_staleness,
     installed,
