@@ -240,3 +240,31 @@ async def test_answers_stay_in_the_forum_topic_and_speak_the_chats_language(
     assert all(c.params["message_thread_id"] == topic for c in sends)
     assert texts(h, forum) == [translate_reason(GONE, "ru")]
     assert texts(h, forum) != [GONE], "translated"
+
+
+async def test_a_long_run_shows_progress_and_the_status_becomes_nothing(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS)
+    masto.hang = True
+    gallery(h).time_limit = 2.5
+    h.services.delivery.progress_first = 0.3
+    await settle(h, CHAT, masto.status_url(STATUS))
+    shown = [m for m in h.api.sent_messages(CHAT, include_deleted=True) if "text" in m]
+    assert shown[0]["text"] == "Looking at the link…", "the status message, while it runs"
+    assert texts(h, CHAT) == [TOO_SLOW], "deleted when the run ended; the sentence stays"
+    assert h.api.calls_for("sendChatAction", CHAT)
+
+
+async def test_one_run_for_two_chats_asking_at_once(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=3)
+    for chat in (CHAT, CHAT + 1):
+        h.api.user_message(chat, masto.status_url(STATUS))
+    await h.api.wait_for(lambda: media_calls(h, CHAT) and media_calls(h, CHAT + 1), 30)
+    await h.wait_idle(30)
+    assert gallery(h).runs == 1, "single flight: the second waited, then used the cache"
+    assert masto.file_hits(FILES) == 3

@@ -49,7 +49,7 @@ from xbot.media.tempfiles import temp_folder
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
 from xbot.sending.caption import build_caption, build_text_reply, caption_parts, post_from_parts
-from xbot.sending.progress import ChatAction, StatusReporter, keep_chat_action
+from xbot.sending.progress import FIRST_AFTER, ChatAction, StatusReporter, keep_chat_action
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind, SentItem
 from xbot.sources import PostSource, other_route
@@ -97,6 +97,7 @@ class Delivery:
         source: fetches a post (`xbot.sources.SourceRouter`: by the link's kind).
         guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
         other_sites: delivers a link to another site (yt-dlp).
+        progress_first: when a gallery-dl post's status message appears (tests shorten it).
     """
 
     settings: Settings
@@ -105,6 +106,7 @@ class Delivery:
     chats: ChatStore
     guarded: httpx.AsyncClient
     other_sites: OtherSiteDelivery
+    progress_first: float = FIRST_AFTER
 
     @property
     def sender(self) -> Sender:
@@ -162,7 +164,9 @@ class Delivery:
 
         A run can take seconds: the status message says so after `FIRST_AFTER`.
         """
-        status = StatusReporter(self.sender, payload.dest, action="upload_photo")
+        status = StatusReporter(
+            self.sender, payload.dest, first_after=self.progress_first, action="upload_photo"
+        )
         async with status:
             try:
                 await self._deliver_post(
