@@ -129,6 +129,14 @@ def test_junk_and_odd_dumps(raw: bytes, error: type[Exception]) -> None:
         assert type(caught.value) is FetchError
 
 
+def test_a_second_post_makes_the_link_a_gallery() -> None:
+    raw = json.dumps([[2, {"id": 1}], _u("https://e.com/1.jpg", extension="jpg"),
+                      [2, {"id": 2}], _u("https://e.com/2.jpg", extension="jpg")])  # fmt: skip
+    with pytest.raises(FetchError) as caught:
+        dump.parse_dump(raw, link_key="url:https://e.com/u", link_url="https://e.com/u")
+    assert caught.value.args[0] == dump.WHOLE_GALLERY
+
+
 def test_files_before_an_error_are_the_post_and_the_count_is_capped() -> None:
     files = [_u(f"https://e.com/{n}.png", extension="png") for n in range(150)]
     raw = json.dumps([[2, {"author": {"name": "bob", "nick": "Bob"}}], *files,
