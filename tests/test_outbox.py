@@ -53,7 +53,7 @@ async def test_steps_go_out_in_order_each_written_before_the_next() -> None:
     items = [SentItem("photo", f"p{i}") for i in range(3)] + [SentItem("gif", "g")]
     state = [payload]
 
-    async def record(index: int, sent: list[SentItem]) -> None:
+    async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
         state[0] = box.record(ctx, state[0], index, sent)
 
     await send_file_ids(
@@ -72,7 +72,7 @@ async def test_recorded_steps_are_not_sent_again() -> None:
     payload = DeliverPayload(url="u", key="k", kind="x", dest=DEST)
     ctx = context(journal, payload)
 
-    async def record(index: int, sent: list[SentItem]) -> None:
+    async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
         pass
 
     items = [SentItem("gif", "a"), SentItem("gif", "b")]
