@@ -132,15 +132,21 @@ def _cut(
     """
     fitting, longer = inside
     start, end = span
+    half = u16[start] + room // 2
     tables: list[list[int | None]] = [[None] * 5 for _ in range(3)]
+    clean = tables[0]
     for p in range(end, start, -1):
+        if u16[p] < half and any(found is not None for found in clean):
+            break  # a clean place in the last half wins over anything before it
+        if fitting[p] == 0 and longer[p] == 0 and text[p - 1] == "\n" and u16[p] >= half:
+            if p >= 2 and text[p - 2] == "\n" and not (p < len(text) and splits_grapheme(text, p)):
+                return p  # the last paragraph break in the last half: nothing is better
         if p < len(text) and splits_grapheme(text, p):
             continue
         table = tables[2 if fitting[p] else 1 if longer[p] else 0]
         tier = _tier(text, p)
         if table[tier] is None:
             table[tier] = p
-    half = u16[start] + room // 2
     for table in tables:
         for found in table:
             if found is not None and u16[found] >= half:
