@@ -138,13 +138,12 @@ def _cut(
     for p in range(end, start, -1):
         if u16[p] < half and any(found is not None for found in clean):
             break  # a clean place in the last half wins over anything before it
-        if fitting[p] == 0 and longer[p] == 0 and text[p - 1] == "\n" and u16[p] >= half:
-            if p >= 2 and text[p - 2] == "\n" and not (p < len(text) and splits_grapheme(text, p)):
-                return p  # the last paragraph break in the last half: nothing is better
         if p < len(text) and splits_grapheme(text, p):
             continue
         table = tables[2 if fitting[p] else 1 if longer[p] else 0]
         tier = _tier(text, p)
+        if tier == _PARAGRAPH and table is clean and u16[p] >= half:
+            return p  # the last paragraph break in the last half: nothing is better
         if table[tier] is None:
             table[tier] = p
     for table in tables:
