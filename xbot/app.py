@@ -39,6 +39,8 @@ from xbot.ops.sdnotify import SystemdNotifier
 from xbot.sending.outbox import Outbox
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
+from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
+from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
@@ -66,12 +68,15 @@ STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit a
 AppType = Application[Any, XContext, Any, Any, Any, Any]
 
 
-def build_application(settings: Settings) -> AppType:
-    """PTB's Application with our request settings and typed context; no handlers yet."""
+def build_application(settings: Settings, *, read_timeout: float = 30.0) -> AppType:
+    """PTB's Application with our request settings and typed context; no handlers yet.
+
+    `read_timeout`: how long a call waits for Telegram's answer before it is
+    `TimedOut` (an outage that hangs); tests scale it down."""
     request = HTTPXRequest(
         connection_pool_size=64,
         connect_timeout=10.0,
-        read_timeout=30.0,
+        read_timeout=read_timeout,
         write_timeout=30.0,
         media_write_timeout=120.0,
     )
@@ -99,12 +104,20 @@ async def build_services(
     *,
     clock: Callable[[], float] = time.time,
     pacer: Pacer | None = None,
+    health: TelegramHealth | None = None,
+    telegram_budget: float = TELEGRAM_BUDGET,
+    read_timeout: float = 30.0,
 ) -> Services:
     pool = await open_store(settings.db_path)
     queue = TaskQueue(pool)
     chats = ChatStore(pool)
     cache = LinkCache(pool)
-    sender = Sender(application.bot, pacer or Pacer())
+    # Telegram's reachability: the one hold of every call while it does not answer,
+    # read by /stats, the metrics and (through its record file) `xbot doctor`.
+    health = health or TelegramHealth()
+    if health.record_path is None:
+        health.record_path = settings.data_dir / HEALTH_RECORD
+    sender = Sender(application.bot, pacer or Pacer(), health, read_timeout=read_timeout)
     x_client = httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
         timeout=httpx.Timeout(10.0, connect=5.0),
@@ -154,7 +167,11 @@ async def build_services(
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,
+        # Nothing is leased while Telegram's hold stands but the probe; its end wakes them.
+        telegram_wait=health.lease_wait,
+        telegram_budget=telegram_budget,
     )
+    health.add_listener(lambda reachable: workers.wake() if reachable else None)
     services = Services(
         settings=settings,
         pool=pool,
@@ -262,14 +279,22 @@ class Bot:
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
+        health: TelegramHealth | None = None,
+        telegram_budget: float = TELEGRAM_BUDGET,
+        read_timeout: float = 30.0,
     ) -> None:
+        """`health`, `telegram_budget`, `read_timeout`: Telegram's hold, how long a link
+        waits for Telegram, how long a call waits for an answer (tests scale them down)."""
         self.settings = settings
+        self.health = health
+        self.telegram_budget = telegram_budget
+        self.read_timeout = read_timeout
         self.webhook = webhook
         self.poller: DurablePoller | None = None
         self.clock = clock
         self.pacer = pacer
         self.poll_timeout = poll_timeout
-        self.application = build_application(settings)
+        self.application = build_application(settings, read_timeout=read_timeout)
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self.on_ready: Callable[[], Awaitable[None]] | None = None
@@ -290,7 +315,13 @@ class Bot:
         await self.application.initialize()
         services = await _patiently(
             lambda: build_services(
-                self.settings, self.application, clock=self.clock, pacer=self.pacer
+                self.settings,
+                self.application,
+                clock=self.clock,
+                pacer=self.pacer,
+                health=self.health,
+                telegram_budget=self.telegram_budget,
+                read_timeout=self.read_timeout,
             )
         )
         self.services = services
