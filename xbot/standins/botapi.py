@@ -18,7 +18,11 @@ unless `allow_url_fetch_from_loopback`), long polling held open until an
 update arrives, and 429s with `retry_after`. Forum topics (`add_forum`,
 `create_topic`, `close_topic`, `delete_topic`; where each message lands, in
 `_botapi_topics`) and inline mode (`set_inline_mode`, `inline_query`,
-`inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`).
+`inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`). Privacy
+mode (``privacy_mode=True``, `set_privacy_mode`): getMe's ``can_read_all_group_messages``
+and the group messages Telegram then gives the bot (`_botapi_privacy`; what it kept
+back is in `withheld`; `add_group_bot` and `other_bot_message` for groups of several
+bots).
 
 What it adds for tests (here): every call recorded (`calls`, `calls_for`,
 `sent_messages`), update builders (`user_message`, `callback_query`, `bot_added`;
@@ -153,6 +157,7 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
         callback_answer_window: float = 15.0,
         max_records: int = 200_000,
         seed: int | None = None,
+        privacy_mode: bool = False,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -166,6 +171,7 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
             callback_answer_window=callback_answer_window,
             max_records=max_records,
             seed=seed,
+            privacy_mode=privacy_mode,
         )
         self.enforce_not_before = enforce_not_before
         self.early_tolerance = early_tolerance
