@@ -131,15 +131,20 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
+    # Every delivery sends, records and announces (the forward prompt) through it, and
+    # a forward sends its items through it too. Its follow-up is the forward prompt
+    # (built next) and the workers' wake is theirs (built below, from the task handlers
+    # this wiring makes): both looked up when called, so nothing is assigned after
+    # construction.
+    outbox = Outbox(
+        sender, cache, settings.cache_ttl,
+        on_delivered=lambda ctx, done: forwarding.on_delivered(ctx, done),  # noqa: PLW0108 - late binding
+    )  # fmt: skip
     # The forward prompt after each delivery, and the forward task it starts.
-    # Its wake is the workers' (built below, from the task handlers this wiring makes):
-    # looked up when called, so nothing is assigned after construction.
     forwarding = Forwarding(
-        settings, sender, chats, queue, clock,
+        settings, sender, chats, queue, clock, outbox,
         wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
     )  # fmt: skip
-    # Every delivery sends, records and announces (the forward prompt) through it.
-    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site. X is a chain of
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
     sources = SourceRouter(

@@ -49,7 +49,7 @@ from xbot.media.tempfiles import temp_folder
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
 from xbot.sending.caption import build_caption, build_text_reply, caption_parts, post_from_parts
-from xbot.sending.outbox import Outbox, send_file_ids
+from xbot.sending.outbox import Outbox
 from xbot.sending.progress import ChatAction, StatusReporter, keep_chat_action
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sources import PostSource, other_route
@@ -321,8 +321,7 @@ class Delivery:
         async def record(index: int, sent: list[SentItem]) -> None:
             box[0] = self.outbox.record(ctx, box[0], index, sent)
 
-        await send_file_ids(
-            self.outbox.sender,
+        await self.outbox.send_file_ids(
             ctx,
             payload.dest,
             [SentItem(i.kind, i.file_id) for i in cached.items],
