@@ -120,6 +120,7 @@ async def build_services(
     health = health or TelegramHealth()
     if health.record_path is None:
         health.record_path = settings.data_dir / HEALTH_RECORD
+    health.write_record()
     sender = Sender(application.bot, pacer or Pacer(), health, read_timeout=read_timeout)
     x_client = httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},

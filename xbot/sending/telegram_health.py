@@ -290,6 +290,11 @@ class TelegramHealth:
             NO_ANSWER.format(error=self.last_error or "held"), held=True, delay=left
         )
 
+    def write_record(self) -> None:
+        """Write the record now (at start: a record left by a process killed during an
+        outage must not say "unreachable" for this one)."""
+        self._write_record()
+
     def _changed(self, *, reachable: bool) -> None:
         self._write_record()
         for callback in list(self._listeners):
