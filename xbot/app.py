@@ -25,7 +25,7 @@ from telegram.ext import (
 )
 from telegram.request import BaseRequest, HTTPXRequest
 
-from xbot import __version__
+from xbot import __version__, versions
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
@@ -36,13 +36,11 @@ from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.metrics import Metrics, api_method
-from xbot.ops import versions
 from xbot.ops.instance import instance_lock
 from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
 from xbot.sending.api_request import CountingRequest, Reachability
-from xbot.sending.outbox import Outbox
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.services import ChatMover, Services, XContext
@@ -62,6 +60,7 @@ from xbot.tasks.forwarding import Forwarding
 from xbot.tasks.notices import KIND as NOTICE
 from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
+from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import FinishedHook, Workers
 

@@ -27,11 +27,11 @@ from xbot.errors import StoreError
 from xbot.logs import kv
 from xbot.metrics import Metrics, Readings
 from xbot.ops.listener import Answer, Route
-from xbot.ops.versions import ytdlp_release
 from xbot.sources.chain import SourceChain
 from xbot.storage.db import DbPool
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import TaskQueue
+from xbot.versions import ytdlp_release
 
 log = logging.getLogger(__name__)
 
