@@ -109,6 +109,8 @@ class TaskContext:
 
 TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
 ChatMovedHook = Callable[[int, int], Coroutine[Any, Any, None]]
+# Told of every run's ending: the task as it stands (its last payload) and the outcome.
+FinishedHook = Callable[[Task, str], None]
 
 
 @attrs.define
@@ -129,6 +131,8 @@ class Workers:
             stands and no probe is due.
         telegram_budget: a task older than this that finds Telegram unreachable is
             given up (dead-lettered, its notice queued behind the hold).
+        on_finished: told of each run's ending, with the outcome of the log line
+            (the metrics count there); must not raise or block.
     """
 
     queue: TaskQueue
@@ -142,6 +146,7 @@ class Workers:
     on_chat_moved: ChatMovedHook | None = None
     telegram_wait: Callable[[], float] = lambda: 0.0
     telegram_budget: float = TELEGRAM_BUDGET
+    on_finished: FinishedHook | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _running: set[int] = attrs.field(factory=set, init=False)
@@ -283,6 +288,8 @@ class Workers:
             fields["outcome"] = outcome
             fields["duration"] = f"{time.monotonic() - started:.3f}"
             log.info("task %s", kv(**fields))
+            if self.on_finished is not None:
+                self.on_finished(ctx.task, outcome)
         return following
 
     async def _done(self, ctx: TaskContext) -> Task | None:
