@@ -1,6 +1,9 @@
 """The outbox: how a delivery's media leave, are recorded and are followed up.
 
-One implementation, used by X deliveries, other sites and forwards:
+One implementation, used by deliveries of every site (fresh media, or file_ids from
+the link cache) and by forwards to a channel (`Outbox.send_file_ids`). Like every
+Bot API call, its sends go through the `Sender`, the one way out (paced, held by a
+chat's 429 and by Telegram's unreachability):
 
 - **plan** the sends of a post's items (`xbot.sending.albums.plan_sends`: balanced
   albums of at most 10, GIFs alone, documents only with documents);
@@ -44,7 +47,7 @@ from xbot.storage.link_cache import DEFAULT_TTL, CachedPost, LinkCache
 from xbot.tasks.payloads import DeliverPayload, SentStep
 from xbot.tasks.worker import TaskContext
 
-__all__ = ["Delivered", "OnDelivered", "Outbox", "Sent", "send_file_ids"]
+__all__ = ["Delivered", "OnDelivered", "Outbox", "Sent"]
 
 
 @attrs.frozen
@@ -81,35 +84,6 @@ class Sent:
 OnDelivered = Callable[[TaskContext, Delivered], Awaitable[None]]
 # A step Telegram confirmed: its index, the items, and its first message's id.
 Record = Callable[[int, list[SentItem], int | None], Awaitable[None]]
-
-
-async def send_file_ids(
-    sender: Sender,
-    ctx: TaskContext,
-    dest: Destination,
-    items: Sequence[SentItem],
-    *,
-    caption: str | None,
-    spoiler: bool,
-    done: Collection[int],
-    record: Record,
-) -> None:
-    """Send items Telegram already has, step by step as planned, skipping ``done``.
-
-    The caption goes on the first step; `record` is told each step right after
-    Telegram confirmed it, and whatever it staged is written before the next
-    step goes out. (A forward, whose outbox is the channel's, calls this too.)
-    """
-    steps = plan_sends([i.kind for i in items])
-    for index, step in enumerate(steps):
-        if index in done:
-            continue
-        await ctx.flush()  # the step before is recorded before this one goes out
-        out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
-        sent = await sender.send_media(
-            dest, out, caption=caption if index == 0 else None, spoiler=spoiler
-        )
-        await record(index, [item for item, _ in sent], sent[0][1] if sent else None)
 
 
 @attrs.define
@@ -182,6 +156,34 @@ class Outbox:
             payload = attrs.evolve(payload, texts_sent=index + 1, text_anchor=anchor)
             ctx.stage_payload(payload.to_json())
         return payload
+
+    async def send_file_ids(
+        self,
+        ctx: TaskContext,
+        dest: Destination,
+        items: Sequence[SentItem],
+        *,
+        caption: str | None,
+        spoiler: bool,
+        done: Collection[int],
+        record: Record,
+    ) -> None:
+        """Send items Telegram already has, step by step as planned, skipping ``done``.
+
+        The caption goes on the first step; `record` is told each step right after
+        Telegram confirmed it, and whatever it staged is written before the next
+        step goes out. (A delivery from the link cache, and a forward to a channel.)
+        """
+        steps = plan_sends([i.kind for i in items])
+        for index, step in enumerate(steps):
+            if index in done:
+                continue
+            await ctx.flush()  # the step before is recorded before this one goes out
+            out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
+            sent = await self.sender.send_media(
+                dest, out, caption=caption if index == 0 else None, spoiler=spoiler
+            )
+            await record(index, [item for item, _ in sent], sent[0][1] if sent else None)
 
     async def send_step(
         self,
