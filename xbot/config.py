@@ -9,6 +9,7 @@ table and systemd/xbot.env.example are checked against it by tests.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import tomllib
@@ -170,6 +171,34 @@ def _optional_file(name: str, raw: str) -> Path | None:
     if not path.is_file():
         raise ConfigError(f"{name}: no such file: {path}")
     return path
+
+
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
+
+
+def _listen_addr(name: str, raw: str) -> tuple[str, int] | None:
+    """``host:port`` (``[::1]:9100`` for IPv6) as (host, port); None when empty.
+
+    Whether the host may be other than loopback is `XBOT_METRICS_PUBLIC`'s to say
+    (`check_settings`).
+    """
+    value = raw.strip()
+    if not value:
+        return None
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"{name}: {value!r} is not host:port (e.g. 127.0.0.1:9464)")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return host, _int(name, port_text, 0, 65535)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
 
 
 def default_data_dir(env: Mapping[str, str]) -> str:
@@ -366,6 +395,23 @@ class Settings:
         "7",
         _whole(1, 365, times=86400.0),
     )
+    metrics_addr: tuple[str, int] | None = setting(  # None: no listener
+        "XBOT_METRICS_ADDR",
+        "`host:port` of the operator's HTTP listener: `GET /metrics` (Prometheus), `GET /livez` "
+        "and `GET /readyz` (200 or 503, one line); a host other than loopback needs "
+        "`XBOT_METRICS_PUBLIC=1`",
+        "",
+        _listen_addr,
+        shown="empty (no listener)",
+    )
+    metrics_public: bool = setting(
+        "XBOT_METRICS_PUBLIC",
+        "`1` lets `XBOT_METRICS_ADDR` listen on a non-loopback address (put a firewall or a "
+        "proxy with authentication in front: the metrics are not secret, but not for everyone)",
+        "0",
+        _bool,
+        shown="off",
+    )
     time_scale: float = setting(  # tests only: shorter reconnect waits
         "XBOT_TEST_TIME_SCALE",
         "tests only: multiplies the waits between tries to reach Telegram at start-up and "
@@ -510,6 +556,13 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         problems.append(
             f"XBOT_UPLOAD_LIMIT_MB: {settings.upload_limit_mb} needs a local Bot API server "
             f"(set XBOT_BOT_API_URL); the cloud Bot API takes at most {CLOUD_UPLOAD_LIMIT_MB}"
+        )
+    addr = settings.metrics_addr
+    if addr is not None and not settings.metrics_public and not _is_loopback(addr[0]):
+        # Metrics and health answers name the bot's sources and load: nobody else's business.
+        problems.append(
+            f"XBOT_METRICS_ADDR: {addr[0]!r} is not a loopback address; set XBOT_METRICS_PUBLIC=1 "
+            "to listen there (and keep strangers out with a firewall or a proxy)"
         )
     return (None if problems else settings), problems
 
