@@ -29,9 +29,10 @@ from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources._http import get_fallback_json
 from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote, x_post
@@ -225,7 +226,7 @@ class Syndication:
 
     _client: httpx.AsyncClient
     base_url: str
-    timeout: httpx.Timeout = attrs.field(factory=default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     name: str = NAME
 
     def request(self, post_id: str) -> tuple[str, dict[str, str]]:

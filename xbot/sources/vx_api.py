@@ -28,9 +28,10 @@ from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
-from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources._http import get_fallback_json
 from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.x_api import DELETED, post_id_of, status_url
@@ -165,7 +166,7 @@ class VxApi:
 
     _client: httpx.AsyncClient
     base_url: str
-    timeout: httpx.Timeout = attrs.field(factory=default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     name: str = NAME
 
     def status_url(self, post_id: str, handle: str | None) -> str:

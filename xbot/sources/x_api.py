@@ -23,7 +23,7 @@ from xbot.links import Link, classify
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sending import video_choice
-from xbot.sources.jsonget import USER_AGENT, get_json
+from xbot.sources.jsonget import USER_AGENT, get_json, source_timeout
 from xbot.sources.x_status import (
     _HANDLE,
     _POST_ID,
@@ -111,10 +111,6 @@ _READ = frozenset({200, 401, 403, 404, 410, 500, 503})
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
-def _default_timeout() -> httpx.Timeout:
-    return httpx.Timeout(15.0, connect=5.0)
-
-
 def post_id_of(link: Link) -> str:
     """The id of the post `link` names, for the X sources; a profile link is refused."""
     if link.post_id is None:
@@ -145,7 +141,7 @@ class XApi:
     _client: httpx.AsyncClient
     base_url: str
     user_agent: str = USER_AGENT
-    timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     max_body: int = 2 * 1024 * 1024
 
     def status_url(self, post_id: str, handle: str | None) -> str:
