@@ -25,15 +25,15 @@ from xbot.media.models import MediaItem, Post, Variant
 from xbot.sending import video_choice
 from xbot.sources.jsonget import USER_AGENT, get_json, source_timeout
 from xbot.sources.x_status import (
-    _HANDLE,
-    _POST_ID,
     AGE_GATED,
     API_TROUBLE,
     BLOCKED,
     DELETED,
+    HANDLE,
     MALFORMED,
     MAX_ALBUM,
     NOT_ANSWERING,
+    POST_ID,
     PRIVATE,
     PROTECTED,
     SUSPENDED,
@@ -120,10 +120,10 @@ def post_id_of(link: Link) -> str:
 
 def status_url(base_url: str, post_id: str, handle: str | None) -> str:
     """``{base}/{handle}/status/{id}``: the route fxtwitter and vxtwitter answer alike."""
-    if not _POST_ID.fullmatch(post_id):
+    if not POST_ID.fullmatch(post_id):
         raise UnsupportedLink(N_("That is not a link to a post."))
     # The handle goes into the path: anything but a plain handle becomes "i".
-    path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
+    path_handle = handle if handle and HANDLE.fullmatch(handle) else "i"
     return f"{base_url.rstrip('/')}/{path_handle}/status/{post_id}"
 
 
