@@ -38,7 +38,6 @@ from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.ops.instance import instance_lock
 from xbot.ops.sdnotify import SystemdNotifier
-from xbot.sending.outbox import Outbox
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.services import ChatMover, Services, XContext
@@ -58,6 +57,7 @@ from xbot.tasks.forwarding import Forwarding
 from xbot.tasks.notices import KIND as NOTICE
 from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
+from xbot.tasks.outbox import Outbox
 from xbot.tasks.worker import Workers
 
 if TYPE_CHECKING:
