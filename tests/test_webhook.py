@@ -170,7 +170,7 @@ async def test_no_more_than_max_connections_at_once(tmp_path: Path) -> None:
         lock.execute("BEGIN EXCLUSIVE")
         async with httpx.AsyncClient(timeout=30) as client:
             first = asyncio.create_task(hooked.post(client, link_update(1, 33, "902")))
-            listener = h.bot.listener if h.bot else None
+            listener = h.bot.hook_listener if h.bot else None
             assert listener is not None
             async with asyncio.timeout(10):
                 while listener.in_progress == 0:

@@ -372,7 +372,7 @@ class Bot:
         self.read_timeout = read_timeout
         self.webhook = webhook
         self.poller: DurablePoller | None = None
-        self.listener: WebhookListener | None = None
+        self.hook_listener: WebhookListener | None = None
         self.clock = clock
         self.pacer = pacer
         self.poll_timeout = poll_timeout
@@ -406,7 +406,8 @@ class Bot:
         if self.phase == POLLING:
             return self.poller is not None and self.poller.running and self.application.running
         if self.phase == WEBHOOK:
-            return self.listener is not None and self.listener.running and self.application.running
+            hook = self.hook_listener
+            return hook is not None and hook.running and self.application.running
         return False
 
     async def start(self) -> Services:
@@ -523,7 +524,7 @@ class Bot:
             from xbot.handlers.webhook import WebhookListener
 
             hook = self.webhook
-            self.listener = WebhookListener(
+            self.hook_listener = WebhookListener(
                 self.application,
                 path="/" + hook.url_path,
                 secret_token=hook.secret_token,
@@ -531,7 +532,7 @@ class Bot:
                 port=hook.port,
                 max_connections=hook.max_connections,
             )
-            await self.listener.start()  # listening before Telegram is told to post
+            await self.hook_listener.start()  # listening before Telegram is told to post
             # setWebhook tells Telegram the URL, the secret and how many at once.
             await self._until_telegram_answers(
                 "setWebhook",
@@ -549,7 +550,7 @@ class Bot:
                 "webhook %s",
                 kv(
                     version=__version__,
-                    listen=f"{hook.listen}:{self.listener.port}",
+                    listen=f"{hook.listen}:{self.hook_listener.port}",
                     path=hook.url_path,
                     max_connections=hook.max_connections,
                 ),
@@ -636,8 +637,8 @@ class Bot:
             await self.telemetry.stop()
         if self.poller is not None:
             await self.poller.stop()
-        if self.listener is not None:
-            await self.listener.stop()  # the updates in progress are queued first
+        if self.hook_listener is not None:
+            await self.hook_listener.stop()  # the updates in progress are queued first
         for task in (self._sweeper, self._menus):
             if task is not None:
                 task.cancel()
