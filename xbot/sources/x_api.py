@@ -46,7 +46,7 @@ from xbot.sources.x_status import (
     with_quote_media,
 )
 
-# The parsing's names stay importable from here (issue 11 moved them to x_status).
+# The parsing's names, with the client: what callers of the X API use, from one place.
 __all__ = [
     "AGE_GATED",
     "API_TROUBLE",

@@ -6,7 +6,8 @@ quotes, polls, community notes, articles, cards, alt text) and raises nothing bu
 `FetchError` and its subclasses. The reasons it gives (``DELETED``, ``PRIVATE``,
 …) are the sentences every X source answers with. The payload shapes, and where
 each comes from, are the fixtures in ``tests/data/x/``. The client that fetches
-the answer is `xbot.sources.x_api.XApi` (issue 11: no module over ~500 lines).
+the answer is `xbot.sources.x_api.XApi`; the other X sources (`vx_api`, `syndication`)
+answer with the same reasons and check ids and handles with the same patterns.
 """
 
 from __future__ import annotations
