@@ -39,6 +39,7 @@ from xbot.ops.sdnotify import SystemdNotifier
 from xbot.sending.outbox import Outbox
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
+from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
@@ -68,7 +69,8 @@ AppType = Application[Any, XContext, Any, Any, Any, Any]
 
 def build_application(settings: Settings) -> AppType:
     """PTB's Application with our request settings and typed context; no handlers yet."""
-    request = HTTPXRequest(
+    # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
+    request = StreamingRequest(
         connection_pool_size=64,
         connect_timeout=10.0,
         read_timeout=30.0,
