@@ -73,6 +73,12 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
         "known",
     ),
+    "XBOT_GALLERYDL_CONFIG": (
+        "path of a gallery-dl configuration file (JSON) handed to gallery-dl for image posts "
+        "from other sites: cookies, credentials, extra instances of sites it knows "
+        "(Mastodon, *booru, …)",
+        "none",
+    ),
     "XBOT_BSKY_API_URL": ("Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL),
     "XBOT_BSKY_PLC_URL": (
         "DID directory where a Bluesky author's PDS (their video files) is looked up",
@@ -92,6 +98,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "none",
     ),
     "XBOT_CONFIG": ("optional TOML file with any of these names (the environment wins)", "none"),
+    "XBOT_TEST_TIME_SCALE": (
+        "tests only: multiplies the waits between tries to reach Telegram at start-up and "
+        "while polling (0.001-1), so a test of a long outage takes seconds",
+        "1",
+    ),
 }
 
 # A bot token as @BotFather hands it out: the bot's numeric id, a colon, 35 URL-safe
@@ -128,6 +139,7 @@ class Settings:
     workers: int = 4
     upload_limit_mb: int = 50
     ytdlp_sites: str = "known"
+    gallerydl_config: Path | None = None
     bsky_api_url: str = DEFAULT_BSKY_API_URL
     bsky_plc_url: str = DEFAULT_BSKY_PLC_URL
     pixiv_api_url: str = DEFAULT_PIXIV_API_URL
@@ -135,6 +147,7 @@ class Settings:
     log_level: str = "INFO"
     caption_edit_ttl: float = 86400.0
     cache_ttl: float = 7 * 86400.0
+    time_scale: float = 1.0  # tests only (XBOT_TEST_TIME_SCALE): shorter reconnect waits
 
     @property
     def upload_limit(self) -> int:
@@ -177,6 +190,17 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
         raise ConfigError(f"{name}: {raw!r} is not a whole number") from None
     if not lo <= value <= hi:
         raise ConfigError(f"{name}: {value} is out of range ({lo}..{hi})")
+    return value
+
+
+def _scale(raw: str) -> float:
+    name = "XBOT_TEST_TIME_SCALE"
+    try:
+        value = float(raw.strip() or "1")
+    except ValueError:
+        raise ConfigError(f"{name}: {raw!r} is not a number") from None
+    if not 0.001 <= value <= 1.0:
+        raise ConfigError(f"{name}: {value} is out of range (0.001..1)")
     return value
 
 
@@ -280,6 +304,19 @@ def _merged(env: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
+def _optional_file(name: str, merged: Mapping[str, str]) -> Path | None:
+    """A file the operator names, which must exist when named (doctor checks its content)."""
+    raw = merged.get(name, "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(f"{name}: {raw!r} must be an absolute path")
+    if not path.is_file():
+        raise ConfigError(f"{name}: no such file: {path}")
+    return path
+
+
 def _api_url(name: str, raw: str, tail: str) -> str:
     value = _url(name, raw)
     # PTB appends the token to this URL (or fills in "{token}"): without the tail
@@ -372,6 +409,7 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         workers=field(lambda: _int("XBOT_WORKERS", get("XBOT_WORKERS", "4"), 1, 64), 4),
         upload_limit_mb=upload_limit_mb,
         ytdlp_sites=field(sites, "known"),
+        gallerydl_config=field(lambda: _optional_file("XBOT_GALLERYDL_CONFIG", merged), None),
         bsky_api_url=field(
             lambda: _url("XBOT_BSKY_API_URL", get("XBOT_BSKY_API_URL", DEFAULT_BSKY_API_URL)),
             DEFAULT_BSKY_API_URL,
@@ -399,6 +437,7 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         ),
         cache_ttl=86400.0
         * field(lambda: _int("XBOT_CACHE_TTL_DAYS", get("XBOT_CACHE_TTL_DAYS", "7"), 1, 365), 7),
+        time_scale=field(lambda: _scale(get("XBOT_TEST_TIME_SCALE", "1")), 1.0),
     )
     return (None if problems else settings), problems
 
