@@ -122,7 +122,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
-    from xbot.ops.versions import installed
+    from xbot.versions import installed
 
     print("\n".join(installed().lines()))
     return 0

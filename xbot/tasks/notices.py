@@ -19,15 +19,16 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
+from telegram import InlineKeyboardMarkup
 
 from xbot.errors import PayloadError, Permanent
 from xbot.i18n import N_, translate_reason, translator
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
+from xbot.storage.dead_letters import BuriedNotice
 from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
 from xbot.tasks.payloads import (
     DELIVER,
-    BuriedNotice,
     DeliverPayload,
     NoticePayload,
     payload_identity,
@@ -106,4 +107,11 @@ class Notices:
         if dead is not None and dead.kind in self.otherwise:
             await self.otherwise[dead.kind](dead, reason)
             return
-        await self.sender.send_text(dest, text, html=False)
+        html, markup = False, None
+        if dead is None:  # a sentence queued ready-made: a held reply may have HTML, buttons
+            ready = NoticePayload.from_task(ctx.task)
+            html = ready.html
+            markup = (
+                InlineKeyboardMarkup.de_json(dict(ready.markup), None) if ready.markup else None
+            )
+        await self.sender.send_text(dest, text, html=html, reply_markup=markup)
