@@ -46,6 +46,7 @@ from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
+from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
@@ -93,7 +94,8 @@ def build_application(
     for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
     it down.
     """
-    request: BaseRequest = HTTPXRequest(
+    # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
+    request: BaseRequest = StreamingRequest(
         connection_pool_size=64,
         connect_timeout=10.0,
         read_timeout=read_timeout,

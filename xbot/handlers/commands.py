@@ -24,10 +24,11 @@ from telegram import (
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
-from xbot.errors import ChatUnavailable, Permanent, XbotError
+from xbot.errors import ChatUnavailable, Permanent, StoreError, XbotError
 from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.intake import telegram_resends
 from xbot.handlers.language import language_of, translator_of
 from xbot.handlers.messages import NOT_ALLOWED, cmd_get
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
@@ -477,6 +478,8 @@ def guarded(command: Command) -> Handler:
         try:
             await command.handler(update, context)
         except XbotError as exc:
+            if isinstance(exc, StoreError) and telegram_resends():
+                raise  # not stored (/get's links): a webhook's 500 has Telegram send it again
             log.warning("command failed %s", kv(command=command.name, chat=chat.id, error=exc))
             await reply(
                 context,
