@@ -25,6 +25,7 @@ from telegram.ext import (
 from telegram.request import HTTPXRequest
 
 from xbot import __version__
+from xbot.clock import Clocks, StepWatch, SystemClocks
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
@@ -48,6 +49,8 @@ from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
+from xbot.storage.time_line import mark as mark_time_line
+from xbot.storage.time_line import resume as resume_time_line
 from xbot.tasks.delivery import KIND as DELIVER
 from xbot.tasks.delivery import Delivery
 from xbot.tasks.forwarding import KIND as FORWARD
@@ -61,6 +64,7 @@ log = logging.getLogger(__name__)
 
 USER_AGENT = f"xbot/{__version__} (+https://github.com/xbot; Telegram media bot)"
 SWEEP_EVERY = 300.0
+CLOCK_CHECK_EVERY = 5.0  # how often the two clocks are compared (a step is logged, and marked)
 STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
 
 AppType = Application[Any, XContext, Any, Any, Any, Any]
@@ -93,14 +97,47 @@ def build_application(settings: Settings) -> AppType:
     return builder.build()
 
 
+class OneClock:
+    """A test's clock that is one number (``now``): wall and monotonic alike, never a step."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+
+    def wall(self) -> float:
+        return self._now()
+
+    def mono(self) -> float:
+        return self._now()
+
+    def boot_id(self) -> str:
+        return "one-clock"
+
+
+def clock_pair(clock: Clocks | Callable[[], float]) -> Clocks:
+    """The pair to build the time line on: given, or a test's one-number clock wrapped."""
+    if isinstance(clock, Clocks):
+        return clock
+    return OneClock(clock)
+
+
 async def build_services(
     settings: Settings,
     application: AppType,
     *,
-    clock: Callable[[], float] = time.time,
+    clocks: Clocks | None = None,
     pacer: Pacer | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
+    # Before anything reads a stored time: what is stored goes back onto the wall
+    # clock, and this process's time line starts (xbot.clock's rule).
+    resumed = await resume_time_line(pool, clocks or SystemClocks())
+    if resumed.shift or resumed.clamped:
+        log.warning(
+            "stored times rebased %s",
+            kv(shift=f"{resumed.shift:+.1f}", clamped=resumed.clamped),
+        )
+    line = resumed.line
+    clock = line.now
     queue = TaskQueue(pool)
     chats = ChatStore(pool)
     cache = LinkCache(pool)
@@ -128,7 +165,7 @@ async def build_services(
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
     sources = SourceRouter(
         {
-            "x": SourceChain(x_sources(settings, x_client), clock=clock),
+            "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=line.wall),
             # Bluesky and pixiv: posts like X posts, on in every chat.
             "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
             "pixiv": PixivSource(x_client, settings.pixiv_api_url),
@@ -173,6 +210,8 @@ async def build_services(
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
         inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
         clock=clock,
+        line=line,
+        started_at=clock(),
     )
     services.attach(application)
     return services
@@ -204,6 +243,9 @@ async def sweep_once(services: Services) -> dict[str, int]:
     """The periodic sweep: every step cheap because each is served by an index."""
     now = services.clock()
     done: dict[str, int] = {}
+    # How far the line has got, and how far from the wall clock: what a start in
+    # another boot resumes from (xbot.storage.time_line).
+    await mark_time_line(services.pool, services.line)
     done["cache_pruned"] = await services.cache.prune(now, services.settings.cache_ttl)
     expired = await services.chats.prune_expired(now)
     done["records_expired"] = len(expired)
@@ -211,7 +253,9 @@ async def sweep_once(services: Services) -> dict[str, int]:
     done["prompts_expired"] = sum(
         [await services.forwarding.expire(chat_id, record) for chat_id, record in expired]
     )
-    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, now)
+    # A file's mtime is the wall clock's: compared with the wall clock.
+    wall = services.line.wall()
+    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, wall)
     done["leases_repaired"] = await services.queue.repair_expired(now)
     done["holds_released"] = await services.queue.release_expired_holds(now)
     done["tasks_pruned"] = await services.queue.prune_done(now)
@@ -226,6 +270,18 @@ async def _sweep_loop(services: Services, every: float) -> None:
             log.info("sweep %s", kv(**await sweep_once(services)))
         except StoreError as exc:
             log.warning("sweep failed %s", kv(error=exc))
+
+
+async def _watch_clock(services: Services, every: float) -> None:
+    """Compare the two clocks now and then: a step is logged and marked, never followed."""
+    watch = StepWatch(services.line)
+    while True:
+        await asyncio.sleep(every)
+        if watch.check():
+            try:
+                await mark_time_line(services.pool, services.line)
+            except StoreError as exc:
+                log.warning("time line mark failed %s", kv(error=exc))
 
 
 T = TypeVar("T")
@@ -258,7 +314,7 @@ class Bot:
         self,
         settings: Settings,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clocks | Callable[[], float] | None = None,
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
@@ -266,12 +322,14 @@ class Bot:
         self.settings = settings
         self.webhook = webhook
         self.poller: DurablePoller | None = None
-        self.clock = clock
+        # The clock pair the time line is built on (a test's one-number clock, wrapped).
+        self.clocks = SystemClocks() if clock is None else clock_pair(clock)
         self.pacer = pacer
         self.poll_timeout = poll_timeout
         self.application = build_application(settings)
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._clock_watch: asyncio.Task[None] | None = None
         self.on_ready: Callable[[], Awaitable[None]] | None = None
         self._lock = instance_lock(settings.data_dir)
 
@@ -290,11 +348,11 @@ class Bot:
         await self.application.initialize()
         services = await _patiently(
             lambda: build_services(
-                self.settings, self.application, clock=self.clock, pacer=self.pacer
+                self.settings, self.application, clocks=self.clocks, pacer=self.pacer
             )
         )
         self.services = services
-        orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
+        orphans = await _patiently(lambda: services.queue.reclaim_orphans(services.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
         # The command menu in every language (Telegram shows each user theirs), at once:
@@ -306,6 +364,7 @@ class Bot:
         )
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
+        self._clock_watch = asyncio.create_task(_watch_clock(services, CLOCK_CHECK_EVERY))
         await self.application.start()
         updater = self.application.updater
         assert updater is not None
@@ -342,16 +401,19 @@ class Bot:
             await self.poller.stop()
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        for loop in (self._sweeper, self._clock_watch):
+            if loop is not None:
+                loop.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await loop
         if self.services is not None:
             await self.services.workers.stop(STOP_GRACE)
         if app.running:
             await app.stop()
         await app.shutdown()
         if self.services is not None:
+            with contextlib.suppress(StoreError):  # where the line got: a reboot resumes there
+                await mark_time_line(self.services.pool, self.services.line)
             await self.services.inline.aclose()
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()
