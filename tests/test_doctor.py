@@ -34,7 +34,8 @@ WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 
 @pytest.fixture(scope="module")
 def api() -> Iterator[BotApiServer]:
-    with BotApiServer() as server:
+    # Privacy mode on, like a fresh bot from @BotFather.
+    with BotApiServer(privacy_mode=True) as server:
         yield server
 
 
@@ -73,7 +74,6 @@ def test_all_good_against_the_stand_in(tmp_path: Path, api: BotApiServer) -> Non
     assert "ok    Bot API: getMe: @xbot_standin_bot" in text
     assert "integrity ok" in text
     assert "is writable" in text
-    # The stand-in's bot has privacy mode on, like a fresh bot from @BotFather.
     assert "warn  privacy mode: on" in text
     assert api.token not in text
     assert api.calls_for("getMe")

@@ -44,6 +44,7 @@ from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.chain import SourceChain, x_sources
+from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.pixiv import PixivSource
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
@@ -169,6 +170,9 @@ async def build_services(
             # Bluesky and pixiv: posts like X posts, on in every chat.
             "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
             "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+            # Image posts of other sites: gallery-dl, run as a process (never imported:
+            # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
+            "gallery": GalleryDlSource(settings),
         }
     )
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.

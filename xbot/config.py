@@ -73,6 +73,12 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
         "known",
     ),
+    "XBOT_GALLERYDL_CONFIG": (
+        "path of a gallery-dl configuration file (JSON) handed to gallery-dl for image posts "
+        "from other sites: cookies, credentials, extra instances of sites it knows "
+        "(Mastodon, *booru, …)",
+        "none",
+    ),
     "XBOT_BSKY_API_URL": ("Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL),
     "XBOT_BSKY_PLC_URL": (
         "DID directory where a Bluesky author's PDS (their video files) is looked up",
@@ -128,6 +134,7 @@ class Settings:
     workers: int = 4
     upload_limit_mb: int = 50
     ytdlp_sites: str = "known"
+    gallerydl_config: Path | None = None
     bsky_api_url: str = DEFAULT_BSKY_API_URL
     bsky_plc_url: str = DEFAULT_BSKY_PLC_URL
     pixiv_api_url: str = DEFAULT_PIXIV_API_URL
@@ -280,6 +287,19 @@ def _merged(env: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
+def _optional_file(name: str, merged: Mapping[str, str]) -> Path | None:
+    """A file the operator names, which must exist when named (doctor checks its content)."""
+    raw = merged.get(name, "").strip()
+    if not raw:
+        return None
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(f"{name}: {raw!r} must be an absolute path")
+    if not path.is_file():
+        raise ConfigError(f"{name}: no such file: {path}")
+    return path
+
+
 def _api_url(name: str, raw: str, tail: str) -> str:
     value = _url(name, raw)
     # PTB appends the token to this URL (or fills in "{token}"): without the tail
@@ -372,6 +392,7 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         workers=field(lambda: _int("XBOT_WORKERS", get("XBOT_WORKERS", "4"), 1, 64), 4),
         upload_limit_mb=upload_limit_mb,
         ytdlp_sites=field(sites, "known"),
+        gallerydl_config=field(lambda: _optional_file("XBOT_GALLERYDL_CONFIG", merged), None),
         bsky_api_url=field(
             lambda: _url("XBOT_BSKY_API_URL", get("XBOT_BSKY_API_URL", DEFAULT_BSKY_API_URL)),
             DEFAULT_BSKY_API_URL,

@@ -46,7 +46,9 @@ __all__ = [
     "plan_links",
 ]
 
-LinkKind = Literal["x", "tco", "other", "bsky", "pixiv"]
+# "gallery" is never classified: it is an "other" link on its way to gallery-dl
+# (`xbot.tasks.delivery`), under its own cache key.
+LinkKind = Literal["x", "tco", "other", "bsky", "pixiv", "gallery"]
 
 # Longer URLs are junk or an attack; browsers and yt-dlp's sites stay far below.
 MAX_URL_LENGTH = 2048

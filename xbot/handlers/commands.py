@@ -31,7 +31,7 @@ from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.language import language_of, translator_of
-from xbot.handlers.messages import NOT_ALLOWED
+from xbot.handlers.messages import NOT_ALLOWED, cmd_get
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
 from xbot.handlers.settings_menu import MenuContext, menu_markup, menu_text
 from xbot.i18n import LANGUAGES, N_, telegram_code, translator
@@ -58,6 +58,12 @@ HELP_TEXT = N_(
     "and so do Bluesky posts (bsky.app, fxbsky.app, bskx.app) and pixiv works "
     "(pixiv.net, phixiv.net). "
     "In groups, add me and paste links as usual."
+)
+# Said by /help and /start only in a group where Telegram's privacy mode keeps plain
+# messages from the bot (getMe's can_read_all_group_messages is false).
+PRIVACY_HINT = N_(
+    "In this group I only see commands and messages that mention me: send /get with a "
+    "link, or reply /get to a message that has one."
 )
 KNOWN_PLACEHOLDERS = " ".join(f"{{{p}}}" for p in PLACEHOLDERS)
 SAMPLE = Post(
@@ -144,13 +150,32 @@ async def cmd_start(update: Update, context: XContext) -> None:
     if context.args and await inline.start_album(update, context, context.args[0]):
         return
     _ = (await translator_of(update, context)).gettext
-    await _reply(context, message, _(HELP_TEXT))
+    text = _(HELP_TEXT)
+    if privacy_on(update, context):
+        text += "\n\n" + _(PRIVACY_HINT)
+    await _reply(context, message, text)
 
 
-def help_text(lang: str) -> str:
-    """/help: what the bot does and the public commands, in `lang`."""
+def privacy_on(update: Update, context: XContext) -> bool:
+    """Whether this is a group where privacy mode hides plain messages from the bot.
+
+    From getMe (PTB keeps it from ``initialize``): a bot an admin of the group sees
+    everything even then, but a /help needs no extra call to say one sentence too many.
+    """
+    chat = update.effective_chat
+    if chat is None or chat.type not in (ChatType.GROUP, ChatType.SUPERGROUP):
+        return False
+    return context.bot.bot.can_read_all_group_messages is False
+
+
+def help_text(lang: str, *, privacy: bool = False) -> str:
+    """/help: what the bot does and the public commands, in `lang`; with `privacy`, how
+    to use it in a group whose privacy mode is on."""
     _ = translator(lang).gettext
-    lines = [_(HELP_TEXT), "", _("Commands:")]
+    lines = [_(HELP_TEXT)]
+    if privacy:
+        lines += ["", _(PRIVACY_HINT)]
+    lines += ["", _("Commands:")]
     lines += [f"/{c.name} — {_(c.description)}" for c in COMMANDS if not c.admin]
     return "\n".join(lines)
 
@@ -159,7 +184,8 @@ async def cmd_help(update: Update, context: XContext) -> None:
     message = update.effective_message
     if message is None:
         return
-    await _reply(context, message, help_text(await language_of(update, context)))
+    lang = await language_of(update, context)
+    await _reply(context, message, help_text(lang, privacy=privacy_on(update, context)))
 
 
 async def cmd_settings(update: Update, context: XContext) -> None:
@@ -428,6 +454,7 @@ async def on_migrate(update: Update, context: XContext) -> None:
 COMMANDS: list[Command] = [
     Command("start", N_("what this bot does"), cmd_start),
     Command("help", N_("how to use it"), cmd_help),
+    Command("get", N_("fetch the post behind a link (or reply /get to a message)"), cmd_get),
     Command("settings", N_("this chat's settings"), cmd_settings),
     Command("channel", N_("link a channel to forward posts to"), cmd_channel),
     Command("format", N_("your own caption template"), cmd_format),

@@ -215,8 +215,9 @@ def _full_text(post: Post, lang: str = DEFAULT) -> str:
 def _names(post: Post) -> tuple[str, str]:
     name = _clean(post.author_name, one_line=True)
     handle = _clean(post.author_handle, one_line=True).removeprefix("@")
-    if post.source not in ("x", "bsky", "pixiv"):
-        # yt-dlp's sites: the author is the uploader; their ids are not @handles.
+    if post.source not in ("x", "bsky", "pixiv", "gallerydl"):
+        # yt-dlp's sites: the author is the uploader; their ids are not @handles
+        # (gallery-dl names a handle where the site has one: Mastodon's acct).
         name, handle = name or handle, ""
     return name, _cut(handle, HANDLE_MAX)
 

@@ -45,6 +45,8 @@ class UpdateBuilders:
             self, chat: ChatInfo, msg: JSON, topic_id: int | None, reply_to: JSON | None
         ) -> None: ...
         def inject_update(self, update: JSON) -> JSON: ...
+        def _delivered_to_bot(self, chat: ChatInfo, msg: JSON) -> bool: ...
+        def _withhold(self, msg: JSON) -> None: ...
 
         add_chat: Callable[..., ChatInfo]
 
@@ -72,7 +74,9 @@ class UpdateBuilders:
         `entities=None` attaches what Telegram would: `url` for http(s) links and
         `bot_command`, with UTF-16 offsets. `caption=True` sends a photo with
         `text` as its caption. `sender_chat` posts on behalf of a chat: the group
-        itself (anonymous admin) or a channel.
+        itself (anonymous admin) or a channel. In a group whose privacy mode keeps the
+        message from the bot (`_botapi_privacy`) it is recorded in `withheld` and the
+        update returned has no ``update_id``.
         """
         with self._lock:
             chat = self._chats.get(chat_id)
@@ -122,6 +126,11 @@ class UpdateBuilders:
             self._place_user_message(chat, msg, topic_id, replied)
             self._remember(msg)
             kind = "channel_post" if chat.type == "channel" else "message"
+            if not self._delivered_to_bot(chat, msg):
+                # Privacy mode: the message is in the chat (a reply can name it), not in
+                # the bot's updates.
+                self._withhold(msg)
+                return {kind: msg}
             return self.inject_update({kind: msg})
 
     def callback_query(

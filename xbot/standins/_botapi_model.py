@@ -27,6 +27,7 @@ from xbot.standins._botapi_copies import CopiesAndForwards
 from xbot.standins._botapi_edits import Edits
 from xbot.standins._botapi_files import FileStore, StoredFile, media_content
 from xbot.standins._botapi_inline import InlineMode
+from xbot.standins._botapi_privacy import PrivacyMode
 from xbot.standins._botapi_topics import ForumTopics
 from xbot.standins._botapi_updates import UpdateFeed
 from xbot.standins._botapi_wire import (
@@ -68,9 +69,9 @@ _CHAT_ACTIONS = frozenset(
 MethodFn = Callable[[JSON, dict[str, Upload]], Awaitable[Any]]
 
 
-class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMode):
+class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMode, PrivacyMode):
     """Telegram's side of the conversation, without HTTP (the update feed, edits,
-    copies and forwards, forum topics and inline mode in their own mixins).
+    copies and forwards, forum topics, inline mode and privacy mode in their own mixins).
 
     Attributes:
         token: the token it accepts (``<bot id>:<secret>``).
@@ -90,6 +91,7 @@ class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMod
         callback_answer_window: float = 15.0,
         max_records: int = 200_000,
         seed: int | None = None,
+        privacy_mode: bool = False,
     ) -> None:
         self.token = token
         self.bot_user: JSON = {
@@ -122,6 +124,7 @@ class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMod
         self._init_updates()
         self._init_topics()
         self._init_inline()
+        self._init_privacy(privacy_mode)
 
     @property
     def allow_url_fetch_from_loopback(self) -> bool:
@@ -289,6 +292,8 @@ class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMod
             msg["reply_markup"] = markup
         self._remember(msg)
         self._sent_order.append((chat.id, msg["message_id"]))
+        if chat.type != "private":
+            self._bot_posted(chat.id)
         return msg
 
     @property

@@ -22,9 +22,9 @@ import logging
 import socket
 import struct
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from http import HTTPStatus
-from typing import Self
+from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import attrs
@@ -220,6 +220,38 @@ class HttpServer:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(fn)
 
+    def pause_listening_sync(self, timeout: float = 5.0) -> None:
+        """Stop listening and drop every open connection: new connections are refused.
+
+        What a client sees when the host is down or its front end restarts: an
+        in-flight request loses its connection, the next one gets ECONNREFUSED.
+        """
+        self._on_loop(self._pause(), timeout)
+
+    def resume_listening_sync(self, timeout: float = 5.0) -> None:
+        """Listen on the same port again (after `pause_listening_sync`)."""
+        self._on_loop(self._resume(), timeout)
+
+    def _on_loop(self, coro: Coroutine[Any, Any, None], timeout: float) -> None:
+        loop = self.loop
+        if loop is None or threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError(f"{self._name}: not running, or called from its own loop")
+        asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    async def _pause(self) -> None:
+        if self._server is not None and self._server.is_serving():
+            self._server.close()
+        for task in list(self._conns):
+            task.cancel()
+
+    async def _resume(self) -> None:
+        if self._server is not None and self._server.is_serving():
+            return
+        self._server = await asyncio.start_server(
+            self._on_connection, self.host, self.port, limit=MAX_HEADER_BYTES
+        )
+
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self.loop = loop
@@ -291,6 +323,8 @@ class HttpServer:
                 return
             try:
                 response = await self._handler(request)
+            except AbortConnection:
+                raise  # the handler asks for a reset before any answer: `_on_connection` does it
             except Exception:
                 # A bug in a stand-in must show up as a 500, not as a silent hang-up.
                 _log.exception(

@@ -206,6 +206,7 @@ def rendered_text(text: str, parse_mode: str | None) -> tuple[str, list[Entity]]
 # Telegram's clients and servers mark these in user messages; the bot sees them
 # as entities (PTB's CommandHandler needs the bot_command one at offset 0).
 _URL_RE = re.compile(r"https?://[^\s<>\"]+", re.IGNORECASE)
+_MENTION_RE = re.compile(r"(?<![\w@/])@[A-Za-z][A-Za-z0-9_]{3,31}(?![\w@])")
 _COMMAND_RE = re.compile(r"(?<![\w/])/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{3,32})?(?![\w/])")
 _TRAILING = ".,;:!?'\"»"
 
@@ -217,7 +218,8 @@ def _trim_url(url: str) -> str:
 
 
 def auto_entities(text: str) -> list[Entity]:
-    """`url` and `bot_command` entities as Telegram would attach them, UTF-16 offsets."""
+    """`url`, `bot_command` and `mention` entities as Telegram would attach them, UTF-16
+    offsets."""
     found: list[tuple[int, int, str]] = []
     for m in _URL_RE.finditer(text):
         url = _trim_url(m.group(0))
@@ -226,6 +228,9 @@ def auto_entities(text: str) -> list[Entity]:
     for m in _COMMAND_RE.finditer(text):
         if not any(s <= m.start() < e for s, e, _ in found):
             found.append((m.start(), m.end(), "bot_command"))
+    for m in _MENTION_RE.finditer(text):
+        if not any(s <= m.start() < e for s, e, _ in found):
+            found.append((m.start(), m.end(), "mention"))
     found.sort()
     return [
         {"type": kind, "offset": utf16_len(text[:start]), "length": utf16_len(text[start:end])}

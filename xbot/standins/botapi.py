@@ -18,14 +18,21 @@ unless `allow_url_fetch_from_loopback`), long polling held open until an
 update arrives, and 429s with `retry_after`. Forum topics (`add_forum`,
 `create_topic`, `close_topic`, `delete_topic`; where each message lands, in
 `_botapi_topics`) and inline mode (`set_inline_mode`, `inline_query`,
-`inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`).
+`inline_answer`; answerInlineQuery's checks and window, in `_botapi_inline`). Privacy
+mode (``privacy_mode=True``, `set_privacy_mode`): getMe's ``can_read_all_group_messages``
+and the group messages Telegram then gives the bot (`_botapi_privacy`; what it kept
+back is in `withheld`; `add_group_bot` and `other_bot_message` for groups of several
+bots).
 
 What it adds for tests (here): every call recorded (`calls`, `calls_for`,
 `sent_messages`), update builders (`user_message`, `callback_query`, `bot_added`;
 in `_botapi_builders`), fault injection (`fail_next`, `set_rate_limit_storm`,
-`set_latency`, `set_5xx`) and a referee for rate limits: after each 429 it
-notes the chat's "not before" and records in `early_requests` any request for
-that chat that comes sooner (and, like Telegram, answers it with another 429).
+`set_latency`, `set_5xx`), outages (`set_outage`: Telegram unreachable as a
+502 page, a reset, a hang, a hang after the send went through, a refused
+connection; for every method or all but getUpdates; in `_botapi_outage`) and a
+referee for rate limits: after each 429 it notes the chat's "not before" and
+records in `early_requests` any request for that chat that comes sooner (and,
+like Telegram, answers it with another 429).
 
 It runs on its own thread and loop, so it serves while the code under test
 blocks, and it can be started from sync code: ``with BotApiServer() as srv``
@@ -50,6 +57,13 @@ from xbot.standins._botapi_chats import ChatInfo
 from xbot.standins._botapi_files import StoredFile
 from xbot.standins._botapi_limits import COUNTED_METHODS, Admission, TelegramLimits
 from xbot.standins._botapi_model import TelegramModel
+from xbot.standins._botapi_outage import (
+    FILE_DOWNLOAD,
+    MAX_HANG_S,
+    OUTAGE_MODES,
+    OutageSwitch,
+    nginx_502,
+)
 from xbot.standins._botapi_wire import (
     JSON,
     UPLOAD_LIMIT,
@@ -63,6 +77,8 @@ from xbot.standins._http import HttpServer, Request, Response, ServerBase, serve
 
 __all__ = [
     "DEFAULT_TOKEN",
+    "MAX_HANG_S",
+    "OUTAGE_MODES",
     "SEND_METHODS",
     "ApiError",
     "BotApiServer",
@@ -89,11 +105,6 @@ SEND_METHODS = COUNTED_METHODS | {
     "editMessageCaption",
     "editMessageReplyMarkup",
 }
-_NGINX_502 = (
-    b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
-    b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n"
-    b"</body>\r\n</html>\r\n"
-)
 
 
 def retry_after_seconds(value: object) -> float:
@@ -146,6 +157,7 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
         callback_answer_window: float = 15.0,
         max_records: int = 200_000,
         seed: int | None = None,
+        privacy_mode: bool = False,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -159,6 +171,7 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
             callback_answer_window=callback_answer_window,
             max_records=max_records,
             seed=seed,
+            privacy_mode=privacy_mode,
         )
         self.enforce_not_before = enforce_not_before
         self.early_tolerance = early_tolerance
@@ -180,6 +193,7 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
             max_body=upload_limit + 1024 * 1024,
             on_stop=self._files.aclose,
         )
+        self._outages = OutageSwitch(self._http)
 
     def _call_soon(self, fn: Callable[[], None]) -> None:
         self._http.call(fn)
@@ -272,9 +286,67 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
             self._p5xx = probability
             self._methods_5xx = frozenset(methods) if methods is not None else None
 
+    def set_outage(
+        self,
+        mode: str | None,
+        *,
+        methods: str | Iterable[str] = "send",
+        count: int | None = None,
+    ) -> None:
+        """Make Telegram unreachable (`_botapi_outage` says each mode); None ends it.
+
+        `methods`: ``"send"`` (every method but getUpdates; downloads served), ``"all"``,
+        or method names. `count`: only the next `count` calls in scope. ``"refuse"``
+        closes the port (``methods="all"`` only); blocks a few ms while it does.
+        """
+        self._outages.set(mode, methods=methods, count=count)
+
+    @property
+    def outage(self) -> str | None:
+        """The outage mode in force, if any."""
+        return self._outages.mode
+
+    @property
+    def outage_hits(self) -> int:
+        """Calls an outage answered (502, reset, hang, hang_after) since the start."""
+        return self._outages.hits
+
     # ------------------------------------------------------------------ HTTP
 
     async def _handle(self, request: Request) -> Response:
+        if request.path.startswith("/file/"):
+            name = FILE_DOWNLOAD
+        else:
+            m = _METHOD_PATH_RE.match(request.path)
+            entry = self._methods.get(m.group(2).lower()) if m else None
+            name = entry[0] if entry else ""
+        taken = self._outages.take(name)
+        if taken is None:
+            return await self._answer(request)
+        mode, generation = taken
+        if mode == "hang_after":
+            await self._answer(request)  # the method runs: the message is in the chat
+            self._record_outage(name, request, mode, 0)
+            await self._outages.hang(generation)
+            return Response(504, b"", close=True)  # the client has long given up
+        self._record_outage(name, request, mode, 502 if mode == "502" else 0)
+        return await self._outages.answer(mode, generation)
+
+    def _record_outage(self, method: str, request: Request, mode: str, status: int) -> None:
+        try:
+            params, _files = decode_params(
+                request.header("content-type"), request.body, request.query
+            )
+        except ApiError:
+            params = {}
+        with self._lock:
+            chat_id = self._chats.resolve_id(params.get("chat_id"))
+        self._record(
+            method, params, {}, chat_id=chat_id, at=time.monotonic(), status=status,
+            description=f"outage:{mode}",
+        )  # fmt: skip
+
+    async def _answer(self, request: Request) -> Response:
         at = time.monotonic()
         if request.path.startswith("/file/"):
             return self._serve_file(request)
@@ -384,11 +456,7 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
                 method != "getUpdates" if self._methods_5xx is None else method in self._methods_5xx
             )
             if self._p5xx and in_scope and self._rng.random() < self._p5xx:
-                return Response(
-                    502,
-                    _NGINX_502,
-                    {"content-type": "text/html"},
-                )
+                return nginx_502()
         return None
 
     def _admit(self, method: str, chat_id: int | None, params: JSON, at: float) -> Admission | None:

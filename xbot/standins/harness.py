@@ -68,6 +68,7 @@ class Harness:
         pacer: bool = False,
         start_bot: bool = True,
         x_sources: bool = False,
+        privacy_mode: bool = False,
         **overrides: Any,
     ) -> Harness:
         media = await MediaServer().start()
@@ -79,7 +80,9 @@ class Harness:
         # Above the cloud's 50 MB the stand-in plays a local Bot API server (up to 2000 MB).
         limit_mb = max(50, int(overrides.get("upload_limit_mb", 50)))
         api = await BotApiServer(
-            allow_url_fetch_from_loopback=allow_url_fetch, upload_limit=limit_mb * 1024 * 1024
+            allow_url_fetch_from_loopback=allow_url_fetch,
+            upload_limit=limit_mb * 1024 * 1024,
+            privacy_mode=privacy_mode,
         ).start()
         values: dict[str, Any] = {
             "token": api.token,

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import attrs
 import httpx
@@ -25,6 +26,7 @@ import httpx
 from xbot.config import Settings
 from xbot.errors import (
     AllSourcesDown,
+    BlockedAddress,
     FetchError,
     OutageRetry,
     Permanent,
@@ -33,10 +35,11 @@ from xbot.errors import (
     StaleFileId,
     TooLarge,
     TransientFetch,
+    UnsupportedLink,
     UrlNotFetched,
 )
 from xbot.i18n import N_, translate_reason, translator
-from xbot.links import classify
+from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.download import DownloadResult, download
@@ -47,10 +50,11 @@ from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
 from xbot.sending.caption import build_caption, build_text_reply, caption_parts, post_from_parts
 from xbot.sending.outbox import Outbox, send_file_ids
-from xbot.sending.progress import ChatAction, keep_chat_action
+from xbot.sending.progress import ChatAction, StatusReporter, keep_chat_action
 from xbot.sending.sender import OutMedia, Sender
-from xbot.sources import PostSource
+from xbot.sources import PostSource, other_route
 from xbot.sources.chain import DOWN
+from xbot.sources.gallerydl_dump import gallery_key
 from xbot.sources.x_api import card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
 from xbot.storage.state import ChatSettings, ChatStore
@@ -74,7 +78,13 @@ OUTAGE_TELL_AFTER = 30.0
 TCO_NOWHERE = N_("That t.co link does not lead anywhere I can fetch.")
 
 
-OtherSiteDelivery = Callable[[TaskContext, DeliverPayload, ChatSettings], Awaitable[None]]
+class OtherSiteDelivery(Protocol):
+    """yt-dlp's delivery (`xbot.tasks.other_sites.OtherSites`): False when it does not
+    know the link and `last` is not set."""
+
+    def __call__(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings, *, last: bool = ...
+    ) -> Awaitable[bool]: ...
 
 
 @attrs.define
@@ -106,7 +116,11 @@ class Delivery:
         if payload.kind == "tco":
             payload = await self._expand(ctx, payload)
         if payload.kind == "other":
-            await self.other_sites(ctx, payload, chat.settings)
+            await self._other_site(ctx, payload, chat.settings)
+            return
+        if payload.kind == "gallery":
+            # Something of it went out through gallery-dl before a restart: go on there.
+            await self._gallery(ctx, payload, chat.settings, last=True)
             return
         resolved = await self._resolve(ctx, payload)
         if resolved is None:
@@ -116,6 +130,47 @@ class Delivery:
             self.sender, payload.dest, "upload_photo", after=CHAT_ACTION_AFTER
         ) as action:
             await self._deliver_post(ctx, payload, chat.settings, action)
+
+    async def _other_site(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+    ) -> None:
+        """Another site: gallery-dl or yt-dlp first by `other_route.engines`, then the other."""
+        if not settings.ytdlp_enabled(payload.chat_type) or not self._serves_gallery():
+            await self.other_sites(ctx, payload, settings)  # it answers the chat's choice
+            return
+        order = other_route.engines(payload.url)
+        for n, engine in enumerate(order):
+            last = n == len(order) - 1
+            if engine == "ytdlp":
+                done = await self.other_sites(ctx, payload, settings, last=last)
+            else:
+                gallery = attrs.evolve(payload, kind="gallery", key=gallery_key(payload.key))
+                done = await self._gallery(ctx, gallery, settings, last=last)
+            if done:
+                return
+
+    def _serves_gallery(self) -> bool:
+        serves = getattr(self.source, "serves", None)
+        return serves is None or bool(serves(Link(url="", key="", kind="gallery")))
+
+    async def _gallery(
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings, *, last: bool
+    ) -> bool:
+        """An image post through gallery-dl, answered as an X post is; False when gallery-dl
+        does not know the link (or found nothing to send) and `last` is not set.
+
+        A run can take seconds: the status message says so after `FIRST_AFTER`.
+        """
+        status = StatusReporter(self.sender, payload.dest, action="upload_photo")
+        async with status:
+            try:
+                await self._deliver_post(
+                    ctx, payload, settings, ChatAction("upload_photo"), fallback=not last
+                )
+            except UnsupportedLink:
+                return False  # not raised when `last`: the chat was answered
+            await status.done()
+        return True
 
     async def _expand(self, ctx: TaskContext, payload: DeliverPayload) -> DeliverPayload:
         try:
@@ -162,6 +217,8 @@ class Delivery:
         payload: DeliverPayload,
         settings: ChatSettings,
         action: ChatAction,
+        *,
+        fallback: bool = False,
     ) -> None:
         # Photos sent as files are other file_ids than photos: their own entry.
         key = entry_key(payload.key, as_documents=settings.photos_as_documents)
@@ -176,7 +233,7 @@ class Delivery:
                     log.info("stale file_id, refetching %s", kv(key=key))
                     await self.outbox.forget(key)
                     payload = DeliverPayload.from_task(ctx.task)
-            post = await self._fetch(ctx, payload, settings)
+            post = await self._fetch(ctx, payload, settings, fallback=fallback)
             if post is None:
                 return
             if any(m.kind != "photo" for m in post.media):
@@ -185,8 +242,18 @@ class Delivery:
             await self.outbox.announce(ctx, payload, post.url, caption_parts(post))
 
     async def _fetch(
-        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        *,
+        fallback: bool = False,
     ) -> Post | None:
+        """The post from its source; None when the chat was answered instead.
+
+        With `fallback`, a source that does not know the link raises `UnsupportedLink`
+        on to the caller, who asks the next one (another site: gallery-dl, yt-dlp).
+        """
         try:
             post = await self.source.fetch(payload.link)
         except PostUnavailable as exc:
@@ -197,6 +264,15 @@ class Delivery:
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
         except FetchError as exc:
+            if fallback and isinstance(exc, UnsupportedLink):
+                raise
+            if payload.kind == "gallery":
+                # gallery-dl hung, crashed, printed junk, or the link is not one: one
+                # sentence, as for yt-dlp's sites (none in a group for a link nothing
+                # knows), and the task ends; it is never retried.
+                if not (payload.is_group and isinstance(exc, UnsupportedLink | BlockedAddress)):
+                    await self._tell(ctx, payload, exc.reason)
+                return None
             raise Permanent(exc.reason) from exc
         if not post.media:
             await self._say(ctx, payload, build_text_reply(post, payload.dest.lang), html=True)

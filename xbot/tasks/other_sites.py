@@ -168,30 +168,37 @@ class OtherSites:
         return self.outbox.sender
 
     async def __call__(
-        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
-    ) -> None:
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        *,
+        last: bool = True,
+    ) -> bool:
+        """Deliver the link; False when yt-dlp does not know it and `last` is not set
+        (the caller asks gallery-dl next: `xbot.sources.other_route`)."""
         if any(step.step == 0 for step in payload.sent):
             await self._resume(ctx, payload)
-            return
+            return True
         if not settings.ytdlp_enabled(payload.chat_type):
             # Turned off since the link was queued, or reached through a t.co link
             # the handler could not see through: the chat's choice holds either way.
             if not payload.is_group:
                 await self._say(ctx, payload, translator(payload.dest.lang).gettext(X_ONLY))
-            return
+            return True
         try:
             await self.source.precheck(payload.url)
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
-            return
+            return True
         async with self.outbox.hold(payload.key):
             if await self._from_cache(ctx, payload, payload.key, settings):
-                return
-            await self._fetch(ctx, payload, settings)
+                return True
+            return await self._fetch(ctx, payload, settings, last=last)
 
     async def _fetch(
-        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
-    ) -> None:
+        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings, *, last: bool
+    ) -> bool:
         status = StatusReporter(
             self.sender,
             payload.dest,
@@ -205,14 +212,17 @@ class OtherSites:
             except TransientFetch as exc:
                 raise RetryLater(exc.reason) from exc  # the status message goes with the block
             except FetchError as exc:
+                if isinstance(exc, UnsupportedLink) and not last:
+                    return False  # not yt-dlp's: gallery-dl is asked next, in silence
                 sentence = self._sentence(payload, exc)
                 if sentence is not None:
                     await status.fail(sentence)
-                return
+                return True
             await status.done()
         if done is not None:
             payload, url, parts = done
             await self.outbox.announce(ctx, payload, url, parts)
+        return True
 
     async def _download_and_send(
         self,

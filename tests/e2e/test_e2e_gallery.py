@@ -1,0 +1,189 @@
+"""Image posts of other sites through gallery-dl, REALLY run as a process: the real PTB
+client against the Bot API stand-in, gallery-dl against local stand-ins of a Mastodon
+instance and a Danbooru instance (set as extra instances by the operator's gallery-dl
+config, ``XBOT_GALLERYDL_CONFIG``), the files downloaded by the bot through the guard."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xbot.sources.gallerydl import CRASHED, TOO_SLOW, GalleryDlSource
+from xbot.sources.gallerydl_dump import GONE, JUNK, LOGIN
+from xbot.standins.gallery_sites import BooruServer, MastodonServer, gallerydl_config
+from xbot.standins.harness import Harness
+
+CHAT = 701
+GROUP = -100701
+STATUS = "113467211109934826"
+FILES = "/system/media_attachments/"
+
+
+@pytest.fixture
+async def sites() -> AsyncIterator[tuple[MastodonServer, BooruServer]]:
+    async with MastodonServer() as masto, BooruServer() as booru:
+        yield masto, booru
+
+
+@pytest.fixture
+async def h(
+    start_harness: Callable[..., Awaitable[Harness]],
+    sites: tuple[MastodonServer, BooruServer],
+    tmp_path: Path,
+) -> Harness:
+    config = tmp_path / "gallery-dl.json"
+    config.write_text(json.dumps(gallerydl_config(*sites)))
+    return await start_harness(gallerydl_config=config)
+
+
+def gallery(h: Harness) -> GalleryDlSource:
+    source = h.services.sources.by_kind["gallery"]
+    assert isinstance(source, GalleryDlSource)
+    return source
+
+
+def media_calls(h: Harness, chat: int) -> list[Any]:
+    methods = ("sendPhoto", "sendVideo", "sendAnimation", "sendDocument", "sendMediaGroup")
+    return [c for c in h.api.calls if c.method in methods and c.chat_id == chat and c.status == 200]
+
+
+def texts(h: Harness, chat: int) -> list[str]:
+    return [m.get("text", "") for m in h.sent(chat) if "text" in m]
+
+
+async def settle(h: Harness, chat: int, text: str, **message: Any) -> None:
+    before = len(h.sent(chat))
+    h.api.user_message(chat, text, **message)
+    await h.api.wait_for(lambda: len(h.sent(chat)) > before, 30)
+    await h.wait_idle(30)
+
+
+async def test_three_pictures_are_one_album_in_order_with_the_author(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    status = masto.add_status(
+        STATUS, photos=3, name="Alice A", content="<p>Three <b>pictures</b></p>"
+    )
+    update = h.api.user_message(CHAT, f"look {masto.status_url(STATUS)}")
+    await h.api.wait_for(lambda: media_calls(h, CHAT), 30)
+    await h.wait_idle(30)
+    (call,) = media_calls(h, CHAT)
+    assert call.method == "sendMediaGroup"
+    media = call.params["media"]
+    assert [m["type"] for m in media] == ["photo", "photo", "photo"]
+    # Uploaded (the bot fetched them itself), in the status's order.
+    uploaded = [call.files[m["media"].removeprefix("attach://")][2] for m in media]
+    expected = [masto.file_bytes(a["url"]) for a in status["media_attachments"]]
+    assert uploaded == [hashlib.sha256(data).hexdigest() for data in expected]
+    caption = media[0]["caption"]
+    assert caption.startswith("<b>Alice A</b> (@alice)")
+    assert "Three pictures" in caption
+    assert f'href="{masto.status_url(STATUS)}"' in caption
+    assert call.params["reply_parameters"]["message_id"] == update["message"]["message_id"]
+    assert gallery(h).runs == 1
+    assert masto.file_hits(FILES) == 3
+
+
+async def test_the_same_link_in_another_chat_is_sent_by_file_id(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=3)
+    await settle(h, CHAT, masto.status_url(STATUS))
+    runs, hits, api = gallery(h).runs, masto.file_hits(FILES), masto.hits.total()
+    await settle(h, CHAT + 1, masto.status_url(STATUS))
+    (call,) = media_calls(h, CHAT + 1)
+    assert call.method == "sendMediaGroup"
+    assert not call.files, "by file_id: nothing uploaded"
+    assert all(not m["media"].startswith(("http", "attach")) for m in call.params["media"])
+    assert gallery(h).runs == runs, "no gallery-dl run"
+    assert masto.file_hits(FILES) == hits, "no download"
+    assert masto.hits.total() == api
+
+
+async def test_a_booru_post_names_its_artist_and_spoils_a_questionable_rating(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    _, booru = sites
+    booru.add_post(8123456, artist="mitsuki_art", rating="q")
+    await settle(h, CHAT, booru.post_url(8123456))
+    (call,) = media_calls(h, CHAT)
+    assert call.method == "sendPhoto"
+    assert call.params["caption"].startswith("<b>mitsuki art</b>")
+    assert call.params.get("has_spoiler") in (True, "true"), "spoilers for sensitive posts: on"
+
+
+@pytest.mark.parametrize(
+    ("setup", "sentence"),
+    [
+        ("missing", GONE),
+        ("login_only", LOGIN),
+        ("junk", JUNK),
+    ],
+    ids=["missing", "login-only", "junk"],
+)
+async def test_what_cannot_be_sent_is_one_sentence(
+    h: Harness, sites: tuple[MastodonServer, BooruServer], setup: str, sentence: str
+) -> None:
+    masto, _ = sites
+    if setup != "missing":
+        masto.add_status(STATUS)
+        setattr(masto, setup, True)
+    await settle(h, CHAT, masto.status_url(STATUS))
+    assert texts(h, CHAT) == [sentence]
+    assert media_calls(h, CHAT) == []
+    (task,) = await h.services.queue.list(chat_id=CHAT)
+    assert task.state == "done", "answered; not retried"
+    assert gallery(h).runs == 1
+
+
+async def test_a_hang_is_one_sentence_and_is_not_retried(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS)
+    masto.hang = True
+    gallery(h).time_limit = 3.0
+    await settle(h, CHAT, masto.status_url(STATUS))
+    assert texts(h, CHAT) == [TOO_SLOW]
+    (task,) = await h.services.queue.list(chat_id=CHAT)
+    assert task.state == "done"
+    assert gallery(h).runs == 1, "given up on, not retried"
+
+
+async def test_a_crash_is_one_sentence(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS)
+    gallery(h).memory_limit = 16 * 1024 * 1024  # Python cannot even start in that
+    await settle(h, CHAT, masto.status_url(STATUS))
+    assert texts(h, CHAT) == [CRASHED]
+
+
+async def test_a_group_with_other_sites_off_gets_nothing(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=3)
+    h.api.user_message(GROUP, masto.status_url(STATUS), chat_type="group")
+    h.fx.add_post("701", text="x still works", photos=[h.photo("g")])
+    await settle(h, GROUP, "https://x.com/a/status/701", chat_type="group")
+    assert len(await h.services.queue.list(chat_id=GROUP)) == 1, "only the X link was queued"
+    assert gallery(h).runs == 0
+    assert masto.hits.total() == 0
+    assert len(media_calls(h, GROUP)) == 1
+
+
+async def test_a_link_gallery_dl_does_not_know_goes_to_yt_dlp(h: Harness) -> None:
+    page = h.media.add("/pages/nothing.html", b"<html><body>no media</body></html>", "text/html")
+    await settle(h, CHAT, page)
+    assert gallery(h).runs == 1, "gallery-dl was asked first"
+    assert h.media.hits["/pages/nothing.html"] == 0, "and said no without a request"
+    assert texts(h, CHAT) == ["I cannot fetch a video from that link."], "yt-dlp's answer"
