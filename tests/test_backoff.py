@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.tasks.backoff import compute_backoff
+from xbot.tasks.backoff import RECONNECT_CAP, compute_backoff, compute_reconnect_delay
 
 
 @pytest.mark.parametrize(
@@ -103,3 +103,58 @@ def test_backoff_bounds(
 )
 def test_backoff_never_shrinks_with_attempts(attempt: int, jitter: float) -> None:
     assert compute_backoff(attempt + 1, jitter=jitter) >= compute_backoff(attempt, jitter=jitter)
+
+
+@pytest.mark.parametrize(
+    ("failures", "kwargs", "expected"),
+    [
+        (1, {"jitter": 0.0}, 0.5),
+        (1, {"jitter": 0.999}, 0.9995),
+        (2, {"jitter": 0.0}, 1.0),
+        (5, {"jitter": 0.0}, 8.0),
+        (6, {"jitter": 0.0}, 15.0),
+        (7, {"jitter": 0.0}, 15.0),
+        (7, {"jitter": 0.999}, 29.985),
+        (0, {"jitter": 0.0}, 0.5),
+        (10_000, {"jitter": 0.0}, 15.0),
+        (3, {"jitter": 0.0, "first": 0.01, "cap": 0.3}, 0.02),
+        (9, {"jitter": 0.0, "first": 0.01, "cap": 0.3}, 0.15),
+        (1, {"jitter": 0.0, "retry_after": 12.0}, 12.0),
+        (10, {"jitter": 0.0, "retry_after": 120.0}, 120.0),
+    ],
+    ids=[
+        "first",
+        "first-top",
+        "second",
+        "fifth",
+        "sixth-at-cap",
+        "past-cap",
+        "cap-top",
+        "zero-counts-as-one",
+        "huge-no-overflow",
+        "scaled",
+        "scaled-cap",
+        "retry-after-floor",
+        "retry-after-beats-cap",
+    ],
+)
+def test_reconnect_table(failures: int, kwargs: dict[str, float], expected: float) -> None:
+    assert compute_reconnect_delay(failures, **kwargs) == pytest.approx(expected)
+
+
+@given(st.integers(min_value=-5, max_value=10_000), st.floats(min_value=0.0, max_value=0.999))
+def test_reconnect_never_past_the_cap(failures: int, jitter: float) -> None:
+    """However long Telegram stays away, the next try is at most the cap away (so the bot
+    notices within RECONNECT_CAP that it is back), and never sooner than half a second."""
+    delay = compute_reconnect_delay(failures, jitter=jitter)
+    assert 0.5 <= delay < RECONNECT_CAP
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"jitter": 1.0}, {"jitter": -0.1}, {"jitter": 0.0, "first": 0.0}, {"jitter": 0.0, "cap": 0.1}],
+    ids=["jitter-1", "jitter-negative", "first-zero", "cap-below-first"],
+)
+def test_reconnect_refuses_bad_arguments(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=r"must|need"):
+        compute_reconnect_delay(1, **kwargs)

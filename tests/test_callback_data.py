@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.handlers.callback_data import (
+from xbot.tasks.callback_data import (
     MAX_ARGS,
     MAX_BYTES,
     MAX_INT,

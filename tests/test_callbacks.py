@@ -15,8 +15,8 @@ import pytest
 from conftest import WallClock
 
 from xbot.app import sweep_once
-from xbot.handlers.callback_data import Action, CallbackData, encode
 from xbot.standins.harness import Harness
+from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.prompts import PROMPT
 
 USER = 1001  # a private chat's id is its user's id

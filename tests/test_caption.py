@@ -18,15 +18,18 @@ from hypothesis import strategies as st
 from xbot.media.models import MediaItem, Poll, PollChoice, Post
 from xbot.sending.caption import (
     CAPTION_LIMIT,
+    MALFORMED,
     MIN_LIMIT,
     TEXT_LIMIT,
+    TOO_LONG,
     build_caption,
     build_text_reply,
     caption_parts,
     post_from_parts,
+    render_template,
+    validate_template,
     visible_length,
 )
-from xbot.sending.caption_template import MALFORMED, TOO_LONG, render_template, validate_template
 
 URL = "https://x.com/alice/status/1234567890"
 LINK = f'<a href="{URL}">{URL}</a>'

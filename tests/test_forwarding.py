@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xbot.errors import PayloadError
-from xbot.handlers.callback_data import Action, CallbackData, decode, encode
+from xbot.sending.sent import SentItem
 from xbot.storage.state import CAPTION_EDIT, ChatState, Record, caption_edit_record
+from xbot.tasks.callback_data import Action, CallbackData, decode, encode
 from xbot.tasks.forwarding import plan_forward
-from xbot.tasks.payloads import ForwardPayload, SentItem
+from xbot.tasks.payloads import ForwardPayload
 from xbot.tasks.prompts import (
     ALREADY,
     EXPIRED,

@@ -14,11 +14,12 @@ from xbot.links import (
     MAX_URL_LENGTH,
     Entity,
     Link,
+    canonicalize_x,
     classify,
     extract_links,
+    is_tco,
     plan_links,
 )
-from xbot.links_x import canonicalize_x, is_tco
 
 DATA = Path(__file__).parent / "data"
 ALICE = "https://x.com/alice/status/1234567890"

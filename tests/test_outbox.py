@@ -9,11 +9,12 @@ from typing import Any, cast
 import attrs
 
 from xbot.sending.destination import Destination
-from xbot.sending.outbox import Delivered, Outbox, send_file_ids
 from xbot.sending.sender import OutMedia, Sender
+from xbot.sending.sent import SentItem
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
-from xbot.tasks.payloads import DeliverPayload, SentItem
+from xbot.tasks.outbox import Delivered, Outbox, send_file_ids
+from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import TaskContext
 
 DEST = Destination(-100, "supergroup", 7, 3)

@@ -9,7 +9,8 @@ import pytest
 
 from xbot.errors import PayloadError
 from xbot.sending.destination import Destination
-from xbot.tasks.payloads import DeliverPayload, ForwardPayload, NoticePayload, SentItem, SentStep
+from xbot.sending.sent import SentItem
+from xbot.tasks.payloads import DeliverPayload, ForwardPayload, NoticePayload, SentStep
 
 # Written by the version before destinations: the chat only on the task row.
 OLD_DELIVER = json.dumps({

@@ -41,16 +41,16 @@ from xbot.errors import (
     PayloadError,
     UnsupportedLink,
 )
-from xbot.handlers import callback_data
-from xbot.links import Entity, classify, extract_links, plan_links
-from xbot.links_x import canonicalize_x
+from xbot.links import Entity, canonicalize_x, classify, extract_links, plan_links
 from xbot.media import netguard
 from xbot.media.models import Post
 from xbot.sending.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build_text_reply
 from xbot.sending.destination import Destination
+from xbot.sending.sent import SentItem
 from xbot.sources.x_api import XApi, parse_status
 from xbot.standins._tgtext import EntityParseError, rendered_text, utf16_len
-from xbot.tasks.payloads import DeliverPayload, SentItem, SentStep, payload_identity
+from xbot.tasks import callback_data
+from xbot.tasks.payloads import DeliverPayload, SentStep, payload_identity
 
 # Any code point but lone surrogates (a Telegram message is valid UTF-8).
 _chars = st.characters(codec="utf-8")

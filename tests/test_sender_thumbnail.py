@@ -17,7 +17,8 @@ from telegram.request import HTTPXRequest
 
 from xbot.sending.destination import Destination
 from xbot.sending.pacing import Pacer
-from xbot.sending.sender import OutKind, OutMedia, Sender
+from xbot.sending.sender import OutMedia, Sender
+from xbot.sending.sent import OutKind
 from xbot.standins.botapi import BotApiServer, Call
 from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 

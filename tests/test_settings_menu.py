@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.handlers.callback_data import Action, decode
 from xbot.handlers.settings_menu import (
     CLOSE,
     CODES,
@@ -19,6 +18,7 @@ from xbot.handlers.settings_menu import (
     toggle,
 )
 from xbot.storage.state import CAPTION_STYLES, ChatSettings
+from xbot.tasks.callback_data import Action, decode
 
 PRIVATE = MenuContext("private")
 GROUP = MenuContext("supergroup", can_delete=True)

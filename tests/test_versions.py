@@ -10,7 +10,7 @@ import pytest
 
 from xbot import __version__
 from xbot.ops.doctor import version_findings
-from xbot.ops.versions import YTDLP_MAX_AGE_DAYS, installed, staleness, ytdlp_release
+from xbot.versions import YTDLP_MAX_AGE_DAYS, installed, staleness, ytdlp_release
 
 TODAY = date(2026, 12, 1)
 

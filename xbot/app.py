@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import httpx
 from telegram import Update
+from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -31,13 +32,12 @@ from xbot.errors import StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
 from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
-from xbot.handlers.polling import DurablePoller
+from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
 from xbot.ops.instance import instance_lock
 from xbot.ops.sdnotify import SystemdNotifier
-from xbot.sending.outbox import Outbox
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.services import ChatMover, Services, XContext
@@ -59,6 +59,7 @@ from xbot.tasks.forwarding import Forwarding
 from xbot.tasks.notices import KIND as NOTICE
 from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
+from xbot.tasks.outbox import Outbox
 from xbot.tasks.worker import Workers
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ USER_AGENT = f"xbot/{__version__} (+https://github.com/xbot; Telegram media bot)
 SWEEP_EVERY = 300.0
 CLOCK_CHECK_EVERY = 5.0  # how often the two clocks are compared (a step is logged, and marked)
 STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
+START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer means a hang
 
 AppType = Application[Any, XContext, Any, Any, Any, Any]
 
@@ -311,8 +313,23 @@ async def _patiently(step: Callable[[], Awaitable[T]], within: float = STORE_WAI
             pause = min(pause * 2, 10.0)
 
 
+# What the bot is doing, for the watchdog, STATUS= and a readiness check (`Bot.phase`).
+STARTING = "starting"  # opening the database, asking getMe for the first time
+WAITING = "waiting"  # Telegram did not answer a start-up call: trying again, in a while
+POLLING = "polling"  # long polling runs (xbot.handlers.polling)
+WEBHOOK = "webhook"  # the webhook listener runs
+STOPPING = "stopping"
+
+
 class Bot:
-    """The running bot: PTB polling, workers and the sweep, with a clean stop."""
+    """The running bot: PTB polling, workers and the sweep, with a clean stop.
+
+    Attributes:
+        phase: one of STARTING, WAITING, POLLING, WEBHOOK, STOPPING.
+        waiting_for: while WAITING, one line saying on what (for STATUS= and logs).
+        on_waiting: called with that line at each failed start-up try (the systemd
+            glue in `run_until_signalled` uses it to report READY and STATUS).
+    """
 
     def __init__(
         self,
@@ -334,8 +351,24 @@ class Bot:
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._clock_watch: asyncio.Task[None] | None = None
+        self._menus: asyncio.Task[None] | None = None
         self.on_ready: Callable[[], Awaitable[None]] | None = None
+        self.on_waiting: Callable[[str], None] | None = None
+        self.phase = STARTING
+        self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
+
+    @property
+    def receiving(self) -> bool:
+        """True while updates can come in: polling runs or the webhook listener listens.
+
+        Not whether Telegram answers (a poller waiting out an outage still runs)."""
+        if self.phase == POLLING:
+            return self.poller is not None and self.poller.running and self.application.running
+        if self.phase == WEBHOOK:
+            updater = self.application.updater
+            return self.application.running and updater is not None and updater.running
+        return False
 
     async def start(self) -> Services:
         # One bot per data dir; holding the lock, every lease left in the
@@ -344,12 +377,70 @@ class Bot:
         try:
             return await self._start()
         except BaseException:
-            self._lock.release()
+            # A refused token, a broken database, or SIGTERM while waiting for
+            # Telegram: undo what was built, so the process exits cleanly.
+            with contextlib.suppress(Exception):
+                await self._close()
             raise
+
+    async def _until_telegram_answers(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Run a start-up call to the Bot API until Telegram answers it.
+
+        A transient failure (a 5xx or nginx's HTML 502 page, a refused or reset
+        connection, a timeout, a DNS failure: PTB's NetworkError and its kin) is
+        one log line and another try after a capped backoff, for as long as it
+        takes: exiting would only have systemd restart us against its start limit.
+        A refused token (InvalidToken: 401/404) is raised at once.
+        """
+        failures = 0
+        while True:
+            try:
+                result = await call()
+            except InvalidToken:
+                raise
+            except TelegramError as exc:
+                failures += 1
+                delay = reconnect_delay(exc, failures, scale=self.settings.time_scale)
+                detail = error_detail(exc)
+                self.phase = WAITING
+                self.waiting_for = (
+                    f"waiting for Telegram: {what} failed ({detail}); try {failures + 1} "
+                    f"in {delay:.0f}s"
+                )
+                log.warning(
+                    "start waits for Telegram %s",
+                    kv(
+                        call=what,
+                        error=type(exc).__name__,
+                        detail=detail,
+                        tries=failures,
+                        retry_in=round(delay, 3),
+                    ),
+                )
+                if self.on_waiting is not None:
+                    self.on_waiting(self.waiting_for)
+                await asyncio.sleep(delay)
+                continue
+            if failures:
+                log.info("Telegram answers %s", kv(call=what, tries=failures + 1))
+            self.phase, self.waiting_for = STARTING, ""
+            return result
 
     async def _start(self) -> Services:
         add_handlers(self.application)
-        await self.application.initialize()
+        bot = self.application.bot
+        # A call that hangs (packets dropped, a front end that never answers) is a
+        # failed try after this long, not after the 30 s read timeout of a send.
+        hang = max(1.0, START_CALL_TIMEOUT * self.settings.time_scale)
+        timeouts = {"connect_timeout": hang, "read_timeout": hang, "write_timeout": hang}
+
+        async def get_me() -> None:
+            # getMe: the token checked, the bot's name learnt; PTB's initialize asks
+            # again (answered at once now), and fails only if Telegram just went away.
+            await bot.get_me(**timeouts)
+            await self.application.initialize()
+
+        await self._until_telegram_answers("getMe", get_me)
         services = await _patiently(
             lambda: build_services(
                 self.settings, self.application, clocks=self.clocks, pacer=self.pacer
@@ -359,13 +450,8 @@ class Bot:
         orphans = await _patiently(lambda: services.queue.reclaim_orphans(services.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
-        # The command menu in every language (Telegram shows each user theirs), at once:
-        # nine round trips one after another would delay polling by as many.
-        bot = self.application.bot
-        await asyncio.gather(
-            *(bot.set_my_commands(menu, language_code=code) for code, menu in commands.menus()),
-            return_exceptions=True,
-        )
+        # The command menu is cosmetic: set in the background, never holding up polling.
+        self._menus = asyncio.create_task(self._set_menus(), name="xbot-menus")
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
         self._clock_watch = asyncio.create_task(_watch_clock(services, CLOCK_CHECK_EVERY))
@@ -373,10 +459,18 @@ class Bot:
         updater = self.application.updater
         assert updater is not None
         if self.webhook is None:
+            # getUpdates fails while a webhook is set (a former `--webhook` run).
+            await self._until_telegram_answers(
+                "deleteWebhook",
+                lambda: bot.delete_webhook(drop_pending_updates=False, **timeouts),
+            )
             # Our own long polling: an update is confirmed to Telegram only after
             # its handler queued the work (xbot.handlers.polling), so a kill loses nothing.
-            self.poller = DurablePoller(self.application, timeout=self.poll_timeout)
+            self.poller = DurablePoller(
+                self.application, timeout=self.poll_timeout, time_scale=self.settings.time_scale
+            )
             await self.poller.start()
+            self.phase = POLLING
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
         else:
             # PTB's tornado server answers 403 to a request without Telegram's
@@ -392,24 +486,72 @@ class Bot:
                 allowed_updates=Update.ALL_TYPES,
                 drop_pending_updates=False,
             )
+            self.phase = WEBHOOK
             log.info(
                 "webhook %s",
                 kv(version=__version__, listen=f"{hook.listen}:{hook.port}", path=hook.url_path),
             )
         return services
 
+    async def _set_menus(self) -> None:
+        """The command menu in every language (Telegram shows each user theirs), at once
+        (nine round trips one after another would take nine times as long), each menu
+        tried again while Telegram does not answer; one refused outright is left alone."""
+        bot = self.application.bot
+        pending = list(commands.menus())
+        failures = 0
+        while pending:
+            results = await asyncio.gather(
+                *(bot.set_my_commands(menu, language_code=code) for code, menu in pending),
+                return_exceptions=True,
+            )
+            again: list[Any] = []
+            for item, result in zip(pending, results, strict=True):
+                if isinstance(result, BadRequest | Forbidden | InvalidToken):
+                    lang = item[0] or "default"
+                    log.error(
+                        "setMyCommands refused %s", kv(lang=lang, detail=error_detail(result))
+                    )
+                elif isinstance(result, TelegramError):
+                    again.append((item, result))
+                elif isinstance(result, BaseException):
+                    raise result
+            if not again:
+                return
+            failures += 1
+            delay = reconnect_delay(again[0][1], failures, scale=self.settings.time_scale)
+            log.warning(
+                "setMyCommands waits for Telegram %s",
+                kv(
+                    error=type(again[0][1]).__name__,
+                    detail=error_detail(again[0][1]),
+                    menus=len(again),
+                    tries=failures,
+                    retry_in=round(delay, 3),
+                ),
+            )
+            pending = [item for item, _ in again]
+            await asyncio.sleep(delay)
+
     async def stop(self) -> None:
         """Stop polling, let running tasks finish or hand them back, close everything."""
+        await self._close()
+        log.info("stopped")
+
+    async def _close(self) -> None:
+        """Undo what `start` built, however far it got; safe to call twice."""
+        self.phase = STOPPING
         app = self.application
         if self.poller is not None:
             await self.poller.stop()
         if app.updater is not None and app.updater.running:
             await app.updater.stop()
-        for loop in (self._sweeper, self._clock_watch):
-            if loop is not None:
-                loop.cancel()
+        for task in (self._sweeper, self._menus, self._clock_watch):
+            if task is not None:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await loop
+                    await task
+        self._sweeper = self._menus = self._clock_watch = None
         if self.services is not None:
             await self.services.workers.stop(STOP_GRACE)
         if app.running:
@@ -422,29 +564,45 @@ class Bot:
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()
             await self.services.pool.close()
+            self.services = None
         self._lock.release()
-        log.info("stopped")
 
 
 # --- systemd (xbot.ops.sdnotify): READY, WATCHDOG while healthy, STATUS, STOPPING -------------
+#
+# When to say READY=1. Once polling (or the webhook) runs, as before; but when Telegram
+# does not answer a start-up call, READY=1 goes out at that first failed try, with
+# STATUS= saying what the bot waits for, and the watchdog pings from then on. Not
+# EXTEND_TIMEOUT_USEC= (staying "activating" while waiting): a start job that does not
+# finish for as long as Telegram is down would hang every `systemctl start/restart` and
+# anything ordered after the unit, and systemd arms the watchdog only at READY=1
+# (service_enter_start_post), so a loop wedged during that wait would go unnoticed until
+# the extension lapsed. With READY=1 early the unit is "active" with a STATUS= line that
+# says it waits, exactly as during an outage in mid-run, and a wedged loop is caught by
+# the watchdog. A refused token is still a failed start whenever Telegram answers at
+# once: getMe's 401 comes before READY=1.
 
 
 def _polling_healthy(bot: Bot) -> bool:
-    """What the watchdog vouches for: PTB runs and updates still come in (poller or webhook)."""
-    app = bot.application
-    if bot.poller is not None:
-        return app.running and bot.poller.running
-    return app.running and app.updater is not None and app.updater.running
+    """What the watchdog vouches for: the start-up is waiting for Telegram, or updates can
+    come in (the poller task or the webhook listener runs). Not whether Telegram answers:
+    restarting the bot cannot bring Telegram back, and a poller waiting out an outage
+    still runs. A wedged event loop sends no ping at all (the ping is a task on it)."""
+    if bot.phase == WAITING:
+        return True
+    return bot.receiving
 
 
 async def _status_line(bot: Bot) -> str:
+    if bot.phase == WAITING:
+        return bot.waiting_for
     if bot.services is None:
-        return "starting"
+        return bot.phase
     stats = await bot.services.queue.stats(bot.services.clock())
     counts = stats.counts_by_state
     return (
-        f"polling; queue pending={counts.get('pending', 0)} running={counts.get('running', 0)} "
-        f"dead={counts.get('dead', 0)}"
+        f"{bot.phase}; queue pending={counts.get('pending', 0)} "
+        f"running={counts.get('running', 0)} dead={counts.get('dead', 0)}"
     )
 
 
@@ -454,26 +612,53 @@ async def run_until_signalled(
     ready: Callable[[], None] | None = None,
     notifier: SystemdNotifier | None = None,
 ) -> None:
-    """`xbot run`: start, wait for SIGTERM/SIGINT, stop within the grace period."""
+    """`xbot run`: start, wait for SIGTERM/SIGINT, stop within the grace period.
+
+    A signal while the start-up still waits for Telegram ends the wait at once
+    and returns cleanly (exit 0: systemd asked for the stop)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     systemd = notifier or SystemdNotifier.from_env()
-    await bot.start()
-    systemd.ready(status="polling")
-    supervision = asyncio.create_task(
-        systemd.serve(lambda: _polling_healthy(bot), lambda: _status_line(bot))
-    )
-    if ready is not None:
-        ready()
+    supervision: asyncio.Task[None] | None = None
+
+    def supervise(status: str) -> None:
+        nonlocal supervision
+        if supervision is None:
+            systemd.ready(status=status)
+            supervision = asyncio.create_task(
+                systemd.serve(lambda: _polling_healthy(bot), lambda: _status_line(bot))
+            )
+        else:
+            systemd.status(status)
+
+    bot.on_waiting = supervise
+    starting = asyncio.create_task(bot.start(), name="xbot-start")
+    stopped = asyncio.create_task(stop.wait())
     try:
+        await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            log.info("stopping %s", kv(phase=bot.phase))
+            systemd.stopping()
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting  # start() cleans up after itself when cancelled
+            log.info("stopped")
+            return
+        starting.result()  # a refused token or a broken database: raised here
+        supervise(bot.phase)
+        if ready is not None:
+            ready()
         await stop.wait()
-    finally:
         systemd.stopping()
-        supervision.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await supervision
         log.info("stopping")
-        await bot.stop()
+    finally:
+        stopped.cancel()
+        if supervision is not None:
+            supervision.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await supervision
+        if starting.done() and not starting.cancelled() and starting.exception() is None:
+            await bot.stop()
         systemd.close()

@@ -98,6 +98,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "none",
     ),
     "XBOT_CONFIG": ("optional TOML file with any of these names (the environment wins)", "none"),
+    "XBOT_TEST_TIME_SCALE": (
+        "tests only: multiplies the waits between tries to reach Telegram at start-up and "
+        "while polling (0.001-1), so a test of a long outage takes seconds",
+        "1",
+    ),
 }
 
 # A bot token as @BotFather hands it out: the bot's numeric id, a colon, 35 URL-safe
@@ -142,6 +147,7 @@ class Settings:
     log_level: str = "INFO"
     caption_edit_ttl: float = 86400.0
     cache_ttl: float = 7 * 86400.0
+    time_scale: float = 1.0  # tests only (XBOT_TEST_TIME_SCALE): shorter reconnect waits
 
     @property
     def upload_limit(self) -> int:
@@ -184,6 +190,17 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
         raise ConfigError(f"{name}: {raw!r} is not a whole number") from None
     if not lo <= value <= hi:
         raise ConfigError(f"{name}: {value} is out of range ({lo}..{hi})")
+    return value
+
+
+def _scale(raw: str) -> float:
+    name = "XBOT_TEST_TIME_SCALE"
+    try:
+        value = float(raw.strip() or "1")
+    except ValueError:
+        raise ConfigError(f"{name}: {raw!r} is not a number") from None
+    if not 0.001 <= value <= 1.0:
+        raise ConfigError(f"{name}: {value} is out of range (0.001..1)")
     return value
 
 
@@ -420,6 +437,7 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         ),
         cache_ttl=86400.0
         * field(lambda: _int("XBOT_CACHE_TTL_DAYS", get("XBOT_CACHE_TTL_DAYS", "7"), 1, 365), 7),
+        time_scale=field(lambda: _scale(get("XBOT_TEST_TIME_SCALE", "1")), 1.0),
     )
     return (None if problems else settings), problems
 

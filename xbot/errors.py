@@ -35,6 +35,13 @@ write-backs, log lines and the dead-letter notice.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
+# What reading a payload that does not parse may raise; OverflowError: a number like
+# 1e400 where an int belongs; RecursionError: nesting deeper than the parser goes.
+_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
+
 
 class XbotError(Exception):
     """Base of every error xbot raises on purpose."""
@@ -67,6 +74,18 @@ class LeaseLost(XbotError):
 
 class PayloadError(XbotError):
     """A task payload does not parse."""
+
+
+@contextlib.contextmanager
+def reading_payload(what: str) -> Iterator[None]:
+    """What goes wrong reading a ``what`` payload (its JSON, its fields) becomes a
+    `PayloadError` naming it: the worker dead-letters such a task, never crashes on it."""
+    try:
+        yield
+    except PayloadError:
+        raise
+    except _UNREADABLE as exc:
+        raise PayloadError(f"{what} payload does not parse: {exc!r}"[:300]) from exc
 
 
 class FetchError(XbotError):

@@ -133,3 +133,9 @@ def setup_logging(
     quiet = logging.DEBUG if level == "DEBUG" else logging.WARNING
     for name in ("httpx", "httpcore", "telegram.ext.Updater", "apscheduler"):
         logging.getLogger(name).setLevel(quiet)
+    # PTB logs a traceback (JSONDecodeError) and the whole page for every non-JSON answer
+    # (nginx's 502 page while Telegram's front end is down) before it raises NetworkError,
+    # whose text says the same in one line: the caller logs that one line instead.
+    logging.getLogger("telegram.request.BaseRequest").setLevel(
+        logging.DEBUG if level == "DEBUG" else logging.CRITICAL
+    )

@@ -36,7 +36,6 @@ from conftest import load_soak, wait_until
 
 from xbot.errors import BlockedAddress, FetchError, TransientFetch, UnsupportedLink
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS
-from xbot.handlers.callback_data import Action
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.settings_menu import MenuContext, closed_text
 from xbot.i18n import translator
@@ -50,6 +49,7 @@ from xbot.standins.botapi import BotApiServer
 from xbot.standins.fxapi import FxApiServer
 from xbot.standins.harness import Harness
 from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
+from xbot.tasks.callback_data import Action
 
 # --- SSRF -------------------------------------------------------------------------------------
 

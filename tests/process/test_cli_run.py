@@ -1,11 +1,14 @@
-"""`xbot run` failing at start: one line, the right exit status, never the token."""
+"""`xbot run` at start: a refused token is one line and exit 2, never the token; a Bot API
+that does not answer is no exit: the start waits, one line per try, until SIGTERM."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from xbot.standins.botapi import BotApiServer
@@ -18,16 +21,25 @@ def _xbot() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "xbot.ops.cli"]
 
 
-def _run(tmp_path: Path, api_url: str) -> subprocess.CompletedProcess[str]:
-    env = {
+def _env(tmp_path: Path, api_url: str) -> dict[str, str]:
+    return {
         "PATH": os.environ.get("PATH", ""),
         "XBOT_TOKEN": WRONG,
         "XBOT_BOT_API_URL": f"{api_url}/bot",
         "XBOT_BOT_API_FILE_URL": f"{api_url}/file/bot",
         "XBOT_DATA_DIR": str(tmp_path / "data"),
+        "XBOT_TEST_TIME_SCALE": "0.01",  # tries 10 ms apart at first, at most 0.3 s
     }
+
+
+def _run(tmp_path: Path, api_url: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*_xbot(), "run"], env=env, capture_output=True, text=True, timeout=60, check=False
+        [*_xbot(), "run"],
+        env=_env(tmp_path, api_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -40,12 +52,39 @@ def test_a_refused_token_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert WRONG.split(":")[1] not in proc.stdout + proc.stderr
 
 
-def test_an_unreachable_bot_api_is_one_line_and_exit_1(tmp_path: Path) -> None:
+def test_an_unreachable_bot_api_is_waited_for_until_sigterm(tmp_path: Path) -> None:
+    """Nothing listens where the Bot API should be (connections refused): the start does
+    not exit; it says so once per try, without a traceback, and SIGTERM ends it at once
+    with exit status 0 (systemd asked for the stop)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = _run(tmp_path, f"http://127.0.0.1:{port}")
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("xbot: could not reach the Bot API at http://127.0.0.1:")
-    assert "Traceback" not in proc.stderr
-    assert WRONG.split(":")[1] not in proc.stdout + proc.stderr
+    log = tmp_path / "bot.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*_xbot(), "run"],
+            env=_env(tmp_path, f"http://127.0.0.1:{port}"),
+            stdout=out,
+            stderr=out,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while log.read_text().count("start waits for Telegram") < 8:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+        assert time.monotonic() - started < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = log.read_text()
+    tries = [line for line in text.splitlines() if "start waits for Telegram" in line]
+    assert all("call=getMe error=NetworkError" in line for line in tries)
+    others = [line for line in text.splitlines() if line not in tries and " INFO " not in line]
+    assert others == []  # one line per try, and nothing else above INFO
+    assert "Traceback" not in text
+    assert WRONG.split(":")[1] not in text

@@ -73,14 +73,50 @@ def _analyze(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Directives newer than some systemd still in use, with the version that knows them. An
+# older systemd warns "Unknown key" for them and goes on (the unit's comment says what it
+# gets instead); that warning, and only that one, is allowed there.
+NEWER_KEYS = {"RestartSteps": 254, "RestartMaxDelaySec": 254}
+
+
+def _systemd_version() -> int:
+    assert ANALYZE is not None
+    out = subprocess.run(
+        [ANALYZE, "--version"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    match = re.match(r"systemd (\d+)", out)
+    assert match, out
+    return int(match.group(1))
+
+
+def _unexpected_warnings(output: str, version: int) -> list[str]:
+    too_new = {key for key, since in NEWER_KEYS.items() if version < since}
+    return [
+        line
+        for line in output.splitlines()
+        if not any(
+            f"Unknown key '{key}' in section [Service], ignoring." in line for key in too_new
+        )
+    ]
+
+
 @needs_analyze
 @both_units
 def test_verify_prints_nothing(tmp_path: Path, name: str) -> None:
     unit = _testable_copy(tmp_path, name=name)
     proc = _analyze("verify", "--man=no", str(unit), cwd=tmp_path)
     # verify only warns (exit 0) on unknown keys and bad values: any output is a failure.
-    assert proc.stdout + proc.stderr == ""
+    assert _unexpected_warnings(proc.stdout + proc.stderr, _systemd_version()) == []
     assert proc.returncode == 0
+
+
+def test_only_the_newer_keys_warning_is_forgiven() -> None:
+    warned = (
+        "/x/xbot.service:60: Unknown key 'RestartSteps' in section [Service], ignoring.\n"
+        "/x/xbot.service:61: Unknown key 'Resart' in section [Service], ignoring."
+    )
+    assert _unexpected_warnings(warned, 252) == [warned.splitlines()[1]]
+    assert _unexpected_warnings(warned, 254) == warned.splitlines()
 
 
 @needs_analyze
@@ -170,17 +206,91 @@ def test_limits_and_timeouts() -> None:
 def test_the_start_limit_outlasts_the_poison_rule() -> None:
     """systemd must not give up before the bot buries a task that kills it every time: that
     takes 2 x max_attempts deaths without progress (xbot.storage.lost_leases), and one
-    more start, the one whose reclaim buries it; two such tasks in turn, twice that. Yet
-    a start that can never succeed (a revoked token) must still fail the unit, well
-    within the interval at RestartSec's pace."""
+    more start, the one whose reclaim buries it; two such tasks in turn, twice that."""
     defaults = inspect.signature(TaskQueue.enqueue).parameters["max_attempts"].default
     worst = lost_lease_budget(max(defaults, NOTICE_MAX_ATTEMPTS)) + 1
     for directives in (DIRECTIVES, TEMPLATE_DIRECTIVES):
-        burst = int(directives["StartLimitBurst"][0])
-        interval = int(directives["StartLimitIntervalSec"][0])
-        restart_sec = int(directives["RestartSec"][0])
-        assert burst >= 2 * worst
-        assert burst * restart_sec <= interval / 2
+        assert int(directives["StartLimitBurst"][0]) >= 2 * worst
+
+
+def test_a_start_that_can_never_succeed_is_not_restarted() -> None:
+    """A refused token or a bad setting exits 2 (xbot.ops.cli), and the unit does not
+    restart on 2: it fails at once instead of restarting forever at the longest delay
+    (under RestartSteps= the start limit would never catch it)."""
+    from xbot.ops.cli import EXIT_USAGE
+
+    for directives in (DIRECTIVES, TEMPLATE_DIRECTIVES):
+        assert directives["RestartPreventExitStatus"] == [str(EXIT_USAGE)]
+
+
+def restart_delay(n: int, directives: dict[str, list[str]]) -> float:
+    """The delay before the n-th automatic restart (n >= 1), as systemd >= 254 computes it
+    (src/core/service.c, service_restart_usec_next): RestartSec for the first; then
+    r_0 * (r_max / r_0) ** ((n - 1) / steps) up to step `steps`; r_max after that."""
+    r0 = float(directives["RestartSec"][0])
+    steps = int(directives.get("RestartSteps", ["0"])[0])
+    r_max = float(directives.get("RestartMaxDelaySec", ["inf"])[0])
+    if n <= 1 or steps == 0 or r0 == 0 or r_max == float("inf") or r0 >= r_max:
+        return r0
+    if n > steps:
+        return r_max
+    return float(r0 * (r_max / r0) ** ((n - 1) / steps))
+
+
+def crash_loop_starts(directives: dict[str, list[str]], within: float) -> list[float]:
+    """When the starts of a crash loop `within` seconds long fall, counting the worst
+    case: each start fails at once (a real one takes seconds, which only spreads them)."""
+    starts, at, n = [0.0], 0.0, 1
+    while (at := at + restart_delay(n, directives)) <= within:
+        starts.append(at)
+        n += 1
+    return starts
+
+
+def refused_start(starts: list[float], burst: int, interval: float) -> int | None:
+    """The index of the first start systemd's start limit refuses (src/basic/ratelimit.c,
+    ratelimit_below: a window opens at a start and allows `burst` starts within
+    `interval`), or None."""
+    begin, num = None, 0
+    for i, at in enumerate(starts):
+        if begin is None or at - begin > interval:
+            begin, num = at, 1
+        elif num < burst:
+            num += 1
+        else:
+            return i
+    return None
+
+
+@both_units
+def test_an_hours_crash_loop_stays_under_the_start_limit(name: str) -> None:
+    """Even if every start during a one-hour network outage failed at once (the bot waits
+    instead, but this is the second line of defence), the restart policy never makes
+    StartLimitBurst starts within StartLimitIntervalSec, in any window."""
+    directives = _directives(UNITS[name])
+    burst = int(directives["StartLimitBurst"][0])
+    interval = float(directives["StartLimitIntervalSec"][0])
+    starts = crash_loop_starts(directives, within=3600.0)
+    busiest = max(sum(1 for t in starts if s <= t <= s + interval) for s in starts)
+    assert busiest < burst, f"{busiest} starts in {interval:.0f}s"
+    assert refused_start(starts, burst, interval) is None
+    # The figures the unit's comment gives.
+    assert [round(restart_delay(n, directives), 1) for n in range(1, 8)] == [
+        5.0, 7.2, 10.2, 14.7, 21.0, 30.0, 30.0,
+    ]  # fmt: skip
+    assert (busiest, len(starts)) == (24, 124)
+    poison = crash_loop_starts(directives, within=10_000.0)
+    assert round(poison[16] / 60, 1) == 6.5  # the 17th start buries one poison task
+    assert round(poison[33] / 60) == 15  # the 34th, two of them
+
+
+def test_the_start_limit_arithmetic_can_fail() -> None:
+    """The same arithmetic for the old policy (every 5 s, no steps): the 41st start,
+    200 s in, is refused: a crash loop of 3.5 minutes failed the unit for good."""
+    old = {"RestartSec": ["5"], "StartLimitBurst": ["40"], "StartLimitIntervalSec": ["600"]}
+    starts = crash_loop_starts(old, within=3600.0)
+    assert refused_start(starts, 40, 600.0) == 40
+    assert starts[40] == 200.0
 
 
 # The per-instance names of the template, and what they are in the single unit.

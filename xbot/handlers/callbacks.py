@@ -1,7 +1,7 @@
 """Every inline button: decode, check who pressed, answer at once, then do the quick thing.
 
 Callback data comes from the client and can be forged: it only names which
-button (`xbot.handlers.callback_data`). Whether the button still exists, what it acts
+button (`xbot.tasks.callback_data`). Whether the button still exists, what it acts
 on and whether this person may press it come from the message Telegram
 shows, our database and the Bot API. Anything that does not add up is
 answered "This button has expired." and changes nothing. What a button
@@ -19,7 +19,6 @@ from telegram.ext import BaseHandler, CallbackQueryHandler
 from xbot.errors import XbotError
 from xbot.handlers.answers import edit
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
-from xbot.handlers.callback_data import Action, CallbackData, decode
 from xbot.handlers.commands import menu_context
 from xbot.handlers.language import language_of
 from xbot.handlers.messages import NOT_ALLOWED
@@ -29,6 +28,7 @@ from xbot.i18n import translator
 from xbot.logs import kv
 from xbot.services import XContext
 from xbot.storage.state import ChatState
+from xbot.tasks.callback_data import Action, CallbackData, decode
 from xbot.tasks.prompts import EXPIRED, SKIPPED, find_prompt
 
 log = logging.getLogger(__name__)

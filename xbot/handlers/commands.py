@@ -37,7 +37,7 @@ from xbot.handlers.settings_menu import MenuContext, menu_markup, menu_text
 from xbot.i18n import LANGUAGES, N_, telegram_code, translator
 from xbot.logs import kv
 from xbot.media.models import Post
-from xbot.sending.caption_template import (
+from xbot.sending.caption import (
     MALFORMED,
     MAX_TEMPLATE_LENGTH,
     PLACEHOLDERS,

@@ -42,12 +42,9 @@ from telegram import (
 from telegram.constants import ParseMode
 
 from xbot.i18n import DEFAULT, N_, translate_reason, translator
-from xbot.links import Link, classify
-from xbot.links_x import x_status_url
+from xbot.links import Link, bsky_post_url, classify, pixiv_work_url, x_status_url
 from xbot.media.models import MediaItem, Post
 from xbot.sending.caption import build_caption, build_text_reply
-from xbot.sources.bsky_links import post_url
-from xbot.sources.pixiv_links import work_url
 from xbot.sources.x_api import choose_variant
 from xbot.storage.link_cache import CachedPost
 
@@ -162,12 +159,12 @@ def album_link(parameter: str) -> Link | None:
     if m := _ALBUM_RE.match(parameter):
         url = x_status_url(m.group(1), None)
     elif m := _PIXIV_RE.match(parameter):
-        url = work_url(m.group(1))
+        url = pixiv_work_url(m.group(1))
     elif m := _PLC_RE.match(parameter):
-        url = post_url(f"did:plc:{m.group(1)}", m.group(2))
+        url = bsky_post_url(f"did:plc:{m.group(1)}", m.group(2))
     elif m := _NAMED_RE.match(parameter):
         name = m.group(3).replace("_", ".")
-        url = post_url(f"did:web:{name}" if m.group(1) == "w" else name, m.group(2))
+        url = bsky_post_url(f"did:web:{name}" if m.group(1) == "w" else name, m.group(2))
     if url is None:
         return None
     link = classify(url)  # the same validation as a pasted link

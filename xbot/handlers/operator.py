@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
+from xbot import versions
 from xbot.errors import FetchError
 from xbot.handlers.answers import reply, rest_of
-from xbot.handlers.callback_data import Action, CallbackData, encode
 from xbot.links import Link, classify
-from xbot.ops import versions
 from xbot.services import XContext
 from xbot.sources import PostSource, SourceRouter
 from xbot.sources.chain import SourceChain
 from xbot.storage.link_cache import entry_keys
 from xbot.storage.queue import Task
+from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.payloads import payload_identity
 
 __all__ = ["DEAD_SHOWN", "cmd_clear_cache", "cmd_dead", "cmd_debug", "cmd_stats", "dead_view"]

@@ -9,9 +9,12 @@ every handler of the batch returned, so a kill means the batch comes again,
 and the handler's dedup key (message and link) absorbs the redelivery.
 
 Errors of the Bot API are PTB's own (`telegram.error`), handled here once:
-network trouble and 5xx are retried with a capped backoff; a 409 (another
-instance polls the same token) and a refused token are logged and retried
-slowly, never fatal to the process.
+network trouble and 5xx (PTB's `NetworkError`, `TimedOut`, also for nginx's
+HTML 502 page) are retried with a capped backoff (`compute_reconnect_delay`);
+a 409 (another instance polls the same token) and a refused token are logged
+and retried slowly, never fatal to the process. However long Telegram stays
+unreachable, the poller's task lives on (`running` stays true: the watchdog
+vouches for the process, not for Telegram) and polling resumes by itself.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,10 +32,34 @@ from telegram.ext import Application
 
 from xbot.logs import kv
 from xbot.sending.bot_errors import retry_after_seconds
+from xbot.tasks.backoff import RECONNECT_CAP, RECONNECT_FIRST, compute_reconnect_delay
 
 log = logging.getLogger(__name__)
 
-BACKOFF_CAP = 30.0
+_PARSE_FAILED = ". Parsing the server response"
+_DETAIL_MAX = 120
+
+
+def error_detail(exc: BaseException) -> str:
+    """One short line for a log: PTB's text for a non-JSON answer quotes the whole page
+    ("Bad Gateway (502). Parsing the server response b'<html>...' failed"): keep the
+    status part."""
+    text = " ".join(str(exc).split(_PARSE_FAILED, 1)[0].split())
+    return text[:_DETAIL_MAX] or type(exc).__name__
+
+
+def reconnect_delay(
+    exc: TelegramError, failures: int, *, scale: float = 1.0, jitter: float | None = None
+) -> float:
+    """How long to wait after the `failures`-th failed call in a row to the Bot API."""
+    if isinstance(exc, RetryAfter):
+        return retry_after_seconds(exc)  # Telegram's own number; never scaled down
+    drawn = random.random() if jitter is None else jitter
+    if isinstance(exc, Conflict | InvalidToken):
+        failures = 64  # at the cap at once: nothing a quick retry can fix
+    return compute_reconnect_delay(
+        failures, jitter=drawn, first=RECONNECT_FIRST * scale, cap=RECONNECT_CAP * scale
+    )
 
 
 class DurablePoller:
@@ -43,9 +71,11 @@ class DurablePoller:
         *,
         timeout: int = 30,
         allowed_updates: Sequence[str] = Update.ALL_TYPES,
+        time_scale: float = 1.0,
     ) -> None:
         self.application = application
         self.timeout = timeout
+        self.time_scale = time_scale
         self.allowed_updates = list(allowed_updates)
         self.offset = 0
         self._task: asyncio.Task[None] | None = None
@@ -57,7 +87,7 @@ class DurablePoller:
         return self._task is not None and not self._task.done()
 
     async def start(self) -> None:
-        await self.application.bot.delete_webhook(drop_pending_updates=False)
+        """Start polling (the caller has removed any webhook: getUpdates fails while one is set)."""
         self._stopping = False
         self._task = asyncio.create_task(self._run(), name="xbot-poller")
 
@@ -83,12 +113,16 @@ class DurablePoller:
                     offset=self.offset,
                     timeout=self.timeout,
                     allowed_updates=self.allowed_updates,
-                    read_timeout=self.timeout + 10,
+                    # The long poll's own wait, and a margin for the network (scaled in
+                    # tests, where a hung poll should cost a second, not ten).
+                    read_timeout=self.timeout + max(1.0, 10 * self.time_scale),
                 )
             except TelegramError as exc:
                 failures += 1
                 await self._pause(exc, failures)
                 continue
+            if failures:
+                log.info("getUpdates answers again %s", kv(failed_tries=failures))
             failures = 0
             if not updates:
                 continue
@@ -105,12 +139,16 @@ class DurablePoller:
             self.offset = updates[-1].update_id + 1
 
     async def _pause(self, exc: TelegramError, failures: int) -> None:
-        if isinstance(exc, RetryAfter):
-            delay = retry_after_seconds(exc)
-        elif isinstance(exc, Conflict | InvalidToken):
-            delay = BACKOFF_CAP
-        else:
-            delay = min(BACKOFF_CAP, 0.5 * 2 ** min(failures, 8))
+        delay = reconnect_delay(exc, failures, scale=self.time_scale)
         level = logging.ERROR if isinstance(exc, Conflict | InvalidToken) else logging.WARNING
-        log.log(level, "getUpdates failed %s", kv(error=type(exc).__name__, retry_in=delay))
+        log.log(
+            level,
+            "getUpdates failed %s",
+            kv(
+                error=type(exc).__name__,
+                detail=error_detail(exc),
+                tries=failures,
+                retry_in=round(delay, 3),
+            ),
+        )
         await asyncio.sleep(delay)

@@ -21,9 +21,9 @@ from typing import Final
 import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from xbot.handlers.callback_data import Action, CallbackData, encode
 from xbot.i18n import LANGUAGES, N_, Translator, chat_language, translator
 from xbot.storage.state import CAPTION_STYLES, CaptionStyle, ChatSettings
+from xbot.tasks.callback_data import Action, CallbackData, encode
 
 __all__ = [
     "CLOSE",

@@ -1,7 +1,10 @@
 """`xbot`: the bot and the operator's tools.
 
-A configuration error, a missing file or an unusable database is one line on
-stderr and exit status 2, never a traceback; the token never appears in it.
+A configuration error, a missing file, a refused token or an unusable database is
+one line on stderr and exit status 2 (a restart cannot help), never a traceback; the
+token never appears in it. `xbot run` exits 1 for what may pass (a database still
+locked or a disk still full after the start's wait); a Bot API that does not answer
+is no exit at all: the start waits for it.
 The commands' work is in `xbot.ops.opscli` and `xbot.ops.doctor`; this module only
 parses arguments and maps errors to exit statuses.
 """
@@ -23,7 +26,7 @@ from xbot.config import (
     token_problem,
     webhook_config,
 )
-from xbot.errors import XbotError
+from xbot.errors import StoreBusy, XbotError
 from xbot.logs import redact
 
 EXIT_FAILED = 1
@@ -70,16 +73,18 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from xbot.logs import setup_logging
 
     setup_logging(settings.log_level, secrets=[settings.token])
-    from telegram.error import InvalidToken, NetworkError  # the startup's getMe
+    from telegram.error import InvalidToken  # the startup's getMe
 
+    # A Bot API that does not answer is no exit: the start waits for it (xbot.app).
+    # Exit 2 (a restart cannot help: the unit's RestartPreventExitStatus=2) or 1 (it may).
     try:
         asyncio.run(run_until_signalled(Bot(settings, webhook=webhook)))
     except InvalidToken:
         return _fail(REFUSED_HELP, [settings.token])
-    except NetworkError as exc:
-        # Transient (exit 1, not 2): systemd's Restart=on-failure tries again.
-        where = settings.bot_api_url.replace("{token}", "<token>")
-        _fail(f"could not reach the Bot API at {where}: {exc}", [settings.token])
+    except (StoreBusy, OSError) as exc:
+        # A database locked or a disk full past the start's patience, a port in use:
+        # may pass, so systemd's Restart=on-failure tries again later.
+        _fail(str(exc) or type(exc).__name__, [settings.token])
         return EXIT_FAILED
     return 0
 
@@ -117,7 +122,7 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_version(args: argparse.Namespace, settings: Settings) -> int:
-    from xbot.ops.versions import installed
+    from xbot.versions import installed
 
     print("\n".join(installed().lines()))
     return 0

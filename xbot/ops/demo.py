@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from xbot.logs import setup_logging
 from xbot.media.models import MediaItem, Variant
 from xbot.sending import video_choice
+from xbot.sources.chain import SourceChain
 from xbot.standins.fxapi import X_LADDER, x_formats
 from xbot.standins.harness import Harness
 
@@ -53,8 +54,6 @@ def describe(message: dict[str, Any]) -> str:
 
 
 def _answered_by(harness: Harness) -> str:
-    from xbot.sources.chain import SourceChain
-
     chain = harness.services.sources.by_kind.get("x")
     return chain.last_answer if isinstance(chain, SourceChain) else "?"
 

@@ -1,7 +1,7 @@
 """`xbot doctor`: what is wrong with this installation, one line per finding.
 
 Checks, in order: the versions a bug report needs (and whether yt-dlp is
-more than 90 days old, `xbot.ops.versions`), the configuration (every problem,
+more than 90 days old, `xbot.versions`), the configuration (every problem,
 naming the setting), the data directory (there, writable, free space), the
 database (opens, schema version, integrity, queue, times stored far ahead of
 now), the clock (synchronised, where the host can tell), the token's shape, and,
@@ -30,11 +30,11 @@ import apsw
 import attrs
 import httpx
 
+from xbot import versions
 from xbot.clock import SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.errors import StoreError
 from xbot.logs import redact
-from xbot.ops import versions
 from xbot.ops.opscli import check_owner
 from xbot.storage import migrations
 from xbot.storage.db import read_only
@@ -136,6 +136,7 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
 
     A source that fails is a warning, not a failure: links go to the next one.
     """
+    # Here: the sources load PTB, which an offline doctor never needs.
     from xbot.sources.chain import PROBE_POST, probe, x_sources
 
     async def run() -> list[Finding]:

@@ -40,15 +40,17 @@ result once it closed), an article's title and a community note are part
 of the post text, in that order after it, so they are cut before the text
 itself.
 
-User templates (``/format``) are `xbot.sending.caption_template`'s, and the
-link cache's record of a caption is `xbot.sending.caption_parts`'s; both
-names stay importable from here (issue 11: no module over ~500 lines).
+A chat's own template (``/format``) is checked and rendered here too
+(`validate_template`, `render_template`), through the same fitting. The link
+cache's record of a caption is `xbot.sending.caption_parts`'s; its two names are
+re-exported here, where the callers that build captions look for them.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import string
 import unicodedata
 from collections.abc import Callable
 from typing import Literal
@@ -61,14 +63,20 @@ from xbot.sending.caption_parts import caption_parts, post_from_parts
 
 __all__ = [
     "CAPTION_LIMIT",
+    "MALFORMED",
+    "MAX_TEMPLATE_LENGTH",
     "MIN_LIMIT",
+    "PLACEHOLDERS",
     "TEXT_LIMIT",
+    "TOO_LONG",
     "build_caption",
     "build_text_reply",
     "caption_parts",
     "poll_text",
     "post_from_parts",
+    "render_template",
     "utf16_len",
+    "validate_template",
     "visible_length",
 ]
 
@@ -362,14 +370,10 @@ def build_caption(
     """
     _check_limit(limit)
     fields = _fields(post, lang)
-    if template is not None:
-        # Here, not at the top: caption_template imports this module.
-        from xbot.sending.caption_template import _template_renderer, validate_template
-
-        if not validate_template(template):
-            rendered = _fit(_template_renderer(template), fields, limit)
-            if rendered is not None:
-                return rendered
+    if template is not None and not validate_template(template):
+        rendered = _fit(_template_renderer(template), fields, limit)
+        if rendered is not None:
+            return rendered
     if style == "none":
         return _render_link(fields)
     if style == "short":
@@ -389,3 +393,93 @@ def build_caption(
 def build_text_reply(post: Post, lang: str = DEFAULT) -> str:
     """The answer to a post without media: the full caption shape, within a message's 4096."""
     return build_caption(post, style="full", limit=TEXT_LIMIT, lang=lang)
+
+
+# --- a chat's own template (/format) ----------------------------------------------------------
+#
+# Templates use the placeholders ``{author}``, ``{handle}``, ``{text}`` and ``{url}``.
+# They are parsed with `string.Formatter.parse` and substituted by hand: nothing is
+# ever looked up on an object, so ``{author.__class__}`` is just an unknown
+# placeholder. A title rides at the head of ``{text}``, so a template written before
+# titles existed still shows it.
+
+PLACEHOLDERS = ("author", "handle", "text", "url")
+# The visible text a template may add around its placeholders.
+MAX_TEMPLATE_LENGTH = 512
+# Entries of `validate_template`'s answer that are not placeholder names.
+MALFORMED = "unbalanced braces"
+TOO_LONG = f"longer than {MAX_TEMPLATE_LENGTH} characters"
+
+_FORMATTER = string.Formatter()
+
+
+def validate_template(template: str) -> list[str]:
+    """What is wrong with a ``/format`` template; an empty list when it is usable.
+
+    Each unknown or decorated placeholder is listed as written
+    (``foo``, ``author.__class__``, ``text!r``, ``text:>9``, ``""`` for
+    ``{}``), once, in order. Unbalanced braces give the single entry
+    `MALFORMED`; too much fixed text adds `TOO_LONG`.
+    """
+    try:
+        parsed = list(_FORMATTER.parse(template))
+    except ValueError:
+        return [MALFORMED]
+    problems: list[str] = []
+    literal_length = 0
+    for literal, field, spec, conversion in parsed:
+        literal_length += utf16_len(literal)
+        if field is None:
+            continue
+        written = field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+        bad = field not in PLACEHOLDERS or bool(spec) or conversion is not None
+        if bad and written not in problems:
+            problems.append(written)
+    if literal_length > MAX_TEMPLATE_LENGTH:
+        problems.append(TOO_LONG)
+    return problems
+
+
+def _template_renderer(template: str) -> Render:
+    parsed = [(_clean_literal(lit), field) for lit, field, _, _ in _FORMATTER.parse(template)]
+    has_url = any(field == "url" for _, field in parsed)
+
+    def render(f: _Fields) -> str:
+        values = {
+            "author": _esc(f.name),
+            "handle": _esc(f.handle),
+            "text": _esc("\n\n".join(t for t in (f.title, f.text) if t)),
+            "url": _link(f),
+        }
+        out = "".join(_esc(lit) + (values[field] if field else "") for lit, field in parsed)
+        out = out.strip()
+        if has_url:
+            return out
+        # The link always survives, even when the template forgot it.
+        return f"{out}\n\n{_link(f)}" if out else _link(f)
+
+    return render
+
+
+def _clean_literal(text: str) -> str:
+    # Like _clean, but keeps the edges: a template's spacing is the user's choice.
+    text = _LONE_SURROGATE.sub("\ufffd", text).replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", text)
+
+
+def render_template(template: str, post: Post, *, limit: int = CAPTION_LIMIT) -> str:
+    """``post`` through a ``/format`` template, at most ``limit`` visible units.
+
+    Values are HTML-escaped; so is the template's own text (it is plain text,
+    not HTML). ``{text}`` is cut first, then ``{author}``. Without ``{url}``
+    the link is appended. Raises ValueError for a template
+    `validate_template` refuses, or one whose fixed text cannot fit.
+    """
+    _check_limit(limit)
+    problems = validate_template(template)
+    if problems:
+        raise ValueError(f"bad caption template: {', '.join(problems)}")
+    rendered = _fit(_template_renderer(template), _fields(post), limit)
+    if rendered is None:
+        raise ValueError("caption template does not fit the limit")
+    return rendered

@@ -48,9 +48,9 @@ from xbot.media import thumbnail as thumbnails
 from xbot.sending import topics
 from xbot.sending.bot_errors import classify, retry_after_seconds
 from xbot.sending.destination import Destination
+from xbot.sending.flights import Flights
 from xbot.sending.pacing import Pacer
-from xbot.tasks.flights import Flights
-from xbot.tasks.payloads import OutKind, SentItem
+from xbot.sending.sent import OutKind, SentItem
 
 __all__ = [
     "LONG_CALL",

@@ -14,7 +14,7 @@ A source raises xbot's own errors, and only these:
 - any other `FetchError`: junk (an answer that is not a post); permanent.
 
 Sources are composed in `xbot.app` through constructors; single-flight and
-the link cache sit in front of them (`xbot.sending.outbox`), never inside one.
+the link cache sit in front of them (`xbot.tasks.outbox`), never inside one.
 """
 
 from __future__ import annotations

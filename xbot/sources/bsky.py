@@ -36,9 +36,8 @@ import httpx
 
 from xbot.errors import FetchError, PostUnavailable
 from xbot.i18n import N_
-from xbot.links import Link
+from xbot.links import Link, bsky_post_key, bsky_post_url
 from xbot.media.models import MediaItem, Post, Variant
-from xbot.sources.bsky_links import post_key, post_url
 from xbot.sources.jsonget import USER_AGENT, count, get_json, obj, objs, text, web_url
 from xbot.sources.x_api import with_quote_media
 
@@ -119,8 +118,8 @@ class ParsedPost:
         media = tuple(_video_item(i, pds[i.did]) if isinstance(i, VideoRef) else i
                       for i in items if not isinstance(i, VideoRef) or i.did in pds)  # fmt: skip
         return Post(
-            key=post_key(self.did, self.rkey),
-            url=post_url(self.handle or self.did, self.rkey),
+            key=bsky_post_key(self.did, self.rkey),
+            url=bsky_post_url(self.handle or self.did, self.rkey),
             author_name=self.name,
             author_handle=self.handle,
             text=self.text,
@@ -366,7 +365,7 @@ class BskySource:
         if actor.startswith("did:") or link.post_id is None:
             return link
         did = await self._did(actor)
-        return attrs.evolve(link, key=post_key(did, link.post_id), handle=did)
+        return attrs.evolve(link, key=bsky_post_key(did, link.post_id), handle=did)
 
     async def fetch(self, link: Link) -> Post:
         """The post behind `link` (a handle is resolved first).

@@ -27,10 +27,9 @@ import httpx
 from xbot import __version__
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.i18n import N_
-from xbot.links import Link
+from xbot.links import Link, pixiv_work_url
 from xbot.media.models import MediaItem, Post
 from xbot.sources.jsonget import JsonAnswer, count, get_json, obj, objs, text, web_url
-from xbot.sources.pixiv_links import work_url
 
 DEFAULT_API_URL = "https://www.pixiv.net"
 REFERER = "https://www.pixiv.net/"
@@ -156,7 +155,7 @@ def to_post(work: Work, media: tuple[MediaItem, ...]) -> Post:
     """The caption's parts: the title first, ``Artist (@pixiv id)``, the tags as text."""
     return Post(
         key=f"pixiv:{work.work_id}",
-        url=work_url(work.work_id),
+        url=pixiv_work_url(work.work_id),
         author_name=work.user_name or work.user_account,
         author_handle=work.user_account,
         text=" ".join(hashtag(t) for t in work.tags),

@@ -20,7 +20,7 @@ import attrs
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.i18n import N_
-from xbot.links_x import x_status_url
+from xbot.links import x_status_url
 from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Variant
 from xbot.sending.video_choice import container_from_url
 from xbot.sources.jsonget import count as _int

@@ -8,6 +8,7 @@ once the transaction committed.
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
@@ -15,15 +16,48 @@ from typing import Any, Final
 import apsw
 import attrs
 
+from xbot.errors import reading_payload
 from xbot.logs import kv
 from xbot.storage.task_rows import Task, _enqueue, _enqueue_fields
-from xbot.tasks.payloads import BuriedNotice
 
 log = logging.getLogger(__name__)
 
 # The dead-letter notice is a task of this kind (xbot.tasks.notices runs it).
 NOTICE_KIND: Final = "notice"
 NOTICE_MAX_ATTEMPTS: Final = 8
+
+
+@attrs.frozen
+class BuriedNotice:
+    """The payload of the notice the queue writes with a dead mark, in the same
+    transaction (`_bury`): which task died, why, and its kind and payload, so that
+    `xbot.tasks.notices` words the sentence when it runs and the queue needs no
+    knowledge of task kinds.
+    """
+
+    for_task: int
+    reason: str
+    of_kind: str
+    of_payload: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "for_task": self.for_task,
+            "reason": self.reason,
+            "of_kind": self.of_kind,
+            "of_payload": self.of_payload,
+        }
+
+    @classmethod
+    def from_json(cls, raw: str) -> BuriedNotice:
+        with reading_payload("notice"):
+            data = json.loads(raw)
+            return cls(
+                for_task=int(data["for_task"]),
+                reason=str(data["reason"]),
+                of_kind=str(data["of_kind"]),
+                of_payload=str(data["of_payload"]),
+            )
 
 
 @attrs.frozen

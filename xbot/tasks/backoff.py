@@ -76,3 +76,40 @@ def compute_outage_delay(
     if at_least is not None and math.isfinite(at_least):
         delay = max(delay, min(cap, at_least))
     return delay
+
+
+# Telegram unreachable at start-up or while polling: how long before the next try.
+# 30 s: once Telegram answers again the bot is polling within 30 s (plus one request's
+# timeout), and at the cap an outage costs two cheap getMe/getUpdates calls a minute
+# and two log lines, so an outage of hours is neither hammered nor noisy.
+RECONNECT_FIRST = 1.0
+RECONNECT_CAP = 30.0
+
+
+def compute_reconnect_delay(
+    failures: int,
+    *,
+    jitter: float,
+    first: float = RECONNECT_FIRST,
+    cap: float = RECONNECT_CAP,
+    retry_after: float | None = None,
+) -> float:
+    """Seconds before the next try to reach the Bot API after `failures` failed ones in a row.
+
+    ``first * 2 ** (failures - 1)`` up to `cap`, jittered down into ``[d / 2, d)`` like
+    `compute_backoff` (a VPS full of bots coming back from one outage does not knock all
+    at once). A ``retry_after`` (a 429) is a floor. Scaling `first` and `cap` together
+    (the test-only ``XBOT_TEST_TIME_SCALE``) keeps the shape.
+    """
+    if not 0.0 <= jitter < 1.0:
+        raise ValueError(f"jitter must be in [0, 1), got {jitter!r}")
+    if not 0.0 < first <= cap or not math.isfinite(cap):
+        raise ValueError(f"need 0 < first <= cap, got first={first!r} cap={cap!r}")
+    steps = max(1, failures) - 1
+    # Compare exponents, not powers (as compute_backoff does).
+    at_cap = steps * math.log(2.0) >= math.log(cap / first)
+    capped = cap if at_cap else first * 2.0**steps
+    delay = capped * (0.5 + jitter / 2.0)
+    if retry_after is not None and math.isfinite(retry_after):
+        delay = max(delay, retry_after)
+    return delay

@@ -49,16 +49,17 @@ from xbot.media.tempfiles import temp_folder
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
 from xbot.sending.caption import build_caption, build_text_reply, caption_parts, post_from_parts
-from xbot.sending.outbox import Outbox, send_file_ids
 from xbot.sending.progress import ChatAction, StatusReporter, keep_chat_action
 from xbot.sending.sender import OutMedia, Sender
+from xbot.sending.sent import OutKind, SentItem
 from xbot.sources import PostSource, other_route
 from xbot.sources.chain import DOWN
 from xbot.sources.gallerydl_dump import gallery_key
 from xbot.sources.x_api import card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
 from xbot.storage.state import ChatSettings, ChatStore
-from xbot.tasks.payloads import DELIVER, DeliverPayload, NoticePayload, OutKind, SentItem
+from xbot.tasks.outbox import Outbox, send_file_ids
+from xbot.tasks.payloads import DELIVER, DeliverPayload, NoticePayload
 from xbot.tasks.worker import TaskContext
 
 log = logging.getLogger(__name__)

@@ -32,16 +32,17 @@ from xbot.errors import (
     StaleFileId,
     XbotError,
 )
-from xbot.handlers.callback_data import Action, CallbackData
 from xbot.i18n import N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.sending.albums import PlanKind, plan_sends
 from xbot.sending.caption import build_caption, post_from_parts
-from xbot.sending.outbox import send_file_ids
 from xbot.sending.sender import Sender
+from xbot.sending.sent import SentItem
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import CAPTION_EDIT, ChatState, ChatStore, Record
-from xbot.tasks.payloads import FORWARD, ForwardPayload, SentItem, forward_dedup_key
+from xbot.tasks.callback_data import Action, CallbackData
+from xbot.tasks.outbox import send_file_ids
+from xbot.tasks.payloads import FORWARD, ForwardPayload, forward_dedup_key
 from xbot.tasks.prompts import (
     EXPIRED_PROMPT,
     NO_CHANNEL,
@@ -59,7 +60,7 @@ from xbot.tasks.prompts import (
 from xbot.tasks.worker import TaskContext
 
 if TYPE_CHECKING:
-    from xbot.sending.outbox import Delivered
+    from xbot.tasks.outbox import Delivered
 
 log = logging.getLogger(__name__)
 

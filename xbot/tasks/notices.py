@@ -24,10 +24,10 @@ from xbot.errors import PayloadError, Permanent
 from xbot.i18n import N_, translate_reason, translator
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
+from xbot.storage.dead_letters import BuriedNotice
 from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
 from xbot.tasks.payloads import (
     DELIVER,
-    BuriedNotice,
     DeliverPayload,
     NoticePayload,
     payload_identity,

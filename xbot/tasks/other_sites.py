@@ -52,14 +52,15 @@ from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.caption import build_caption
-from xbot.sending.outbox import Outbox
 from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
+from xbot.sending.sent import SentItem
 from xbot.sources.ytdlp import YtdlpSource
 from xbot.sources.ytdlp_api import VideoInfo
 from xbot.storage.link_cache import CachedItem, CachedPost
 from xbot.storage.state import ChatSettings
-from xbot.tasks.payloads import DeliverPayload, SentItem
+from xbot.tasks.outbox import Outbox
+from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import TaskContext
 
 log = logging.getLogger(__name__)

@@ -21,18 +21,18 @@ downgrade.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
-from xbot.errors import PayloadError
+from xbot.errors import PayloadError, reading_payload
 from xbot.i18n import DEFAULT, normalize
 from xbot.links import Link
 from xbot.sending.destination import Destination
+from xbot.sending.sent import OUT_KINDS, OutKind, SentItem
 
 if TYPE_CHECKING:
     from xbot.storage.queue import Task
@@ -57,21 +57,6 @@ DELIVER: Final = "deliver"
 FORWARD: Final = "forward"
 NOTICE: Final = "notice"
 
-OutKind = Literal["photo", "video", "gif", "document"]
-_OUT_KINDS: Final = ("photo", "video", "gif", "document")
-
-# What a payload that does not parse may still say; OverflowError: a number like
-# 1e400 where an int belongs; RecursionError: nesting deeper than the parser goes.
-_UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
-
-
-@attrs.frozen
-class SentItem:
-    """One media item Telegram confirmed, by the file_id it gave it."""
-
-    kind: OutKind
-    file_id: str
-
 
 @attrs.frozen
 class SentStep:
@@ -91,7 +76,7 @@ def items_from(raw: object) -> tuple[SentItem, ...]:
     out = []
     for entry in raw:
         kind, file_id = entry
-        if kind not in _OUT_KINDS or not isinstance(file_id, str):
+        if kind not in OUT_KINDS or not isinstance(file_id, str):
             raise ValueError(f"not a sent item: {entry!r}")
         out.append(SentItem(cast("OutKind", kind), file_id))
     return tuple(out)
@@ -99,17 +84,6 @@ def items_from(raw: object) -> tuple[SentItem, ...]:
 
 def _dumps(data: Mapping[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"))
-
-
-@contextlib.contextmanager
-def _reading(what: str) -> Iterator[None]:
-    """What goes wrong reading a `what` payload becomes a `PayloadError` naming it."""
-    try:
-        yield
-    except PayloadError:
-        raise
-    except _UNREADABLE as exc:
-        raise PayloadError(f"{what} payload does not parse: {exc!r}"[:300]) from exc
 
 
 def _object(raw: str, what: str) -> dict[str, Any]:
@@ -209,7 +183,7 @@ class DeliverPayload:
     @classmethod
     def from_json(cls, raw: str, *, chat_id: int | None = None) -> DeliverPayload:
         """Read a payload; ``chat_id`` (the task row's) moves its destination there."""
-        with _reading("deliver"):
+        with reading_payload("deliver"):
             data = _object(raw, "deliver")
             sent = tuple(
                 SentStep(
@@ -320,7 +294,7 @@ class ForwardPayload:
 
     @classmethod
     def from_json(cls, raw: str) -> ForwardPayload:
-        with _reading("forward"):
+        with reading_payload("forward"):
             data = _object(raw, "forward")
             return cls(
                 chat_id=int(data["chat_id"]),
@@ -361,7 +335,7 @@ class NoticePayload:
     @classmethod
     def from_json(cls, raw: str, *, chat_id: int | None = None) -> NoticePayload:
         """Also reads the version without ``v`` and ``dest`` (text, reply_to, for_task)."""
-        with _reading("notice"):
+        with reading_payload("notice"):
             data = json.loads(raw)
             if not isinstance(data, dict) or data.get("v", 1) != 1:
                 raise PayloadError("unknown notice payload version")
@@ -374,39 +348,6 @@ class NoticePayload:
     @classmethod
     def from_task(cls, task: Task) -> NoticePayload:
         return cls.from_json(task.payload, chat_id=task.chat_id)
-
-
-@attrs.frozen
-class BuriedNotice:
-    """The notice the queue writes with a dead mark, in the same transaction
-    (`xbot.storage.dead_letters._bury`): which task died, why, and its kind and payload, so
-    that `xbot.tasks.notices` words the sentence when it runs and the queue needs no
-    knowledge of task kinds.
-    """
-
-    for_task: int
-    reason: str
-    of_kind: str
-    of_payload: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "for_task": self.for_task,
-            "reason": self.reason,
-            "of_kind": self.of_kind,
-            "of_payload": self.of_payload,
-        }
-
-    @classmethod
-    def from_json(cls, raw: str) -> BuriedNotice:
-        with _reading("notice"):
-            data = json.loads(raw)
-            return cls(
-                for_task=int(data["for_task"]),
-                reason=str(data["reason"]),
-                of_kind=str(data["of_kind"]),
-                of_payload=str(data["of_payload"]),
-            )
 
 
 # --- any payload --------------------------------------------------------------------------------

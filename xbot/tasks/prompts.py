@@ -32,11 +32,12 @@ from typing import Final, Literal, cast
 import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from xbot.handlers.callback_data import Action, CallbackData, encode
 from xbot.i18n import DEFAULT, N_, normalize, translator
 from xbot.logs import kv
+from xbot.sending.sent import SentItem
 from xbot.storage.state import CAPTION_EDIT, ChatState, Record, caption_edit_record, record_key
-from xbot.tasks.payloads import SentItem, items_data, items_from
+from xbot.tasks.callback_data import Action, CallbackData, encode
+from xbot.tasks.payloads import items_data, items_from
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,7 @@ key under which the same post is known whatever spelling a user pasted
 - ``kind="tco"``: a ``t.co`` short link. Expanding it takes one guarded HTTP
   request, which is the fetcher's job; its result goes through `classify`
   again.
-- ``kind="bsky"``, ``kind="pixiv"``: a Bluesky post or a pixiv work, recognised
-  by `xbot.sources.bsky_links` and `xbot.sources.pixiv_links`.
+- ``kind="bsky"``, ``kind="pixiv"``: a Bluesky post or a pixiv work.
 - ``kind="other"``: any other http(s) URL on a public-looking host, for
   yt-dlp; ``url`` is minimally normalised and ``key`` is ``url:{url}``.
 
@@ -19,20 +18,38 @@ Anything else (profiles and searches on X, ``javascript:``, IP literals,
 ``localhost``, userinfo tricks) is not a link we act on: `classify` returns
 None and `plan_links` reports it as unsupported.
 
-X post links and t.co are `xbot.links_x`'s (issue 11: no module over ~500
-lines); its public names stay importable from here.
+The package's public face is this module; import every name from here. Inside
+it: `_url` (the `Link` value and the URL hygiene every recogniser shares), `_x`
+(X posts in any spelling, t.co), `_bsky` and `_pixiv` (their sites' posts), and
+`_sites` (which of those owns a host).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import unicodedata
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+from typing import Protocol
 
 import attrs
+
+from xbot.links import _sites
+from xbot.links._bsky import post_key as bsky_post_key
+from xbot.links._bsky import post_url as bsky_post_url
+from xbot.links._pixiv import work_url as pixiv_work_url
+from xbot.links._url import (
+    MAX_URL_LENGTH,
+    SCHEME,
+    Link,
+    LinkKind,
+    base_host,
+    clean,
+    default_port,
+    host_of,
+    split,
+)
+from xbot.links._x import canonicalize_x, is_tco, is_x_non_post, tco_link, x_base, x_status_url
 
 __all__ = [
     "MAX_URL_LENGTH",
@@ -41,17 +58,19 @@ __all__ = [
     "Link",
     "LinkKind",
     "LinkPlan",
+    "base_host",
+    "bsky_post_key",
+    "bsky_post_url",
+    "canonicalize_x",
     "classify",
     "extract_links",
+    "is_tco",
+    "pixiv_work_url",
     "plan_links",
+    "x_status_url",
 ]
 
-# "gallery" is never classified: it is an "other" link on its way to gallery-dl
-# (`xbot.tasks.delivery`), under its own cache key.
-LinkKind = Literal["x", "tco", "other", "bsky", "pixiv", "gallery"]
 
-# Longer URLs are junk or an attack; browsers and yt-dlp's sites stay far below.
-MAX_URL_LENGTH = 2048
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 # A real top-level domain is letters (or punycode); this refuses IPv4 in all
 # its spellings (127.1, 0x7f.1, 1.2.3.4) without parsing them.
@@ -60,27 +79,6 @@ _TLD = re.compile(r"[a-z]{2,63}|xn--[a-z0-9-]{1,59}")
 _PRIVATE_TLDS = frozenset(
     {"localhost", "local", "localdomain", "internal", "lan", "home", "arpa", "test", "invalid"}
 )
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
-
-@attrs.frozen
-class Link:
-    """A recognised link.
-
-    Attributes:
-        url: the canonical spelling (what captions show and fetchers use).
-        key: the cache/dedup key: ``x:{id}``, ``tco:{code}`` or ``url:{url}``.
-        kind: ``x``, ``tco`` or ``other``.
-        post_id: the X status id (``x`` links only).
-        handle: the X handle as written in the link, None when it named none.
-    """
-
-    url: str
-    key: str
-    kind: LinkKind
-    post_id: str | None = None
-    handle: str | None = None
 
 
 @attrs.frozen
@@ -123,87 +121,8 @@ class Entity:
     url: str | None = None
 
 
-def _clean(url: str) -> str | None:
-    """Trim what surrounds a pasted URL; refuse invisible or control characters inside it.
-
-    Zero-width and direction marks hide what a link really is, so inside a
-    URL they make it junk; around it they are noise from copy and paste.
-    """
-    url = _strip_edges(url)
-    if not url or len(url) > MAX_URL_LENGTH:
-        return None
-    for ch in url:
-        if ch.isspace() or unicodedata.category(ch) in {"Cc", "Cf", "Cs", "Zl", "Zp"}:
-            return None
-    return url
-
-
-def _strip_edges(url: str) -> str:
-    def invisible(ch: str) -> bool:
-        return ch.isspace() or unicodedata.category(ch) in {"Cc", "Cf"}
-
-    start, end = 0, len(url)
-    while start < end and invisible(url[start]):
-        start += 1
-    while end > start and invisible(url[end - 1]):
-        end -= 1
-    return url[start:end]
-
-
-def _split(url: str) -> urllib.parse.SplitResult | None:
-    """Split a cleaned URL, supplying ``https://`` when it has no scheme."""
-    if not _SCHEME.match(url):
-        if ":" in url.split("/", 1)[0] and not re.match(r"[^:/]+:[0-9]+(/|$)", url):
-            return None  # "javascript:...", "data:..." and other scheme-only forms
-        url = "https://" + url
-    try:
-        parts = urllib.parse.urlsplit(url)
-        # .port raises on junk ports; touch it here so later reads are safe.
-        _ = parts.port
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in _DEFAULT_PORTS:
-        return None  # only http(s)
-    if "@" in parts.netloc:
-        return None  # userinfo ("https://x.com@evil.com/...") is a disguise
-    return parts
-
-
-def _host(parts: urllib.parse.SplitResult) -> str | None:
-    """The host in ASCII lower case, without a trailing dot; None when absent or not IDNA.
-
-    Non-ASCII names go through IDNA, which also folds look-alikes such as a
-    fullwidth ``ｘ.com`` to ``x.com`` (as browsers do), so they cannot slip
-    past the X check as an "other" site.
-    """
-    host = parts.hostname  # already lower case
-    if not host:
-        return None
-    if not host.isascii():
-        try:
-            host = host.encode("idna").decode("ascii").lower()
-        except UnicodeError:
-            return None
-    host = host.removesuffix(".")
-    return host or None
-
-
-def _default_port(parts: urllib.parse.SplitResult) -> bool:
-    port = parts.port
-    return port is None or port == _DEFAULT_PORTS[parts.scheme.lower()]
-
-
-def base_host(host: str, hosts: frozenset[str], prefixes: frozenset[str]) -> str | None:
-    """The one of ``hosts`` that ``host`` is, itself or under one of ``prefixes``
-    (``www.``, ``m.``, …: one label), else None. The sites' recognisers ask it too."""
-    if host in hosts:
-        return host
-    prefix, _, rest = host.partition(".")
-    return rest if prefix in prefixes and rest in hosts else None
-
-
 def _public_host(host: str) -> str | None:
-    """``host`` (ASCII, from `_host`) when it looks like a public name, else None."""
+    """``host`` (ASCII, from `host_of`) when it looks like a public name, else None."""
     if len(host) > 253:
         return None
     labels = host.split(".")
@@ -227,7 +146,7 @@ def _private_host(host: str) -> str | None:
 
 
 def _other(parts: urllib.parse.SplitResult, *, allow_private: bool) -> Link | None:
-    raw_host = _host(parts)
+    raw_host = host_of(parts)
     if raw_host is None:
         return None
     host = _public_host(raw_host)
@@ -238,7 +157,7 @@ def _other(parts: urllib.parse.SplitResult, *, allow_private: bool) -> Link | No
     if ":" in host:
         host = f"[{host}]"  # an IPv6 literal, allowed only with allow_private
     scheme = parts.scheme.lower()
-    netloc = host if _default_port(parts) else f"{host}:{parts.port}"
+    netloc = host if default_port(parts) else f"{host}:{parts.port}"
     normal = urllib.parse.urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
     if len(normal) > MAX_URL_LENGTH:
         return None
@@ -255,27 +174,23 @@ def classify(url: str, *, allow_private: bool = False) -> Link | None:
     for tests and the demo) lets IP literals and single-label hosts through;
     the SSRF guard of the fetcher still decides what it connects to.
     """
-    cleaned = _clean(url)
+    cleaned = clean(url)
     if cleaned is None:
         return None
-    parts = _split(cleaned)
+    parts = split(cleaned)
     if parts is None:
         return None
-    host = _host(parts)
+    host = host_of(parts)
     if host is None:
         return None
-    from xbot import links_x  # imported here: it builds on this module
-
-    if links_x._x_base(host) is not None:
-        return links_x.canonicalize_x(cleaned)
+    if x_base(host) is not None:
+        return canonicalize_x(cleaned)
     if host == "t.co":
-        return links_x._tco(parts)
-    from xbot.sources import site_links  # Bluesky, Pixiv; imported here: they import Link
-
-    owned, site_link = site_links.recognise(host, parts)
+        return tco_link(parts)
+    owned, site_link = _sites.recognise(host, parts)
     if owned:
-        return site_link if _default_port(parts) else None
-    if not _SCHEME.match(cleaned):
+        return site_link if default_port(parts) else None
+    if not SCHEME.match(cleaned):
         return None
     return _other(parts, allow_private=allow_private)
 
@@ -318,8 +233,6 @@ def plan_links(
     ``limit`` distinct links are kept; the other distinct ones are counted
     in ``skipped`` so the reply can say so.
     """
-    from xbot.links_x import is_x_non_post  # imported here: it builds on this module
-
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit}")
     links: list[Link] = []

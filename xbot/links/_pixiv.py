@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from xbot.links import Link, base_host
+from xbot.links._url import Link, base_host
 
 __all__ = ["PIXIV_HOSTS", "owns", "recognise", "work_url"]
 

@@ -34,10 +34,11 @@ import attrs
 
 from xbot.sending.albums import plan_sends
 from xbot.sending.destination import Destination
+from xbot.sending.flights import Flights
 from xbot.sending.sender import OutMedia, Sender
+from xbot.sending.sent import SentItem
 from xbot.storage.link_cache import DEFAULT_TTL, CachedPost, LinkCache
-from xbot.tasks.flights import Flights
-from xbot.tasks.payloads import DeliverPayload, SentItem, SentStep
+from xbot.tasks.payloads import DeliverPayload, SentStep
 from xbot.tasks.worker import TaskContext
 
 __all__ = ["Delivered", "OnDelivered", "Outbox", "send_file_ids"]

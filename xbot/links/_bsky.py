@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from xbot.links import Link, base_host
+from xbot.links._url import Link, base_host
 
 __all__ = ["BSKY_HOSTS", "owns", "post_key", "post_url", "recognise"]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import urllib.parse
 
-from xbot.links import Link
-from xbot.sources import bsky_links, pixiv_links
+from xbot.links import _bsky, _pixiv
+from xbot.links._url import Link
 
-_SITES = (bsky_links, pixiv_links)
+_SITES = (_bsky, _pixiv)
 
 
 def recognise(host: str, parts: urllib.parse.SplitResult) -> tuple[bool, Link | None]:

@@ -1,12 +1,10 @@
 """X post links in any spelling, made canonical; t.co short links recognised.
 
-Pure functions, no I/O, for `xbot.links.classify` (which re-exports the public
-names, so callers keep importing them from there). Every spelling of a post
+Pure functions, no I/O, for `xbot.links.classify`; the package re-exports the
+names callers use. Every spelling of a post
 (``x.com``, ``twitter.com``, ``fxtwitter.com``, ``d.fixupx.com``, nitter front
 ends, FxEmbed's direct-media suffixes, the old web client's ``#!/``) becomes
-``https://x.com/{handle}/status/{id}`` keyed ``x:{id}``. It stays at the
-package root beside links.py: payloads and the sender import links, and the
-sources package imports the sender (issue 11: no module over ~500 lines).
+``https://x.com/{handle}/status/{id}`` keyed ``x:{id}``.
 """
 
 from __future__ import annotations
@@ -14,9 +12,9 @@ from __future__ import annotations
 import re
 import urllib.parse
 
-from xbot.links import Link, _clean, _default_port, _host, _split, base_host
+from xbot.links._url import Link, base_host, clean, default_port, host_of, split
 
-__all__ = ["canonicalize_x", "is_tco", "is_x_non_post", "x_status_url"]
+__all__ = ["canonicalize_x", "is_tco", "is_x_non_post", "tco_link", "x_base", "x_status_url"]
 
 # The hosts that serve X posts under the same /{handle}/status/{id} paths:
 # X itself and the embed-fixing mirrors (FxEmbed: fxtwitter, fixupx, xfixup,
@@ -69,7 +67,7 @@ _STATUS_ID = re.compile(r"[0-9]{1,25}")
 _TCO_CODE = re.compile(r"[A-Za-z0-9]{1,32}")
 
 
-def _x_base(host: str) -> str | None:
+def x_base(host: str) -> str | None:
     """The X host behind ``host`` (``d.fxtwitter.com`` -> ``fxtwitter.com``), else None.
 
     A nitter-style front end counts: its post links are X posts.
@@ -134,14 +132,14 @@ def canonicalize_x(url: str) -> Link | None:
     none) keyed ``x:{id}``. Idempotent: canonicalising the result's ``url``
     gives the same `Link`.
     """
-    cleaned = _clean(url)
+    cleaned = clean(url)
     if cleaned is None:
         return None
-    parts = _split(cleaned)
-    if parts is None or not _default_port(parts):
+    parts = split(cleaned)
+    if parts is None or not default_port(parts):
         return None
-    host = _host(parts)
-    if host is None or _x_base(host) is None:
+    host = host_of(parts)
+    if host is None or x_base(host) is None:
         return None
     path = parts.path
     # Links from the old web client: twitter.com/#!/alice/status/1
@@ -160,8 +158,9 @@ def canonicalize_x(url: str) -> Link | None:
     )
 
 
-def _tco(parts: urllib.parse.SplitResult) -> Link | None:
-    if _host(parts) != "t.co" or not _default_port(parts):
+def tco_link(parts: urllib.parse.SplitResult) -> Link | None:
+    """The link of a ``t.co`` short link (``parts`` from `split`), else None."""
+    if host_of(parts) != "t.co" or not default_port(parts):
         return None
     code = parts.path.removeprefix("/").removesuffix("/")
     if not _TCO_CODE.fullmatch(code):
@@ -171,20 +170,20 @@ def _tco(parts: urllib.parse.SplitResult) -> Link | None:
 
 def is_tco(url: str) -> bool:
     """Whether ``url`` is a ``t.co`` short link (``https://t.co/<code>``)."""
-    cleaned = _clean(url)
-    parts = _split(cleaned) if cleaned is not None else None
-    return parts is not None and _tco(parts) is not None
+    cleaned = clean(url)
+    parts = split(cleaned) if cleaned is not None else None
+    return parts is not None and tco_link(parts) is not None
 
 
 def is_x_non_post(url: str) -> bool:
     """Whether ``url`` is on X (or a mirror or front end) but is no post: a profile,
     a search, a list, a Space. People paste those in passing; the bot says nothing."""
-    cleaned = _clean(url)
-    parts = _split(cleaned) if cleaned is not None else None
-    if parts is None or not _default_port(parts):
+    cleaned = clean(url)
+    parts = split(cleaned) if cleaned is not None else None
+    if parts is None or not default_port(parts):
         return False
-    host = _host(parts)
-    if host is None or _x_base(host) is None or canonicalize_x(cleaned or "") is not None:
+    host = host_of(parts)
+    if host is None or x_base(host) is None or canonicalize_x(cleaned or "") is not None:
         return False
     # A broken post link (junk where the handle or id goes) still gets its answer.
     return not {"status", "statuses"} & set(parts.path.split("/"))
