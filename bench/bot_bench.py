@@ -17,6 +17,11 @@ limits, so `getrusage(RUSAGE_SELF)` and `ru_maxrss` are the bot's alone.
   (a fresh data dir each time, one update waiting so the poll answers at once),
   ``--starts`` times; and whether importing xbot.ops.cli and xbot.app loads yt-dlp.
 
+``--metrics``: the same with the operator's listener on (`XBOT_METRICS_ADDR`, every
+counter moving) and /metrics scraped every ``--scrape-every`` seconds (1 s by
+default: thirty times Prometheus's usual pace, so the cost is not understated);
+bench/metrics_bench.py runs both and compares them (issue 22: under 5 %).
+
 Targets (issue 3): < 5 ms CPU per link, peak RSS < 120 MB, start < 1.5 s.
 Prints markdown tables, then one line:
 ``bot-bench: cpu/link X ms, peak RSS Y MB, cache-hit p50/p99 A/B ms, start C s``.
@@ -299,6 +304,18 @@ def import_check() -> dict[str, Any]:
 # --- main ---------------------------------------------------------------------------------------
 
 
+async def scrape_forever(port: int, every: float) -> None:
+    """GET /metrics every `every` seconds, as Prometheus would (a raw request: the
+    client's own cost stays out of the bot's CPU as far as it can)."""
+    request = b"GET /metrics HTTP/1.1\r\nHost: bench\r\n\r\n"
+    while True:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request)
+        await reader.read()
+        writer.close()
+        await asyncio.sleep(every)
+
+
 async def bench(args: argparse.Namespace, root: Path) -> int:
     standins = await Standins.spawn()
     try:
@@ -324,6 +341,7 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         data_dir=root / "data",
         allow_private_networks=True,
         workers=4,
+        metrics_addr=("127.0.0.1", 0) if args.metrics else None,
     )
     log_path = root / "bot.log"
     log_file = log_path.open("w")
@@ -339,6 +357,9 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         raise
     startup = time.monotonic() - t0
     rss_started = rss_now_mb()
+    scraper = None
+    if bot.listener is not None:
+        scraper = asyncio.create_task(scrape_forever(bot.listener.port, args.scrape_every))
 
     chats = list(range(1, args.chats + 1))
     phases: list[Phase] = []
@@ -354,6 +375,9 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
             print(f"  {name}: {phase.delivered}/{phase.links} in {phase.wall:.1f} s", flush=True)
         rss_end = rss_now_mb()
     finally:
+        if scraper is not None:
+            scraper.cancel()
+            await asyncio.gather(scraper, return_exceptions=True)
         await bot.stop()
         log_file.close()
     peak = peak_rss_mb()
@@ -474,6 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run the fresh phase alone and print its row (to profile it)",
     )
     ap.add_argument("--keep", type=Path, help="keep the data dirs and logs here")
+    ap.add_argument("--metrics", action="store_true", help="the metrics listener on, and scraped")
+    ap.add_argument(
+        "--scrape-every", type=float, default=1.0, help="seconds between scrapes (default 1)"
+    )
     args = ap.parse_args(argv)
     if not 1 <= args.chats <= args.links:
         ap.error("--chats must be between 1 and --links")

@@ -59,6 +59,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "xbot.i18n",
             "xbot.links",
             "xbot.logs",
+            "xbot.metrics",
             "xbot.versions",
         ),
     ),

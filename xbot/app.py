@@ -23,12 +23,12 @@ from telegram.ext import (
     MessageHandler,
     filters,
 )
-from telegram.request import HTTPXRequest
+from telegram.request import BaseRequest, HTTPXRequest
 
-from xbot import __version__
+from xbot import __version__, versions
 from xbot.clock import Clocks, StepWatch, SystemClocks
 from xbot.config import Settings, WebhookConfig
-from xbot.errors import StoreBusy, StoreError
+from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
 from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
@@ -36,8 +36,12 @@ from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
+from xbot.metrics import Metrics, api_method
 from xbot.ops.instance import instance_lock
+from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
+from xbot.ops.telemetry import Telemetry, routes
+from xbot.sending.api_request import CountingRequest, Reachability
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.services import ChatMover, Services, XContext
@@ -60,7 +64,8 @@ from xbot.tasks.notices import KIND as NOTICE
 from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
 from xbot.tasks.outbox import Outbox
-from xbot.tasks.worker import Workers
+from xbot.tasks.payloads import DeliverPayload
+from xbot.tasks.worker import FinishedHook, Workers
 
 log = logging.getLogger(__name__)
 
@@ -73,22 +78,33 @@ START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer me
 AppType = Application[Any, XContext, Any, Any, Any, Any]
 
 
-def build_application(settings: Settings) -> AppType:
-    """PTB's Application with our request settings and typed context; no handlers yet."""
-    request = HTTPXRequest(
+ApiResult = Callable[[str, str, float], None]
+
+
+def build_application(settings: Settings, on_api_result: ApiResult | None = None) -> AppType:
+    """PTB's Application with our request settings and typed context; no handlers yet.
+
+    `on_api_result` hears every Bot API call's result (method, result, retry_after):
+    the metrics and Telegram's reachability, without any sender knowing.
+    """
+    request: BaseRequest = HTTPXRequest(
         connection_pool_size=64,
         connect_timeout=10.0,
         read_timeout=30.0,
         write_timeout=30.0,
         media_write_timeout=120.0,
     )
+    updates: BaseRequest = HTTPXRequest(connection_pool_size=1, read_timeout=40.0)
+    if on_api_result is not None:
+        request = CountingRequest(request, api_method, on_api_result)
+        updates = CountingRequest(updates, api_method, on_api_result)
     builder = (
         ApplicationBuilder()
         .token(settings.token)
         .base_url(settings.bot_api_url)
         .base_file_url(settings.bot_api_file_url)
         .request(request)
-        .get_updates_request(HTTPXRequest(connection_pool_size=1, read_timeout=40.0))
+        .get_updates_request(updates)
         .context_types(ContextTypes(context=XContext))
         # A reply to a message deleted meanwhile (an anti-spam bot removing commands,
         # a user quick to delete) goes out without the quote instead of failing.
@@ -129,6 +145,7 @@ async def build_services(
     *,
     clocks: Clocks | None = None,
     pacer: Pacer | None = None,
+    metrics: Metrics | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
     # Before anything reads a stored time: what is stored goes back onto the wall
@@ -144,7 +161,9 @@ async def build_services(
     queue = TaskQueue(pool)
     chats = ChatStore(pool)
     cache = LinkCache(pool)
-    sender = Sender(application.bot, pacer or Pacer())
+    sender = Sender(
+        application.bot, pacer or Pacer(), on_sent=metrics.sent if metrics is not None else None
+    )
     x_client = httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
         timeout=httpx.Timeout(10.0, connect=5.0),
@@ -197,6 +216,7 @@ async def build_services(
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,
+        on_finished=None if metrics is None else count_finished(metrics, clock),
     )
     services = Services(
         settings=settings,
@@ -221,6 +241,28 @@ async def build_services(
     )
     services.attach(application)
     return services
+
+
+SITES = frozenset({"x", "bsky", "pixiv", "other"})
+
+
+def count_finished(metrics: Metrics, clock: Callable[[], float]) -> FinishedHook:
+    """The worker's ending hook for the metrics: every run by kind and outcome, and a
+    delivery that sent media by site, with the time from its link to its last album."""
+
+    def finished(task: Task, outcome: str) -> None:
+        site, latency = None, None
+        if task.kind == DELIVER and outcome == "done":
+            try:
+                payload = DeliverPayload.from_task(task)
+            except PayloadError:
+                payload = None
+            if payload is not None and payload.sent:  # an answer in words is no delivery
+                site = payload.kind if payload.kind in SITES else "other"
+                latency = clock() - task.created_at
+        metrics.task_finished(task.kind, outcome, site=site, latency=latency)
+
+    return finished
 
 
 def add_handlers(application: AppType) -> None:
@@ -339,6 +381,7 @@ class Bot:
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
+        metrics: bool | None = None,
     ) -> None:
         self.settings = settings
         self.webhook = webhook
@@ -347,7 +390,14 @@ class Bot:
         self.clocks = SystemClocks() if clock is None else clock_pair(clock)
         self.pacer = pacer
         self.poll_timeout = poll_timeout
-        self.application = build_application(settings)
+        # Counting costs a little CPU per link: only with a listener to read it
+        # (`metrics` overrides, for the benchmark's "on" without a scraper).
+        counting = settings.metrics_addr is not None if metrics is None else metrics
+        self.metrics = Metrics() if counting else None
+        self.reachability = Reachability(time.time)
+        self.application = build_application(settings, self._api_result)
+        self.telemetry: Telemetry | None = None
+        self.listener: Listener | None = None
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._clock_watch: asyncio.Task[None] | None = None
@@ -357,6 +407,11 @@ class Bot:
         self.phase = STARTING
         self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
+
+    def _api_result(self, method: str, result: str, retry_after: float) -> None:
+        self.reachability.record(result)
+        if self.metrics is not None:
+            self.metrics.bot_api(method, result, retry_after)
 
     @property
     def receiving(self) -> bool:
@@ -443,7 +498,11 @@ class Bot:
         await self._until_telegram_answers("getMe", get_me)
         services = await _patiently(
             lambda: build_services(
-                self.settings, self.application, clocks=self.clocks, pacer=self.pacer
+                self.settings,
+                self.application,
+                clocks=self.clocks,
+                pacer=self.pacer,
+                metrics=self.metrics,
             )
         )
         self.services = services
@@ -491,7 +550,32 @@ class Bot:
                 "webhook %s",
                 kv(version=__version__, listen=f"{hook.listen}:{hook.port}", path=hook.url_path),
             )
+        if self.metrics is not None:
+            await self._start_telemetry(services, self.metrics)
         return services
+
+    async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
+        """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
+        chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
+        health = self.reachability
+        self.telemetry = Telemetry(
+            metrics=metrics,
+            queue=services.queue,
+            pool=services.pool,
+            cache=services.cache,
+            db_path=self.settings.db_path,
+            chains=chains,
+            reachable=lambda: health.reachable,
+            down_since=lambda: health.down_since,
+            running=lambda: self.receiving,
+            ytdlp_version=versions.installed().ytdlp,
+            clock=services.clock,
+        )
+        self.telemetry.start()
+        if self.settings.metrics_addr is not None:
+            host, port = self.settings.metrics_addr
+            self.listener = Listener(host, port, routes(self.telemetry))
+            await self.listener.start()
 
     async def _set_menus(self) -> None:
         """The command menu in every language (Telegram shows each user theirs), at once
@@ -542,6 +626,10 @@ class Bot:
         """Undo what `start` built, however far it got; safe to call twice."""
         self.phase = STOPPING
         app = self.application
+        if self.listener is not None:
+            await self.listener.stop()
+        if self.telemetry is not None:
+            await self.telemetry.stop()
         if self.poller is not None:
             await self.poller.stop()
         if app.updater is not None and app.updater.running:

@@ -8,6 +8,7 @@ table is checked against it by a test.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
 import re
 import tomllib
@@ -97,6 +98,17 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "(1-256 of A-Z a-z 0-9 _ -); `xbot run --secret-token-env` names another variable",
         "none",
     ),
+    "XBOT_METRICS_ADDR": (
+        "`host:port` of the operator's HTTP listener: `GET /metrics` (Prometheus), `GET /livez` "
+        "and `GET /readyz` (200 or 503, one line); a host other than loopback needs "
+        "`XBOT_METRICS_PUBLIC=1`",
+        "empty (no listener)",
+    ),
+    "XBOT_METRICS_PUBLIC": (
+        "`1` lets `XBOT_METRICS_ADDR` listen on a non-loopback address (put a firewall or a "
+        "proxy with authentication in front: the metrics are not secret, but not for everyone)",
+        "off",
+    ),
     "XBOT_CONFIG": ("optional TOML file with any of these names (the environment wins)", "none"),
     "XBOT_TEST_TIME_SCALE": (
         "tests only: multiplies the waits between tries to reach Telegram at start-up and "
@@ -147,6 +159,7 @@ class Settings:
     log_level: str = "INFO"
     caption_edit_ttl: float = 86400.0
     cache_ttl: float = 7 * 86400.0
+    metrics_addr: tuple[str, int] | None = None  # None: no listener
     time_scale: float = 1.0  # tests only (XBOT_TEST_TIME_SCALE): shorter reconnect waits
 
     @property
@@ -224,6 +237,40 @@ def _url(name: str, raw: str) -> str:
 def _optional_url(name: str, raw: str) -> str:
     """An http(s) URL, or "" when the operator emptied the variable (the source is off)."""
     return "" if not raw.strip() else _url(name, raw)
+
+
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
+
+
+def _listen_addr(name: str, raw: str, public: bool) -> tuple[str, int] | None:
+    """``host:port`` (``[::1]:9100`` for IPv6) as (host, port); None when empty.
+
+    A host other than loopback is refused unless `public`: metrics and health
+    answers name the bot's sources and load, which is nobody else's business.
+    """
+    value = raw.strip()
+    if not value:
+        return None
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"{name}: {value!r} is not host:port (e.g. 127.0.0.1:9464)")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    port = _int(name, port_text, 0, 65535)
+    if not public and not _is_loopback(host):
+        raise ConfigError(
+            f"{name}: {host!r} is not a loopback address; set XBOT_METRICS_PUBLIC=1 to listen "
+            "there (and keep strangers out with a firewall or a proxy)"
+        )
+    return host, port
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
 
 
 def default_data_dir(env: Mapping[str, str]) -> Path:
@@ -437,6 +484,14 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         ),
         cache_ttl=86400.0
         * field(lambda: _int("XBOT_CACHE_TTL_DAYS", get("XBOT_CACHE_TTL_DAYS", "7"), 1, 365), 7),
+        metrics_addr=field(
+            lambda: _listen_addr(
+                "XBOT_METRICS_ADDR",
+                get("XBOT_METRICS_ADDR", ""),
+                _bool("XBOT_METRICS_PUBLIC", get("XBOT_METRICS_PUBLIC", "0")),
+            ),
+            None,
+        ),
         time_scale=field(lambda: _scale(get("XBOT_TEST_TIME_SCALE", "1")), 1.0),
     )
     return (None if problems else settings), problems

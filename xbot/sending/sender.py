@@ -196,10 +196,13 @@ class Sender:
     Attributes:
         bot: the PTB bot.
         pacer: keeps us inside Telegram's per-chat and global limits.
+        on_sent: told how each item of a message or album Telegram accepted went
+            (``file_id``, ``url`` or ``upload``): the metrics count there.
     """
 
     bot: telegram.Bot
     pacer: Pacer = attrs.field(factory=Pacer)
+    on_sent: Callable[[Sequence[str]], None] | None = None
     # One Bot API call per chat at a time: a 429 for a chat is known before
     # the next call to it goes (a chat action racing a send was the one
     # request the soak saw arrive inside a retry_after).
@@ -238,7 +241,7 @@ class Sender:
         async with self.pacer.sending(chat_id, group=group, messages=len(items)) as slot:
             try:
                 async with self._line(chat_id):
-                    return await self._in_topic(
+                    sent = await self._in_topic(
                         dest,
                         lambda d: self._send_media(
                             d, items, caption, spoiler=spoiler, write_timeout=write_timeout
@@ -247,6 +250,9 @@ class Sender:
             except TelegramError as exc:
                 slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
                 raise self._translate(exc, chat_id, by=by) from exc
+        if self.on_sent is not None:
+            self.on_sent([i.by for i in items])
+        return sent
 
     async def _in_topic(self, dest: Destination, send: Callable[[Destination], Awaitable[T]]) -> T:
         """`send` to `dest`; to General once if its topic was closed or deleted meanwhile."""

@@ -119,6 +119,8 @@ class SourceHealth:
         on_change: called with (name, ``opened`` | ``closed``, self) when the
             breaker opens or closes: the one log line per change.
         last_error: the last failure, one line.
+        successes_total, failures_total: answers and transient failures since start
+            (the metrics' counters; `counts` is the last hour's).
     """
 
     name: str
@@ -127,6 +129,8 @@ class SourceHealth:
     state: BreakerState = attrs.field(factory=BreakerState)
     last_error: str = ""
     last_error_at: float | None = None
+    successes_total: int = 0
+    failures_total: int = 0
     _successes: collections.deque[float] = attrs.field(
         factory=lambda: collections.deque(maxlen=10_000)
     )
@@ -142,6 +146,7 @@ class SourceHealth:
         was_open = self.state.is_open
         self.state = succeeded(self.state)
         self._successes.append(now)
+        self.successes_total += 1
         if was_open:
             self._changed("closed")
 
@@ -149,6 +154,7 @@ class SourceHealth:
         was_open = self.state.is_open
         self.state = failed(self.state, self.policy, now)
         self._failures.append(now)
+        self.failures_total += 1
         self.last_error = " ".join(error.split())[:200]
         self.last_error_at = now
         if self.state.is_open and not was_open:

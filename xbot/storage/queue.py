@@ -74,6 +74,7 @@ import apsw
 import attrs
 
 from xbot.errors import LeaseLost
+from xbot.storage import queue_admin
 from xbot.storage.chat_holds import _hold_chat, _move_chat, _release_expired_holds
 from xbot.storage.db import DbPool
 from xbot.storage.dead_letters import (
@@ -518,6 +519,10 @@ class TaskQueue:
 
     async def stats(self, now: float) -> QueueStats:
         return await self._pool.read(partial(_stats, now=now))
+
+    async def counts_by_kind(self) -> dict[tuple[str, str], int]:
+        """(kind, state) -> tasks, for the states still in the queue (not done)."""
+        return await self._pool.read(queue_admin.counts_by_kind)
 
     async def list(
         self, state: str | None = None, chat_id: int | None = None, limit: int = 50

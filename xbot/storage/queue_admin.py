@@ -57,6 +57,24 @@ def _stats(conn: apsw.Connection, now: float) -> QueueStats:
     return QueueStats(counts, age, counts["dead"], held)
 
 
+# The same partial indexes, by kind: every state but done (done rows are what the
+# sweep prunes; their count is the metrics' running total of finished tasks instead).
+_KIND_SQL: Final = {
+    state: f"SELECT kind, count(*) FROM tasks WHERE state = '{state}' GROUP BY kind"  # noqa: S608
+    for state in STATES
+    if state != "done"
+}
+
+
+def counts_by_kind(conn: apsw.Connection) -> dict[tuple[str, str], int]:
+    """(kind, state) -> tasks, for every live state (pending, running, dead)."""
+    return {
+        (str(kind), state): int(n or 0)
+        for state, sql in _KIND_SQL.items()
+        for kind, n in conn.execute(sql).fetchall()
+    }
+
+
 def _list(
     conn: apsw.Connection, state: str | None, chat_id: int | None, limit: int
 ) -> builtins.list[Task]:

@@ -102,6 +102,8 @@ class TaskContext:
 
 TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
 ChatMovedHook = Callable[[int, int], Coroutine[Any, Any, None]]
+# Told of every run's ending: the task as it stands (its last payload) and the outcome.
+FinishedHook = Callable[[Task, str], None]
 
 
 @attrs.define
@@ -118,6 +120,8 @@ class Workers:
         clock: ``now`` on the bot's time line, for every queue call.
         on_chat_moved: after a group became a supergroup and its tasks moved,
             moves the rest of what the chat owns (settings, records): (old, new).
+        on_finished: told of each run's ending, with the outcome of the log line
+            (the metrics count there); must not raise or block.
     """
 
     queue: TaskQueue
@@ -130,6 +134,7 @@ class Workers:
     # The bot's time line (xbot.clock): monotonic seconds, never the wall clock read again.
     clock: Callable[[], float] = attrs.field(factory=lambda: TimeLine.from_wall(SystemClocks()).now)
     on_chat_moved: ChatMovedHook | None = None
+    on_finished: FinishedHook | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _running: set[int] = attrs.field(factory=set, init=False)
@@ -266,6 +271,8 @@ class Workers:
             fields["outcome"] = outcome
             fields["duration"] = f"{time.monotonic() - started:.3f}"
             log.info("task %s", kv(**fields))
+            if self.on_finished is not None:
+                self.on_finished(ctx.task, outcome)
         return following
 
     async def _done(self, ctx: TaskContext) -> Task | None:
