@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +94,39 @@ def test_a_tests_one_number_clock_is_wrapped_and_a_pair_passes_through() -> None
     assert line.now() == 507.0
     manual = ManualClocks()
     assert clock_pair(manual) is manual
+
+
+# Every read of the wall clock in xbot, with why it is the wall clock and not the line.
+WALL_READS = {
+    "xbot/clock.py": "the wall clock itself (SystemClocks)",
+    "xbot/storage/backup.py": "a backup's file name carries the date",
+    "xbot/sources/gallerydl.py": "a cookie's expiry is a date",
+    "xbot/ops/telemetry.py": "today's date (yt-dlp's age); its clock is given the line by app",
+    "xbot/app.py": "when Telegram went down, for display (Reachability.down_since)",
+}
+
+
+def _wall_reads(path: Path) -> list[int]:
+    """Lines that name ``time.time`` or call ``datetime.now``."""
+    wall = {("time", "time"), ("datetime", "now")}
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and (node.value.id, node.attr) in wall
+    ]
+
+
+def test_the_wall_clock_is_read_only_where_a_date_is_meant() -> None:
+    """Everything else takes ``now`` from the time line (xbot.clock's rule); the
+    stand-ins play other services, whose clocks are theirs."""
+    root = Path(__file__).resolve().parent.parent
+    found = {}
+    for path in sorted((root / "xbot").rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("xbot/standins/"):
+            continue
+        if lines := _wall_reads(path):
+            found[rel] = lines
+    assert sorted(found) == sorted(WALL_READS), found

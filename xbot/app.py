@@ -26,7 +26,7 @@ from telegram.ext import (
 from telegram.request import BaseRequest, HTTPXRequest
 
 from xbot import __version__, versions
-from xbot.clock import Clocks, StepWatch, SystemClocks
+from xbot.clock import Clocks, SteppedClocks, StepWatch, SystemClocks
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
@@ -137,6 +137,13 @@ def clock_pair(clock: Clocks | Callable[[], float]) -> Clocks:
     if isinstance(clock, Clocks):
         return clock
     return OneClock(clock)
+
+
+def _default_clocks(settings: Settings) -> Clocks:
+    """The real clock pair; with XBOT_TEST_WALL_CLOCK_FILE, a test's stepped wall clock."""
+    if settings.wall_clock_file is not None:
+        return SteppedClocks(settings.wall_clock_file)
+    return SystemClocks()
 
 
 async def build_services(
@@ -387,7 +394,7 @@ class Bot:
         self.webhook = webhook
         self.poller: DurablePoller | None = None
         # The clock pair the time line is built on (a test's one-number clock, wrapped).
-        self.clocks = SystemClocks() if clock is None else clock_pair(clock)
+        self.clocks = _default_clocks(settings) if clock is None else clock_pair(clock)
         self.pacer = pacer
         self.poll_timeout = poll_timeout
         # Counting costs a little CPU per link: only with a listener to read it

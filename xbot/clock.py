@@ -81,6 +81,29 @@ class SystemClocks:
         return self._boot
 
 
+@attrs.frozen
+class SteppedClocks:
+    """The real clocks with the wall clock moved by the seconds written in `offset_file`
+    (read at each look; missing or unreadable: 0). Tests only (XBOT_TEST_WALL_CLOCK_FILE):
+    a test steps the wall clock of a real bot process as NTP would."""
+
+    offset_file: Path
+    _system: SystemClocks = attrs.field(factory=SystemClocks)
+
+    def wall(self) -> float:
+        try:
+            offset = float(self.offset_file.read_text().strip() or 0)
+        except (OSError, ValueError):
+            offset = 0.0
+        return self._system.wall() + offset
+
+    def mono(self) -> float:
+        return self._system.mono()
+
+    def boot_id(self) -> str:
+        return self._system.boot_id()
+
+
 @attrs.define
 class ManualClocks:
     """Clocks that move only when told (tests): `advance` moves both, `step` the wall alone.

@@ -115,6 +115,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "while polling (0.001-1), so a test of a long outage takes seconds",
         "1",
     ),
+    "XBOT_TEST_WALL_CLOCK_FILE": (
+        "tests only: a file holding seconds the bot adds to the wall clock, read at each "
+        "look, so a test steps the wall clock (as NTP does) while the monotonic clock runs on",
+        "none",
+    ),
 }
 
 # A bot token as @BotFather hands it out: the bot's numeric id, a colon, 35 URL-safe
@@ -161,6 +166,7 @@ class Settings:
     cache_ttl: float = 7 * 86400.0
     metrics_addr: tuple[str, int] | None = None  # None: no listener
     time_scale: float = 1.0  # tests only (XBOT_TEST_TIME_SCALE): shorter reconnect waits
+    wall_clock_file: Path | None = None  # tests only (XBOT_TEST_WALL_CLOCK_FILE): a stepped clock
 
     @property
     def upload_limit(self) -> int:
@@ -215,6 +221,10 @@ def _scale(raw: str) -> float:
     if not 0.001 <= value <= 1.0:
         raise ConfigError(f"{name}: {value} is out of range (0.001..1)")
     return value
+
+
+def _optional_path(raw: str) -> Path | None:
+    return Path(raw.strip()).expanduser() if raw.strip() else None
 
 
 def _bool(name: str, raw: str) -> bool:
@@ -493,6 +503,7 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
             None,
         ),
         time_scale=field(lambda: _scale(get("XBOT_TEST_TIME_SCALE", "1")), 1.0),
+        wall_clock_file=_optional_path(get("XBOT_TEST_WALL_CLOCK_FILE", "")),
     )
     return (None if problems else settings), problems
 
