@@ -4,7 +4,9 @@ Checks, in order: the versions a bug report needs (and whether yt-dlp is
 more than 90 days old, `xbot.versions`), the configuration (every problem,
 naming the setting), the data directory (there, writable, free space), the
 database (opens, schema version, integrity, queue, times stored far ahead of
-now), the clock (synchronised, where the host can tell), the token's shape, and,
+now), the clock (synchronised, where the host can tell), what the running bot last
+found of Telegram (the record `xbot.sending.telegram_health` writes at each change:
+unreachable since when, and why), the token's shape, and,
 unless told to stay offline, the Bot API itself (``getMe`` with a timeout: the token works, the
 bot's name, whether privacy mode hides group messages from it).
 
@@ -21,6 +23,7 @@ import ctypes.util
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
@@ -36,6 +39,7 @@ from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.errors import StoreError
 from xbot.logs import redact
 from xbot.ops.opscli import check_owner
+from xbot.sending.telegram_health import read_record
 from xbot.storage import migrations
 from xbot.storage.db import read_only
 from xbot.storage.time_line import LONGEST_DELAY, line_now
@@ -119,6 +123,8 @@ def diagnose(
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
     found += check_clock()
+    # The record's written_at is the wall clock's, so is this now.
+    found += telegram_findings(settings.data_dir, time.time())
     problem = token_problem(settings.token)
     if problem is not None:
         found.append(Finding("fail", "XBOT_TOKEN", problem.split(": ", 1)[1], config=True))
@@ -129,6 +135,26 @@ def diagnose(
     if online and transport is None:
         found += check_x_sources(settings, timeout=timeout)
     return Report(tuple(found))
+
+
+def telegram_findings(data_dir: Path, now: float) -> list[Finding]:
+    """What the bot running on `data_dir` last found of Telegram (none: no record)."""
+    record = read_record(data_dir)
+    if record is None:
+        return []
+    if record.reachable:
+        return [Finding("ok", "telegram", "the bot last found Telegram reachable")]
+    since = record.down_since if record.down_since is not None else record.written_at
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+    minutes = max(0.0, now - since) / 60
+    return [
+        Finding(
+            "warn",
+            "telegram",
+            f"the bot has found Telegram unreachable since {stamp} ({minutes:.0f} min; "
+            f"{record.error or 'no answer'}): every send is held, no link is lost",
+        )
+    ]
 
 
 def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Finding]:

@@ -58,7 +58,7 @@ from xbot.sources.gallerydl_dump import gallery_key
 from xbot.sources.x_api import card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
 from xbot.storage.state import ChatSettings, ChatStore
-from xbot.tasks.outbox import Outbox, send_file_ids
+from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DELIVER, DeliverPayload, NoticePayload
 from xbot.tasks.worker import TaskContext
 
@@ -322,8 +322,7 @@ class Delivery:
         async def record(index: int, sent: list[SentItem]) -> None:
             box[0] = self.outbox.record(ctx, box[0], index, sent)
 
-        await send_file_ids(
-            self.outbox.sender,
+        await self.outbox.send_file_ids(
             ctx,
             payload.dest,
             [SentItem(i.kind, i.file_id) for i in cached.items],

@@ -1,6 +1,9 @@
 """The outbox: how a delivery's media leave, are recorded and are followed up.
 
-One implementation, used by X deliveries, other sites and forwards:
+One implementation, used by deliveries of every site (fresh media, or file_ids from
+the link cache) and by forwards to a channel (`Outbox.send_file_ids`). Like every
+Bot API call, its sends go through the `Sender`, the one way out (paced, held by a
+chat's 429 and by Telegram's unreachability):
 
 - **plan** the sends of a post's items (`xbot.sending.albums.plan_sends`: balanced
   albums of at most 10, GIFs alone, documents only with documents);
@@ -41,7 +44,7 @@ from xbot.storage.link_cache import DEFAULT_TTL, CachedPost, LinkCache
 from xbot.tasks.payloads import DeliverPayload, SentStep
 from xbot.tasks.worker import TaskContext
 
-__all__ = ["Delivered", "OnDelivered", "Outbox", "send_file_ids"]
+__all__ = ["Delivered", "OnDelivered", "Outbox"]
 
 
 @attrs.frozen
@@ -64,35 +67,6 @@ class Delivered:
 
 OnDelivered = Callable[[TaskContext, Delivered], Awaitable[None]]
 Record = Callable[[int, list[SentItem]], Awaitable[None]]
-
-
-async def send_file_ids(
-    sender: Sender,
-    ctx: TaskContext,
-    dest: Destination,
-    items: Sequence[SentItem],
-    *,
-    caption: str | None,
-    spoiler: bool,
-    done: Collection[int],
-    record: Record,
-) -> None:
-    """Send items Telegram already has, step by step as planned, skipping ``done``.
-
-    The caption goes on the first step; `record` is told each step right after
-    Telegram confirmed it, and whatever it staged is written before the next
-    step goes out. (A forward, whose outbox is the channel's, calls this too.)
-    """
-    steps = plan_sends([i.kind for i in items])
-    for index, step in enumerate(steps):
-        if index in done:
-            continue
-        await ctx.flush()  # the step before is recorded before this one goes out
-        out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
-        sent = await sender.send_media(
-            dest, out, caption=caption if index == 0 else None, spoiler=spoiler
-        )
-        await record(index, [item for item, _ in sent])
 
 
 @attrs.define
@@ -143,6 +117,34 @@ class Outbox:
     async def say(self, dest: Destination, text: str, *, html: bool = False) -> None:
         """One sentence in answer to the link."""
         await self.sender.send_text(dest, text, html=html)
+
+    async def send_file_ids(
+        self,
+        ctx: TaskContext,
+        dest: Destination,
+        items: Sequence[SentItem],
+        *,
+        caption: str | None,
+        spoiler: bool,
+        done: Collection[int],
+        record: Record,
+    ) -> None:
+        """Send items Telegram already has, step by step as planned, skipping ``done``.
+
+        The caption goes on the first step; `record` is told each step right after
+        Telegram confirmed it, and whatever it staged is written before the next
+        step goes out. (A delivery from the link cache, and a forward to a channel.)
+        """
+        steps = plan_sends([i.kind for i in items])
+        for index, step in enumerate(steps):
+            if index in done:
+                continue
+            await ctx.flush()  # the step before is recorded before this one goes out
+            out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
+            sent = await self.sender.send_media(
+                dest, out, caption=caption if index == 0 else None, spoiler=spoiler
+            )
+            await record(index, [item for item, _ in sent])
 
     async def send_step(
         self,

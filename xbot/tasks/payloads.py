@@ -315,22 +315,36 @@ class ForwardPayload:
 
 @attrs.frozen
 class NoticePayload:
-    """The dead-letter notice of a task: its sentence, where it goes, which task it is about."""
+    """A sentence queued for a chat: a dead letter's notice, or a handler's reply held
+    by a 429 or by Telegram's unreachability (`xbot.handlers.answers`).
+
+    Attributes:
+        text: what is said.
+        dest: where it goes.
+        for_task: which task it is about (a dead letter's).
+        html: the text is Telegram HTML (a reply's may be).
+        markup: a reply's buttons, as Telegram's ``InlineKeyboardMarkup`` JSON.
+    """
 
     text: str
     dest: Destination
     for_task: int | None = None
+    html: bool = False
+    markup: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
-        return _dumps(
-            {
-                "v": 1,
-                "text": self.text,
-                "dest": self.dest.to_dict(),
-                "reply_to": self.dest.reply_to,
-                "for_task": self.for_task,
-            }
-        )
+        data: dict[str, Any] = {
+            "v": 1,
+            "text": self.text,
+            "dest": self.dest.to_dict(),
+            "reply_to": self.dest.reply_to,
+            "for_task": self.for_task,
+        }
+        if self.html:
+            data["html"] = True
+        if self.markup is not None:
+            data["markup"] = dict(self.markup)
+        return _dumps(data)
 
     @classmethod
     def from_json(cls, raw: str, *, chat_id: int | None = None) -> NoticePayload:
@@ -339,10 +353,13 @@ class NoticePayload:
             data = json.loads(raw)
             if not isinstance(data, dict) or data.get("v", 1) != 1:
                 raise PayloadError("unknown notice payload version")
+            markup = data.get("markup")
             return cls(
                 text=str(data["text"]),
                 dest=_dest(data, chat_id),
                 for_task=_opt_int(data.get("for_task")),
+                html=data.get("html") is True,
+                markup=markup if isinstance(markup, dict) else None,
             )
 
     @classmethod

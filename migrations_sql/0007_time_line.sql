@@ -1,4 +1,4 @@
--- 0006: where the bot's time line was anchored (xbot.clock, xbot.storage.time_line).
+-- 0007: where the bot's time line was anchored (xbot.clock, xbot.storage.time_line).
 --
 -- One row: the boot it was written in, the monotonic reading and the line's value
 -- at that reading. A start in the same boot knows from it exactly where the line
