@@ -611,12 +611,15 @@ class WebhookConfig:
         port: the port it binds.
         secret_token: the value Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``;
             requests without it are refused.
+        max_connections: updates handled at once (setWebhook's ``max_connections``,
+            1-100, Telegram's default 40); the listener answers 503 beyond it.
     """
 
     url: str
     listen: str
     port: int
     secret_token: str = attrs.field(repr=False)
+    max_connections: int = 40
 
     @property
     def url_path(self) -> str:
@@ -624,7 +627,13 @@ class WebhookConfig:
 
 
 def webhook_config(
-    url: str, listen: str, port: int, secret_env: str, env: Mapping[str, str]
+    url: str,
+    listen: str,
+    port: int,
+    secret_env: str,
+    env: Mapping[str, str],
+    *,
+    max_connections: int = 40,
 ) -> WebhookConfig:
     """Validate the webhook options; `ConfigError` names the option or variable at fault."""
     parts = urllib.parse.urlsplit(url)
@@ -647,7 +656,13 @@ def webhook_config(
         )
     if not _SECRET_TOKEN.fullmatch(secret):
         raise ConfigError(f"{secret_env}: must be 1-256 characters of A-Z a-z 0-9 _ -")
-    return WebhookConfig(url=url, listen=listen, port=port, secret_token=secret)
+    if not 1 <= max_connections <= 100:
+        raise ConfigError(
+            f"--max-connections: {max_connections} is out of range (1..100, Telegram's limit)"
+        )
+    return WebhookConfig(
+        url=url, listen=listen, port=port, secret_token=secret, max_connections=max_connections
+    )
 
 
 def settings_table() -> str:
