@@ -691,10 +691,16 @@ async def _status_line(bot: Bot) -> str:
         return bot.phase
     stats = await bot.services.queue.stats(bot.services.clock())
     counts = stats.counts_by_state
-    return (
+    line = (
         f"{bot.phase}; queue pending={counts.get('pending', 0)} "
         f"running={counts.get('running', 0)} dead={counts.get('dead', 0)}"
     )
+    health = bot.services.sender.health
+    if not health.reachable and health.down_since is not None:
+        # `systemctl status` says why nothing goes out, and since when.
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(health.down_since))
+        line += f"; Telegram unreachable since {since}"
+    return line
 
 
 async def run_until_signalled(
