@@ -268,3 +268,32 @@ async def test_one_run_for_two_chats_asking_at_once(
     await h.wait_idle(30)
     assert gallery(h).runs == 1, "single flight: the second waited, then used the cache"
     assert masto.file_hits(FILES) == 3
+
+
+def _gallerydl_processes(data_dir: Path) -> list[int]:
+    """Our gallery-dl processes: their command line names a temp folder in `data_dir`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "gallery_dl" in cmdline and str(data_dir) in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+async def test_stopping_the_bot_kills_a_running_gallery_dl(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS)
+    masto.hang = True
+    h.api.user_message(CHAT, masto.status_url(STATUS))
+    await h.api.wait_for(lambda: masto.hits["/api/v1/statuses/" + STATUS] > 0, 30)
+    assert _gallerydl_processes(h.data_dir), "gallery-dl is running, waiting for the site"
+    await h.stop_bot()  # SIGTERM's path: running tasks are cancelled after the grace
+    assert _gallerydl_processes(h.data_dir) == []
