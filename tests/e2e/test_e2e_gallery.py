@@ -297,3 +297,25 @@ async def test_stopping_the_bot_kills_a_running_gallery_dl(
     assert _gallerydl_processes(h.data_dir), "gallery-dl is running, waiting for the site"
     await h.stop_bot()  # SIGTERM's path: running tasks are cancelled after the grace
     assert _gallerydl_processes(h.data_dir) == []
+
+
+async def test_the_configs_cookies_go_with_the_sites_own_files(
+    start_harness: Callable[..., Awaitable[Harness]],
+    sites: tuple[MastodonServer, BooruServer],
+    tmp_path: Path,
+) -> None:
+    masto, booru = sites
+    config = tmp_path / "with-cookies.json"
+    config.write_text(json.dumps(gallerydl_config(masto, booru, cookies={"sid": "s3cret"})))
+    h = await start_harness(gallerydl_config=config)
+    masto.file_cookie = "sid=s3cret"
+    masto.add_status(STATUS, photos=2)
+    await settle(h, CHAT, masto.status_url(STATUS))
+    (call,) = media_calls(h, CHAT)
+    assert call.method == "sendMediaGroup"
+    assert masto.refused == 0, "every file was asked for with the session cookie"
+    booru.file_cookie = "sid=s3cret"  # another site: the cookie never goes there
+    booru.add_post(77)
+    await settle(h, CHAT + 1, booru.post_url(77))
+    assert booru.refused == 1
+    assert media_calls(h, CHAT + 1) == []
