@@ -319,3 +319,34 @@ async def test_the_configs_cookies_go_with_the_sites_own_files(
     await settle(h, CHAT + 1, booru.post_url(77))
     assert booru.refused == 1
     assert media_calls(h, CHAT + 1) == []
+
+
+async def test_a_gallery_post_is_forwarded_to_the_linked_channel_by_file_id(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    channel, user = -1009701, 1701
+    h.api.add_chat(channel, "channel", title="My Channel", username="mychan", creator=user)
+    await h.services.chats.set_settings(user, h.clock(), channel_id=channel,
+                                        channel_title="My Channel")  # fmt: skip
+    masto.add_status(STATUS, photos=3, name="Alice A")
+    h.api.user_message(user, masto.status_url(STATUS))
+
+    def prompt() -> dict[str, Any] | None:
+        found = [m for m in h.sent(user) if "Forward this post" in m.get("text", "")]
+        return found[-1] if found else None
+
+    await h.api.wait_for(lambda: prompt() is not None, 30)
+    message = prompt()
+    assert message is not None
+    rows = message["reply_markup"]["inline_keyboard"]
+    data = next(
+        b["callback_data"] for row in rows for b in row if b["text"] == "Forward to channel"
+    )
+    hits = masto.file_hits(FILES)
+    h.api.callback_query(user, message["message_id"], data, user)
+    await h.api.wait_for(lambda: len(h.sent(channel)) == 3, 30)
+    posts = h.sent(channel)
+    assert len({p["media_group_id"] for p in posts}) == 1
+    assert posts[0]["caption"].startswith("Alice A (@alice)")
+    assert masto.file_hits(FILES) == hits, "copied by file_id, nothing downloaded again"
