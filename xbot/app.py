@@ -53,6 +53,8 @@ from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
+from xbot.tasks.alerts import KIND as ALERT
+from xbot.tasks.alerts import Alerts, AlertWatch
 from xbot.tasks.delivery import KIND as DELIVER
 from xbot.tasks.delivery import Delivery
 from xbot.tasks.forwarding import KIND as FORWARD
@@ -119,6 +121,7 @@ async def build_services(
     clock: Callable[[], float] = time.time,
     pacer: Pacer | None = None,
     metrics: Metrics | None = None,
+    health: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
     queue = TaskQueue(pool)
@@ -170,16 +173,52 @@ async def build_services(
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
+    # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
+    health = health or Reachability(time.time)
+    chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
+    alerts = None
+    if settings.admin_ids:
+        alerts = AlertWatch(
+            admins=settings.admin_ids,
+            after=settings.alert_after,
+            queue=queue,
+            chats=chats,
+            chains=chains,
+            reachable=lambda: health.reachable,
+            down_since=lambda: health.down_since,
+            ytdlp_version=versions.installed().ytdlp,
+            data_dir=settings.data_dir,
+            # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
+            every=min(10.0, max(0.05, settings.alert_after / 10)),
+            wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+            on_alert=None if metrics is None else metrics.alert,
+            clock=clock,
+        )
+    hooks: list[FinishedHook] = []
+    if metrics is not None:
+        hooks.append(count_finished(metrics, clock))
+    if alerts is not None:
+        hooks.append(alerts.on_finished)
+
+    def finished(task: Task, outcome: str) -> None:
+        for hook in hooks:
+            hook(task, outcome)
+
     # A forward's failure is told on its prompt, a delivery's by a message.
     notices = Notices(sender, {FORWARD: forwarding.report_failure})
     workers = Workers(
         queue,
-        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: notices.run},
+        {
+            DELIVER: delivery.run,
+            FORWARD: forwarding.run,
+            NOTICE: notices.run,
+            ALERT: Alerts(sender).run,
+        },
         notify,
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,
-        on_finished=None if metrics is None else count_finished(metrics, clock),
+        on_finished=finished if hooks else None,
     )
     services = Services(
         settings=settings,
@@ -198,6 +237,7 @@ async def build_services(
         guarded=guarded,
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
         inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
+        alerts=alerts,
         clock=clock,
     )
     services.attach(application)
@@ -445,6 +485,7 @@ class Bot:
                 clock=self.clock,
                 pacer=self.pacer,
                 metrics=self.metrics,
+                health=self.reachability,
             )
         )
         self.services = services
@@ -493,6 +534,8 @@ class Bot:
             )
         if self.metrics is not None:
             await self._start_telemetry(services, self.metrics)
+        if services.alerts is not None:
+            services.alerts.start()
         return services
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
@@ -571,6 +614,8 @@ class Bot:
             await self.listener.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()
+        if self.services is not None and self.services.alerts is not None:
+            await self.services.alerts.stop()
         if self.poller is not None:
             await self.poller.stop()
         if app.updater is not None and app.updater.running:

@@ -109,6 +109,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "proxy with authentication in front: the metrics are not secret, but not for everyone)",
         "off",
     ),
+    "XBOT_ALERT_AFTER_S": (
+        "seconds a condition (every X source down, Telegram unreachable) lasts before the admins "
+        "(`XBOT_ADMIN_IDS`) get an alert in their private chat (1-86400)",
+        "300",
+    ),
     "XBOT_CONFIG": ("optional TOML file with any of these names (the environment wins)", "none"),
     "XBOT_TEST_TIME_SCALE": (
         "tests only: multiplies the waits between tries to reach Telegram at start-up and "
@@ -160,6 +165,7 @@ class Settings:
     caption_edit_ttl: float = 86400.0
     cache_ttl: float = 7 * 86400.0
     metrics_addr: tuple[str, int] | None = None  # None: no listener
+    alert_after: float = 300.0
     time_scale: float = 1.0  # tests only (XBOT_TEST_TIME_SCALE): shorter reconnect waits
 
     @property
@@ -491,6 +497,12 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
                 _bool("XBOT_METRICS_PUBLIC", get("XBOT_METRICS_PUBLIC", "0")),
             ),
             None,
+        ),
+        alert_after=float(
+            field(
+                lambda: _int("XBOT_ALERT_AFTER_S", get("XBOT_ALERT_AFTER_S", "300"), 1, 86400),
+                300,
+            )
         ),
         time_scale=field(lambda: _scale(get("XBOT_TEST_TIME_SCALE", "1")), 1.0),
     )

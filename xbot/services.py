@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from xbot.storage.link_cache import LinkCache
     from xbot.storage.queue import TaskQueue
     from xbot.storage.state import ChatStore
+    from xbot.tasks.alerts import AlertWatch
     from xbot.tasks.delivery import Delivery
     from xbot.tasks.forwarding import Forwarding
     from xbot.tasks.worker import Workers
@@ -46,6 +47,7 @@ class Services:
         sources: which source fetches a link (/debug asks it too).
         mover: moves everything a chat owns when a group becomes a supergroup.
         inline: posts fetched for inline queries, within Telegram's answer window.
+        alerts: watches the bot for the operators' alerts (None: no XBOT_ADMIN_IDS).
         started_at: wall-clock start, for /stats' uptime.
         clock: the wall clock (injected in tests).
     """
@@ -65,6 +67,7 @@ class Services:
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
     inline: InlineFetches
+    alerts: AlertWatch | None = None
     started_at: float = attrs.field(factory=time.time)
     clock: Any = time.time
 
