@@ -98,7 +98,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0] == f"xbot {__version__}"
     assert [line.split()[0] for line in lines[1:]] == [
-        "python-telegram-bot", "yt-dlp", "SQLite", "Python"
+        "python-telegram-bot", "yt-dlp", "gallery-dl", "SQLite", "Python"
     ]  # fmt: skip
     assert run(capsys, "--version")[:2] == (0, out)
 

@@ -94,6 +94,8 @@ def test_help_names_every_site_a_post_source_serves(lang: str) -> None:
 async def test_the_command_menu_is_the_public_table(h: Harness) -> None:
     """One setMyCommands per language (the default one is English), each the public
     commands of the one table, described in that language."""
+    # The menus go out beside polling (start-up does not wait for them): wait for the nine.
+    await h.api.wait_for(lambda: len(h.api.calls_for("setMyCommands")) >= 9, 10)
     calls = {c.params.get("language_code"): c for c in h.api.calls_for("setMyCommands")}
     assert set(calls) == {None, "ru", "es", "pt", "de", "tr", "id", "ja", "fa"}
     for call in calls.values():

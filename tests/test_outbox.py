@@ -13,7 +13,7 @@ from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
-from xbot.tasks.outbox import Delivered, Outbox, send_file_ids
+from xbot.tasks.outbox import Delivered, Outbox
 from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import TaskContext
 
@@ -54,12 +54,10 @@ async def test_steps_go_out_in_order_each_written_before_the_next() -> None:
     items = [SentItem("photo", f"p{i}") for i in range(3)] + [SentItem("gif", "g")]
     state = [payload]
 
-    async def record(index: int, sent: list[SentItem]) -> None:
+    async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
         state[0] = box.record(ctx, state[0], index, sent)
 
-    await send_file_ids(
-        box.sender, ctx, DEST, items, caption="cap", spoiler=False, done=(), record=record
-    )
+    await box.send_file_ids(ctx, DEST, items, caption="cap", spoiler=False, done=(), record=record)
     assert journal.events == [
         ("send", (DEST, ["p0", "p1", "p2"], "cap")),
         ("write", frozenset({0})),
@@ -73,12 +71,11 @@ async def test_recorded_steps_are_not_sent_again() -> None:
     payload = DeliverPayload(url="u", key="k", kind="x", dest=DEST)
     ctx = context(journal, payload)
 
-    async def record(index: int, sent: list[SentItem]) -> None:
+    async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
         pass
 
     items = [SentItem("gif", "a"), SentItem("gif", "b")]
-    await send_file_ids(
-        outbox(journal).sender,
+    await outbox(journal).send_file_ids(
         ctx,
         DEST,
         items,

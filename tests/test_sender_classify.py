@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import httpx
 import pytest
 from telegram.error import (
     BadRequest,
@@ -13,6 +14,7 @@ from telegram.error import (
     InvalidToken,
     NetworkError,
     RetryAfter,
+    TelegramError,
     TimedOut,
 )
 
@@ -23,6 +25,7 @@ from xbot.errors import (
     RateLimited,
     RetryLater,
     StaleFileId,
+    TelegramUnreachable,
     UrlNotFetched,
 )
 from xbot.sending.sender import classify, retry_after_seconds, write_timeout_for
@@ -41,8 +44,8 @@ CASES = [
     (BadRequest("Message caption is too long"), "url", Permanent),
     (Forbidden("Forbidden: bot was blocked by the user"), "", ChatUnavailable),
     (ChatMigrated(-1001234), "", ChatMoved),
-    (TimedOut(), "", RetryLater),
-    (NetworkError("Bad Gateway"), "", RetryLater),
+    (TimedOut(), "", TelegramUnreachable),
+    (NetworkError("Bad Gateway"), "", TelegramUnreachable),
     (InvalidToken(), "", RetryLater),
     (Conflict("terminated by other getUpdates request"), "", RetryLater),
 ]
@@ -55,6 +58,103 @@ CASES = [
 )
 def test_classify(exc: Exception, by: str, expected: type) -> None:
     assert type(classify(exc, by=by)) is expected  # type: ignore[arg-type]
+
+
+def _from(exc: TelegramError, cause: BaseException) -> TelegramError:
+    """As PTB raises it: `raise NetworkError(...) from err` (`__cause__` kept)."""
+    exc.__cause__ = cause
+    return exc
+
+
+_NGINX = (
+    "Bad Gateway (502). Parsing the server response b'<html>\\r\\n<head><title>502 Bad "
+    "Gateway</title></head>...' failed"
+)
+# What PTB 22 raises when Telegram is unreachable, and whether the call may have been
+# carried out all the same (then a retry may repeat it, and it is counted).
+UNREACHABLE = [
+    ("502-nginx-html", NetworkError(_NGINX), False),
+    ("502-json", NetworkError("Bad Gateway"), False),
+    ("500-json", NetworkError("Internal Server Error"), False),
+    ("503", NetworkError("Service Unavailable (503)"), False),
+    ("504", NetworkError("Gateway Timeout (504)"), True),
+    (
+        "refused",
+        _from(
+            NetworkError("httpx.ConnectError: [Errno 111] Connection refused"),
+            httpx.ConnectError("[Errno 111] Connection refused"),
+        ),
+        False,
+    ),
+    (
+        "dns",
+        _from(
+            NetworkError("httpx.ConnectError: [Errno -3] Temporary failure in name resolution"),
+            httpx.ConnectError("[Errno -3] Temporary failure in name resolution"),
+        ),
+        False,
+    ),
+    (
+        "reset-after-send",
+        _from(
+            NetworkError("httpx.ReadError: [Errno 104] Connection reset by peer"),
+            httpx.ReadError("[Errno 104] Connection reset by peer"),
+        ),
+        True,
+    ),
+    (
+        "disconnected",
+        _from(
+            NetworkError("httpx.RemoteProtocolError: Server disconnected"),
+            httpx.RemoteProtocolError("Server disconnected without sending a response."),
+        ),
+        True,
+    ),
+    ("write-error", _from(NetworkError("httpx.WriteError"), httpx.WriteError("")), False),
+    ("read-timeout", _from(TimedOut(), httpx.ReadTimeout("")), True),
+    ("connect-timeout", _from(TimedOut(), httpx.ConnectTimeout("")), False),
+    ("write-timeout", _from(TimedOut(), httpx.WriteTimeout("")), False),
+    (
+        "pool-timeout",
+        _from(
+            TimedOut("Pool timeout: All connections in the pool are occupied."),
+            httpx.PoolTimeout(""),
+        ),
+        False,
+    ),
+    ("bare-timeout", TimedOut(), True),
+    ("unknown-transport", NetworkError("Unknown error in HTTP implementation: x"), False),
+    ("2xx-not-json", TelegramError("Invalid server response"), True),
+]
+
+
+@pytest.mark.parametrize(
+    ("exc", "ambiguous"),
+    [(exc, ambiguous) for _, exc, ambiguous in UNREACHABLE],
+    ids=[name for name, _, _ in UNREACHABLE],
+)
+def test_unreachable_is_nobodys_fault(exc: TelegramError, ambiguous: bool) -> None:
+    err = classify(exc)
+    assert type(err) is TelegramUnreachable
+    assert isinstance(err, RetryLater)  # code that does not know it still retries
+    assert err.ambiguous is ambiguous
+    assert not err.held
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        BadRequest("Message is too long"),
+        Forbidden("Forbidden: bot was kicked"),
+        RetryAfter(dt.timedelta(seconds=3)),
+        InvalidToken(),
+        Conflict("terminated by other getUpdates request"),
+        TelegramError("something new"),
+    ],
+    ids=["400", "403", "429", "401", "409", "other"],
+)
+def test_telegram_answered_is_not_unreachable(exc: TelegramError) -> None:
+    assert not isinstance(classify(exc), TelegramUnreachable)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import attrs
 import httpx
 from telegram import Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
@@ -43,6 +44,8 @@ from xbot.ops.telemetry import Telemetry, routes
 from xbot.sending.api_request import CountingRequest, Reachability
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
+from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
+from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
@@ -79,16 +82,20 @@ AppType = Application[Any, XContext, Any, Any, Any, Any]
 ApiResult = Callable[[str, str, float], None]
 
 
-def build_application(settings: Settings, on_api_result: ApiResult | None = None) -> AppType:
+def build_application(
+    settings: Settings, on_api_result: ApiResult | None = None, *, read_timeout: float = 30.0
+) -> AppType:
     """PTB's Application with our request settings and typed context; no handlers yet.
 
     `on_api_result` hears every Bot API call's result (method, result, retry_after):
-    the metrics and Telegram's reachability, without any sender knowing.
+    the metrics, without any sender knowing. `read_timeout`: how long a call waits
+    for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
+    it down.
     """
     request: BaseRequest = HTTPXRequest(
         connection_pool_size=64,
         connect_timeout=10.0,
-        read_timeout=30.0,
+        read_timeout=read_timeout,
         write_timeout=30.0,
         media_write_timeout=120.0,
     )
@@ -120,15 +127,28 @@ async def build_services(
     *,
     clock: Callable[[], float] = time.time,
     pacer: Pacer | None = None,
+    health: TelegramHealth | None = None,
+    telegram_budget: float = TELEGRAM_BUDGET,
+    read_timeout: float = 30.0,
     metrics: Metrics | None = None,
-    health: Reachability | None = None,
+    requests: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
     queue = TaskQueue(pool)
     chats = ChatStore(pool)
     cache = LinkCache(pool)
+    # Telegram's reachability: the one hold of every call while it does not answer,
+    # read by /stats, the metrics and (through its record file) `xbot doctor`.
+    health = health or TelegramHealth()
+    if health.record_path is None:
+        health.record_path = settings.data_dir / HEALTH_RECORD
+    health.write_record()
     sender = Sender(
-        application.bot, pacer or Pacer(), on_sent=metrics.sent if metrics is not None else None
+        application.bot,
+        pacer or Pacer(),
+        health=health,
+        read_timeout=read_timeout,
+        on_sent=metrics.sent if metrics is not None else None,
     )
     x_client = httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
@@ -140,15 +160,20 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
+    # Every delivery sends, records and announces (the forward prompt) through it, and
+    # a forward sends its items through it too. Its follow-up is the forward prompt
+    # (built next) and the workers' wake is theirs (built below, from the task handlers
+    # this wiring makes): both looked up when called, so nothing is assigned after
+    # construction.
+    outbox = Outbox(
+        sender, cache, settings.cache_ttl,
+        on_delivered=lambda ctx, done: forwarding.on_delivered(ctx, done),  # noqa: PLW0108 - late binding
+    )  # fmt: skip
     # The forward prompt after each delivery, and the forward task it starts.
-    # Its wake is the workers' (built below, from the task handlers this wiring makes):
-    # looked up when called, so nothing is assigned after construction.
     forwarding = Forwarding(
-        settings, sender, chats, queue, clock,
+        settings, sender, chats, queue, clock, outbox,
         wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
     )  # fmt: skip
-    # Every delivery sends, records and announces (the forward prompt) through it.
-    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     # Which source serves a link, by its kind: one entry per site. X is a chain of
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
     sources = SourceRouter(
@@ -174,7 +199,7 @@ async def build_services(
     mover = ChatMover(queue, chats, authority, clock)
 
     # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
-    health = health or Reachability(time.time)
+    telegram = TelegramView(health, requests or Reachability(time.time))
     chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
     alerts = None
     if settings.admin_ids:
@@ -184,8 +209,8 @@ async def build_services(
             queue=queue,
             chats=chats,
             chains=chains,
-            reachable=lambda: health.reachable,
-            down_since=lambda: health.down_since,
+            reachable=telegram.reachable,
+            down_since=telegram.down_since,
             ytdlp_version=versions.installed().ytdlp,
             data_dir=settings.data_dir,
             # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
@@ -218,8 +243,12 @@ async def build_services(
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,
+        # Nothing is leased while Telegram's hold stands but the probe; its end wakes them.
+        telegram_wait=health.lease_wait,
+        telegram_budget=telegram_budget,
         on_finished=finished if hooks else None,
     )
+    health.add_listener(lambda reachable: workers.wake() if reachable else None)
     services = Services(
         settings=settings,
         pool=pool,
@@ -242,6 +271,23 @@ async def build_services(
     )
     services.attach(application)
     return services
+
+
+@attrs.frozen
+class TelegramView:
+    """Whether Telegram answers, for the metrics, /readyz and the alerts: the bot's hold
+    (`TelegramHealth`, moved by the sends) or, between sends, the last Bot API call of
+    any kind (getUpdates included: `Reachability`) that got no answer."""
+
+    health: TelegramHealth
+    requests: Reachability
+
+    def reachable(self) -> bool:
+        return self.health.reachable and self.requests.reachable
+
+    def down_since(self) -> float | None:
+        times = [t for t in (self.health.down_since, self.requests.down_since) if t is not None]
+        return min(times) if times else None
 
 
 SITES = frozenset({"x", "bsky", "pixiv", "other"})
@@ -365,9 +411,17 @@ class Bot:
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
+        health: TelegramHealth | None = None,
+        telegram_budget: float = TELEGRAM_BUDGET,
+        read_timeout: float = 30.0,
         metrics: bool | None = None,
     ) -> None:
+        """`health`, `telegram_budget`, `read_timeout`: Telegram's hold, how long a link
+        waits for Telegram, how long a call waits for an answer (tests scale them down)."""
         self.settings = settings
+        self.health = health
+        self.telegram_budget = telegram_budget
+        self.read_timeout = read_timeout
         self.webhook = webhook
         self.poller: DurablePoller | None = None
         self.clock = clock
@@ -378,7 +432,7 @@ class Bot:
         counting = settings.metrics_addr is not None if metrics is None else metrics
         self.metrics = Metrics() if counting else None
         self.reachability = Reachability(time.time)
-        self.application = build_application(settings, self._api_result)
+        self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
         self.services: Services | None = None
@@ -484,8 +538,11 @@ class Bot:
                 self.application,
                 clock=self.clock,
                 pacer=self.pacer,
+                health=self.health,
+                telegram_budget=self.telegram_budget,
+                read_timeout=self.read_timeout,
                 metrics=self.metrics,
-                health=self.reachability,
+                requests=self.reachability,
             )
         )
         self.services = services
@@ -541,7 +598,7 @@ class Bot:
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
         chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
-        health = self.reachability
+        telegram = TelegramView(services.sender.health, self.reachability)
         self.telemetry = Telemetry(
             metrics=metrics,
             queue=services.queue,
@@ -549,8 +606,8 @@ class Bot:
             cache=services.cache,
             db_path=self.settings.db_path,
             chains=chains,
-            reachable=lambda: health.reachable,
-            down_since=lambda: health.down_since,
+            reachable=telegram.reachable,
+            down_since=telegram.down_since,
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
             clock=self.clock,

@@ -25,7 +25,10 @@ Everything above those modules speaks only this tree.
     └── Outcome                  raised by a task to tell the worker what to do next
         ├── RetryLater(delay)    transient failure; count an attempt, back off
         │   ├── ChatMoved(new_id) the group became a supergroup: move its work, run again
-        │   └── OutageRetry      every source is down: retry counted in time, not attempts
+        │   ├── OutageRetry      every source is down: retry counted in time, not attempts
+        │   └── TelegramUnreachable  a 5xx, a refused/reset connection, a timeout: the whole
+        │                        bot holds (xbot.sending.telegram_health), no attempt counted,
+        │                        given up only after hours (`ambiguous`: it may have arrived)
         ├── RateLimited(after)   Telegram said retry_after; hold the chat, no attempt counted
         └── Permanent(reason)    will never succeed; dead-letter with a plain sentence
 
@@ -197,6 +200,26 @@ class OutageRetry(RetryLater):
         # A notice payload (`NoticePayload` JSON) queued in the retry's own transaction:
         # the sentence then waits out a chat's hold and survives a kill, like a dead letter's.
         self.notice = notice
+
+
+class TelegramUnreachable(RetryLater):
+    """Telegram did not answer (a 5xx page, a refused or reset connection, a timeout).
+
+    Not the task's fault and not the message's: the sender holds every send of
+    the bot (`xbot.sending.telegram_health`) and the worker puts the task back in
+    its place without counting an attempt, until the task is older than the
+    Telegram budget. `ambiguous`: the request went out and no answer came (a read
+    timeout, a connection lost after sending, a 504), so the message may be in the
+    chat; a retry may repeat it, and the task counts such sends. `held`: refused
+    by the hold itself, no request went out.
+    """
+
+    def __init__(
+        self, reason: str, *, ambiguous: bool = False, held: bool = False, delay: float = 0.0
+    ) -> None:
+        super().__init__(reason, delay)
+        self.ambiguous = ambiguous
+        self.held = held
 
 
 class RateLimited(Outcome):

@@ -1,34 +1,35 @@
-"""How a handler answers: through the `Sender`, like every task, so the chat's pace and a
-429 hold cover handler replies too, and `telegram.error` stays inside the sender.
+"""How a handler answers: through the `Sender`, like every task, so the chat's pace, a
+429 hold and Telegram's own hold (`xbot.sending.telegram_health`) cover handler
+replies too, and `telegram.error` stays inside the sender.
 
-A chat held by a 429 holds handler replies too. The handler does not wait
-the hold out itself: the poller confirms a batch of updates only after all
-its handlers returned (`xbot.handlers.polling`), so one held chat would delay every
-other chat's updates. The reply goes out from a task of its own once the
-hold ends (for holds up to `HOLD_WAIT` seconds; longer ones drop it, as a
-chat Telegram refuses does). Nothing here is raised into PTB's error handler.
+A held reply is not waited out here: the poller confirms a batch of updates only
+after all its handlers returned (`xbot.handlers.polling`), so a handler that
+waited for one held chat would delay every other chat's updates, and a wait in
+memory is lost at a stop. It becomes durable work instead: a ``notice`` task in
+its chat (`NoticePayload` with its text, HTML flag and buttons), queued to run
+when the 429 hold ends, or behind Telegram's hold, which the worker waits out
+like any task's. A reply that timed out (`TelegramUnreachable.ambiguous`) may be
+in the chat already and is not queued again. Nothing here is raised into PTB's
+error handler.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 from telegram import InlineKeyboardMarkup, Message
 
-from xbot.errors import RateLimited, XbotError
+from xbot.errors import RateLimited, StoreError, TelegramUnreachable, XbotError
 from xbot.logs import kv
 from xbot.sending.destination import Destination
+from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS
+from xbot.tasks.payloads import NoticePayload
 
 if TYPE_CHECKING:
-    from xbot.sending.sender import Sender
     from xbot.services import XContext
 
 log = logging.getLogger(__name__)
-
-HOLD_WAIT = 15.0  # the longest a reply waits for a 429 hold on its chat to pass
-_LATER: set[asyncio.Task[None]] = set()  # replies waiting out a hold (kept from the GC)
 
 
 async def reply(
@@ -42,29 +43,26 @@ async def reply(
 ) -> Message | None:
     """Answer ``message`` in its chat and topic (quoted as `Destination.answering` says).
 
-    Returns the message sent, or None when it was dropped or waits out a hold.
+    Returns the message sent, or None when it was dropped or queued behind a hold.
     """
     dest = Destination.answering(message, quote=quote)
     sender = context.services.sender
     try:
         return await sender.send_text(dest, text, html=html, reply_markup=markup)
     except RateLimited as exc:
-        if exc.retry_after > HOLD_WAIT:
-            log.info("answer not sent %s", kv(chat=dest.chat_id, held=exc.retry_after))
-            return None
-        later = asyncio.create_task(
-            _after_hold(sender, dest, text, html=html, markup=markup, wait=exc.retry_after),
-            name=f"xbot-reply-{dest.chat_id}",
-        )
-        _LATER.add(later)
-        later.add_done_callback(_LATER.discard)
+        await _queue(context, dest, text, html=html, markup=markup, wait=exc.retry_after)
+    except TelegramUnreachable as exc:
+        if exc.ambiguous:
+            log.info("answer may have been sent %s", kv(chat=dest.chat_id, error=exc.reason))
+        else:
+            await _queue(context, dest, text, html=html, markup=markup, wait=0.0)
     except XbotError as exc:
         log.info("answer not sent %s", kv(chat=dest.chat_id, error=type(exc).__name__))
     return None
 
 
-async def _after_hold(
-    sender: Sender,
+async def _queue(
+    context: XContext,
     dest: Destination,
     text: str,
     *,
@@ -72,20 +70,26 @@ async def _after_hold(
     markup: InlineKeyboardMarkup | None,
     wait: float,
 ) -> None:
-    """The reply, once the chat's hold has passed (again if a new 429 came meanwhile)."""
-    left = HOLD_WAIT
-    while wait <= left:
-        await asyncio.sleep(wait)
-        left -= wait
-        try:
-            await sender.send_text(dest, text, html=html, reply_markup=markup)
-            return
-        except RateLimited as exc:
-            wait = exc.retry_after
-        except XbotError as exc:
-            log.info("answer not sent %s", kv(chat=dest.chat_id, error=type(exc).__name__))
-            return
-    log.info("answer not sent %s", kv(chat=dest.chat_id, held=wait))
+    """The held reply as a ``notice`` task of its chat, runnable once the chat's hold ends."""
+    services = context.services
+    now = services.clock()
+    payload = NoticePayload(
+        text, dest, html=html, markup=markup.to_dict() if markup is not None else None
+    )
+    try:
+        await services.queue.enqueue(
+            NOTICE_KIND,
+            payload.to_json(),
+            dest.chat_id,
+            now=now,
+            run_after=now + wait,
+            max_attempts=NOTICE_MAX_ATTEMPTS,
+        )
+    except StoreError as exc:
+        log.warning("answer not queued %s", kv(chat=dest.chat_id, error=exc))
+        return
+    services.workers.wake()
+    log.info("answer queued behind a hold %s", kv(chat=dest.chat_id, held=round(wait, 1)))
 
 
 async def edit(

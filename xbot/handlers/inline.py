@@ -4,7 +4,9 @@
 The inline handler looks the link up (`InlineFetches.look_up`: the link
 cache, then one fetch through the sources, within a budget), lets
 `xbot.handlers.inline_results` plan the answer and answers once; a late or refused
-answer is a log line, never an error to the user. The album button opens
+answer is a log line, never an error to the user: an answer past Telegram's window
+(`ANSWER_WINDOW`), or one while Telegram is unreachable (the sender's hold), is
+dropped, never queued or retried, since Telegram would refuse it. The album button opens
 the private chat with ``/start <parameter>`` naming the post: that becomes an
 ordinary deliver task there.
 """
@@ -41,6 +43,9 @@ from xbot.tasks.payloads import DeliverPayload
 log = logging.getLogger(__name__)
 
 ALBUM_REFUSED = N_("That button is out of date: paste the link here instead.")
+# Telegram takes an inline answer for about 10 s after the query ("query is too old and
+# response timeout expired" after that): a later one is dropped, not sent to be refused.
+ANSWER_WINDOW = 10.0
 
 
 def handlers() -> list[BaseHandler[Update, XContext, None]]:
@@ -58,7 +63,7 @@ async def on_inline_query(update: Update, context: XContext) -> None:
     answer = await answer_for(services, query.from_user.id, query.query, lang=lang)
     try:
         try:
-            await _answer(services, query.id, answer)
+            await _answer(services, query.id, answer, started)
         except StaleFileId:
             # Telegram no longer knows a cached file_id: forget the entry, answer afresh
             # (a refused answer is no answer: the query may still be answered once).
@@ -67,7 +72,7 @@ async def on_inline_query(update: Update, context: XContext) -> None:
             answer = await answer_for(
                 services, query.from_user.id, query.query, cached=False, lang=lang
             )
-            await _answer(services, query.id, answer)
+            await _answer(services, query.id, answer, started)
     except (XbotError, StoreError) as exc:  # too late, or refused: nobody waits for a reply
         log.warning("inline answer refused %s", kv(kind=answer.kind, error=exc))
         return
@@ -81,7 +86,11 @@ async def on_inline_query(update: Update, context: XContext) -> None:
     )
 
 
-async def _answer(services: Services, query_id: str, answer: InlineAnswer) -> None:
+async def _answer(services: Services, query_id: str, answer: InlineAnswer, started: float) -> None:
+    late = time.monotonic() - started
+    if late >= ANSWER_WINDOW:
+        log.info("inline answer dropped %s", kv(kind=answer.kind, late=f"{late:.1f}s"))
+        return
     await services.sender.answer_inline(
         query_id,
         answer.results,

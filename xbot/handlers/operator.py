@@ -13,6 +13,7 @@ from xbot import versions
 from xbot.errors import FetchError
 from xbot.handlers.answers import reply, rest_of
 from xbot.links import Link, classify
+from xbot.sending.telegram_health import TelegramHealth
 from xbot.services import XContext
 from xbot.sources import PostSource, SourceRouter
 from xbot.sources.chain import SourceChain
@@ -59,11 +60,23 @@ async def cmd_stats(update: Update, context: XContext) -> None:
         f"Link cache: {cache.entries} entries, hit rate {cache.hit_rate:.0%} "
         f"({cache.hits} hits, {cache.misses} misses)",
         f"Workers: {services.settings.workers}, running {services.workers.in_flight}",
+        _telegram_line(services.sender.health),
     ]
     x_chain = services.sources.by_kind.get("x")
     if isinstance(x_chain, SourceChain):
         lines += ["X sources:", *(f"  {r.line()}" for r in x_chain.report())]
     await reply(context, message, "\n".join(lines))
+
+
+def _telegram_line(health: TelegramHealth) -> str:
+    """Whether Telegram answers the bot, and since when it does not (all sends held)."""
+    if health.reachable or health.down_since is None:
+        return f"Telegram: reachable ({health.outages} outages since the start)"
+    since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(health.down_since))
+    return (
+        f"Telegram: unreachable since {since} ({_age(time.time() - health.down_since)}; "
+        f"{health.last_error}): every send held"
+    )
 
 
 async def cmd_clear_cache(update: Update, context: XContext) -> None:

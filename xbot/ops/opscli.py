@@ -201,6 +201,11 @@ def queue_show(settings: Settings, out: TextIO, task_id: int, *, now: float | No
             f"{task.lost_leases} in a row without progress "
             f"(buried at {lost_lease_budget(task.max_attempts)}; not attempts)",
         ),
+        (
+            "ambiguous",
+            f"{task.ambiguous_sends} sends timed out and may have reached the chat "
+            "(a duplicate after one is explained)",
+        ),
         ("created", f"{format_age(at - task.created_at)} ago"),
         ("updated", f"{format_age(at - task.updated_at)} ago"),
         ("run after", _relative(task.run_after, at)),

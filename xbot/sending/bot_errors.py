@@ -1,6 +1,39 @@
 """`telegram.error` translated into xbot's tree: the one table, used by the sender
 (every Bot API call the bot makes) and the poller alone. Pure: a table of cases in
 the tests (`tests/test_sender_classify.py`).
+
+What PTB 22 raises, and what it means here (PTB's `telegram/request/_baserequest.py`,
+`BaseRequest._request_wrapper`, and `_httpxrequest.py`, `HTTPXRequest.do_request`):
+
+    Telegram answered: the message's or the chat's business
+      429 with parameters.retry_after   RetryAfter      -> RateLimited (hold the chat)
+      400 with migrate_to_chat_id       ChatMigrated    -> ChatMoved
+      400                               BadRequest      -> the message's fault (Permanent,
+                                                           StaleFileId, UrlNotFetched, ...)
+      403                               Forbidden       -> ChatUnavailable
+      401, 404                          InvalidToken    -> RetryLater (ours: the operator's)
+      409                               Conflict        -> RetryLater (ours: another poller)
+    Telegram unreachable: nobody's fault, the whole bot holds (TelegramUnreachable)
+      502, and any other status         NetworkError("Bad Gateway (502)"; with a body that
+        (500, 503, 504)                   is not JSON, nginx's HTML page, "... Parsing the
+                                          server response b'<html>...' failed")
+      refused connection, DNS failure   NetworkError("httpx.ConnectError: ...") from the
+                                          httpx error
+      connection reset / closed         NetworkError("httpx.ReadError: ..." or
+        before the answer                 "httpx.RemoteProtocolError: ...")
+      httpx timeouts                    TimedOut, from httpx.ConnectTimeout, ReadTimeout,
+                                          WriteTimeout or PoolTimeout ("Pool timeout: ...")
+      anything else in the transport    NetworkError("Unknown error in HTTP implementation")
+      a 2xx whose body is not JSON      TelegramError("Invalid server response")
+
+Ambiguous (`TelegramUnreachable.ambiguous`): the request went out whole and no answer
+came, so the message may be in the chat and a retry may repeat it: a read timeout
+(and a bare `TimedOut`), a connection lost after the request was sent (ReadError,
+RemoteProtocolError), a 504 (the gateway gave up waiting for Telegram, which may have
+done it), a 2xx we could not read. Not ambiguous, never a duplicate: a refused
+connection or a connect/pool timeout (nothing left), a write timeout or WriteError
+(Telegram acts on no half-sent request), a 502/500/503 answer (the front end says
+the call failed).
 """
 
 from __future__ import annotations
@@ -9,6 +42,7 @@ import datetime as dt
 import warnings
 from typing import Any
 
+import httpx
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -28,12 +62,13 @@ from xbot.errors import (
     RateLimited,
     RetryLater,
     StaleFileId,
+    TelegramUnreachable,
     UrlNotFetched,
     XbotError,
 )
 from xbot.i18n import N_, reason_template
 
-__all__ = ["classify", "retry_after_seconds"]
+__all__ = ["classify", "is_ambiguous", "retry_after_seconds"]
 
 # Telegram's 400 texts (lower-cased substrings), by what they mean for us.
 # Telegram's own words in the parentheses stay as Telegram wrote them.
@@ -85,6 +120,37 @@ def retry_after_seconds(exc: RetryAfter) -> float:
     return max(float(raw), 0.0)
 
 
+# The httpx errors (the `__cause__` PTB keeps) after which the request may have
+# reached Telegram whole: the answer, not the request, was lost.
+_AMBIGUOUS_CAUSES: tuple[type[BaseException], ...] = (
+    httpx.ReadTimeout,
+    httpx.ReadError,
+    httpx.RemoteProtocolError,
+)
+_CLEAN_CAUSES: tuple[type[BaseException], ...] = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.WriteTimeout,
+    httpx.WriteError,
+)
+
+
+def is_ambiguous(exc: TelegramError) -> bool:
+    """Whether a failed call may have been carried out all the same (see the docstring)."""
+    cause = exc.__cause__
+    if isinstance(cause, _AMBIGUOUS_CAUSES):
+        return True
+    if isinstance(cause, _CLEAN_CAUSES):
+        return False
+    if isinstance(exc, TimedOut):
+        return not exc.message.startswith("Pool timeout")  # a bare TimedOut: assume it went
+    if isinstance(exc, NetworkError):
+        return "(504)" in exc.message
+    # Telegram answered (a 400, a 429...): it did not do it. A 2xx we could not read: it may have.
+    return exc.message == "Invalid server response"
+
+
 def classify(exc: TelegramError, *, by: str = "") -> XbotError:
     """Translate a `telegram.error` into xbot's tree. Pure: a table of cases in the tests.
 
@@ -114,5 +180,10 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
             return Permanent(N_("The file is too large for Telegram."))
         return Permanent(REFUSED.format(error=exc.message))
     if isinstance(exc, TimedOut | NetworkError):
-        return RetryLater(NO_ANSWER.format(error=type(exc).__name__))
+        return TelegramUnreachable(
+            NO_ANSWER.format(error=type(exc).__name__), ambiguous=is_ambiguous(exc)
+        )
+    if exc.message == "Invalid server response":
+        # A 2xx we could not read (a proxy's page): Telegram may have done it.
+        return TelegramUnreachable(NO_ANSWER.format(error="invalid response"), ambiguous=True)
     return RetryLater(TELEGRAM_ERROR.format(error=type(exc).__name__))

@@ -8,6 +8,12 @@ goes by sendPhoto/sendVideo/sendAnimation/sendDocument, more by
 sendMediaGroup. The pacing that keeps us inside Telegram's published limits
 is in `xbot.sending.pacing`; a 429 becomes `RateLimited(retry_after)` here and the
 worker holds the chat through the queue.
+
+The one way out: every Bot API call the bot makes while it runs (media, texts,
+notices, prompts, status messages, edits, deletes, chat actions, button and inline
+answers, chat look-ups) goes through a `Sender` method, so each is paced, held by a
+chat's 429 (`Pacer.hold`) and held by Telegram's unreachability
+(`xbot.sending.telegram_health`: refused at once while held, one probe at a time).
 """
 
 from __future__ import annotations
@@ -34,23 +40,24 @@ from telegram.error import (
     BadRequest,
     Forbidden,
     TelegramError,
-    TimedOut,
 )
 
 from xbot.errors import (
     ChatUnavailable,
     RateLimited,
     RetryLater,
+    TelegramUnreachable,
     XbotError,
 )
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.sending import topics
-from xbot.sending.bot_errors import classify, retry_after_seconds
+from xbot.sending.bot_errors import classify, is_ambiguous, retry_after_seconds
 from xbot.sending.destination import Destination
 from xbot.sending.flights import Flights
 from xbot.sending.pacing import Pacer
 from xbot.sending.sent import OutKind, SentItem
+from xbot.sending.telegram_health import TelegramHealth
 
 __all__ = [
     "LONG_CALL",
@@ -191,17 +198,22 @@ def write_timeout_for(size: int) -> float:
 
 @attrs.define
 class Sender:
-    """Sends to one bot. All Telegram send calls of the bot go through here.
+    """Sends to one bot. Every Bot API call of the running bot goes through here.
 
     Attributes:
         bot: the PTB bot.
         pacer: keeps us inside Telegram's per-chat and global limits.
+        health: Telegram's reachability, the hold of every call while it is down.
+        read_timeout: how long a media send by URL or file_id waits for its answer (an
+            upload waits at least as long as its upload may take); tests scale it down.
         on_sent: told how each item of a message or album Telegram accepted went
             (``file_id``, ``url`` or ``upload``): the metrics count there.
     """
 
     bot: telegram.Bot
     pacer: Pacer = attrs.field(factory=Pacer)
+    health: TelegramHealth = attrs.field(factory=TelegramHealth)
+    read_timeout: float = 30.0
     on_sent: Callable[[Sequence[str]], None] | None = None
     # One Bot API call per chat at a time: a 429 for a chat is known before
     # the next call to it goes (a chat action racing a send was the one
@@ -210,15 +222,36 @@ class Sender:
     _out_since: dict[int, float] = attrs.field(factory=dict, init=False)
 
     @contextlib.asynccontextmanager
+    async def _out(self) -> AsyncIterator[None]:
+        """Around one Bot API call: Telegram's hold first (`TelegramUnreachable(held=True)`
+        while it stands, unless this call is the probe), and its bookkeeping after:
+        any answer from Telegram, an error included, says it is there."""
+        self.health.admit()
+        try:
+            yield
+        except TelegramError as exc:
+            if isinstance(classify(exc), TelegramUnreachable):
+                self.health.failed(_short(exc))
+            else:
+                self.health.answered()
+            raise
+        except BaseException:
+            self.health.released()  # cancelled, or our own error: no word either way
+            raise
+        self.health.answered()
+
+    @contextlib.asynccontextmanager
     async def _line(self, chat_id: int) -> AsyncIterator[None]:
-        """The chat's turn; refused as `RateLimited` if the call before drew a 429."""
+        """The chat's turn; refused as `RateLimited` if the call before drew a 429, and
+        as `TelegramUnreachable` while Telegram's hold stands."""
         async with self._lines.hold(chat_id):
             left = self.pacer.held(chat_id, self.pacer.clock())
             if left > 0:
                 raise RateLimited(left)
             self._out_since[chat_id] = self.pacer.clock()
             try:
-                yield
+                async with self._out():
+                    yield
             finally:
                 del self._out_since[chat_id]
 
@@ -235,20 +268,28 @@ class Sender:
         # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
         by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
         chat_id = dest.chat_id
-        write_timeout = write_timeout_for(sum(i.size for i in items))
+        size = sum(i.size for i in items)
+        write_timeout = write_timeout_for(size)
+        # Telegram answers an upload once it has taken it all in: as long as the upload,
+        # at least. A URL or file_id send waits the plain `read_timeout`.
+        timeouts = (
+            write_timeout,
+            max(self.read_timeout, write_timeout) if size else self.read_timeout,
+        )
         # Only what Telegram accepts is spent of its limits; a refusal frees the slot.
         group = dest.paced_as_group
+        self.health.check()  # held: refused before the pacer makes it wait
         async with self.pacer.sending(chat_id, group=group, messages=len(items)) as slot:
             try:
                 async with self._line(chat_id):
                     sent = await self._in_topic(
                         dest,
                         lambda d: self._send_media(
-                            d, items, caption, spoiler=spoiler, write_timeout=write_timeout
+                            d, items, caption, spoiler=spoiler, timeouts=timeouts
                         ),
                     )
             except TelegramError as exc:
-                slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
+                slot.maybe_delivered = is_ambiguous(exc)  # no answer: it may be sent
                 raise self._translate(exc, chat_id, by=by) from exc
         if self.on_sent is not None:
             self.on_sent([i.by for i in items])
@@ -275,12 +316,14 @@ class Sender:
         caption: str | None,
         *,
         spoiler: bool,
-        write_timeout: float,
+        timeouts: tuple[float, float],
     ) -> list[tuple[SentItem, int]]:
-        """The call itself, on the chat's line (`send_media` translates its errors)."""
+        """The call itself, on the chat's line (`send_media` translates its errors).
+
+        `timeouts`: (write, read) for this send."""
         if len(items) == 1:
             message = await self._send_one(
-                dest, items[0], caption, spoiler=spoiler, write_timeout=write_timeout
+                dest, items[0], caption, spoiler=spoiler, timeouts=timeouts
             )
             return [
                 (
@@ -300,8 +343,8 @@ class Sender:
             dest.chat_id,
             medias,
             **_where(dest),
-            write_timeout=write_timeout,
-            read_timeout=max(30.0, write_timeout),
+            write_timeout=timeouts[0],
+            read_timeout=timeouts[1],
         )
         return [
             (SentItem(item.kind, file_id_of(msg, item.kind)), msg.message_id)
@@ -315,14 +358,10 @@ class Sender:
         caption: str | None,
         *,
         spoiler: bool,
-        write_timeout: float,
+        timeouts: tuple[float, float],
     ) -> Message:
         fields = _media_fields(item, caption, spoiler)
-        fields.update(
-            _where(dest),
-            write_timeout=write_timeout,
-            read_timeout=max(30.0, write_timeout),
-        )
+        fields.update(_where(dest), write_timeout=timeouts[0], read_timeout=timeouts[1])
         sends: dict[str, Callable[..., Awaitable[Message]]] = {
             "photo": self.bot.send_photo,
             "video": self.bot.send_video,
@@ -343,6 +382,7 @@ class Sender:
     ) -> Message:
         chat_id = dest.chat_id
         group = dest.paced_as_group
+        self.health.check()
         async with self.pacer.sending(chat_id, group=group, messages=1) as slot:
             try:
                 async with self._line(chat_id):
@@ -351,7 +391,7 @@ class Sender:
                         lambda d: self._send_message(d, text, html=html, reply_markup=reply_markup),
                     )
             except TelegramError as exc:
-                slot.maybe_delivered = isinstance(exc, TimedOut)  # no answer: it may be sent
+                slot.maybe_delivered = is_ambiguous(exc)  # no answer: it may be sent
                 raise self._translate(exc, chat_id) from exc
 
     async def _send_message(
@@ -401,8 +441,8 @@ class Sender:
         try:
             async with self._line(chat_id):
                 return bool(await self.bot.delete_message(chat_id, message_id))
-        except RateLimited:
-            return False  # held by a 429: the message stays, as for any refusal
+        except (RateLimited, TelegramUnreachable):
+            return False  # held (a 429, Telegram down): the message stays, as for any refusal
         except TelegramError as exc:
             log.debug(
                 "delete failed chat=%s message=%s error=%s",
@@ -413,7 +453,8 @@ class Sender:
     async def answer_callback(self, query_id: str, text: str | None = None) -> None:
         """Answer a button press (the spinner stops). Not a message: no pace, no chat line."""
         try:
-            await self.bot.answer_callback_query(query_id, text)
+            async with self._out():
+                await self.bot.answer_callback_query(query_id, text)
         except TelegramError as exc:
             raise classify(exc) from exc
 
@@ -432,16 +473,18 @@ class Sender:
         `by` is ``file_id`` for cached results, so a stale one is `StaleFileId`.
         """
         try:
-            await self.bot.answer_inline_query(
-                query_id, results, cache_time=cache_time, is_personal=is_personal, button=button
-            )
+            async with self._out():
+                await self.bot.answer_inline_query(
+                    query_id, results, cache_time=cache_time, is_personal=is_personal, button=button
+                )
         except TelegramError as exc:
             raise classify(exc, by=by) from exc
 
     async def get_chat(self, target: int | str) -> telegram.ChatFullInfo:
         """A chat by id or ``@name``; unknown or closed to us is `ChatUnavailable`."""
         try:
-            return await self.bot.get_chat(target)
+            async with self._out():
+                return await self.bot.get_chat(target)
         except Forbidden as exc:
             raise ChatUnavailable(exc.message) from exc
         except TelegramError as exc:
@@ -449,13 +492,15 @@ class Sender:
 
     async def get_chat_administrators(self, chat_id: int) -> tuple[telegram.ChatMember, ...]:
         try:
-            return tuple(await self.bot.get_chat_administrators(chat_id))
+            async with self._out():
+                return tuple(await self.bot.get_chat_administrators(chat_id))
         except TelegramError as exc:
             raise classify(exc) from exc
 
     async def get_chat_member(self, chat_id: int, user_id: int) -> telegram.ChatMember:
         try:
-            return await self.bot.get_chat_member(chat_id, user_id)
+            async with self._out():
+                return await self.bot.get_chat_member(chat_id, user_id)
         except TelegramError as exc:
             raise classify(exc) from exc
 
@@ -467,19 +512,20 @@ class Sender:
         """
         chat_id = dest.chat_id
         now = self.pacer.clock()
-        if self.pacer.held(chat_id, now) > 0:
-            return
+        if self.pacer.held(chat_id, now) > 0 or not self.health.reachable:
+            return  # a courtesy is never Telegram's probe either
         out_since = self._out_since.get(chat_id)
         try:
             if out_since is not None and now - out_since >= LONG_CALL:
                 # A call long out is Telegram at work (fetching a URL, taking an
                 # upload), not a refusal on its way: show it, beside that call.
-                await self._send_chat_action(dest, action)
+                async with self._out():
+                    await self._send_chat_action(dest, action)
             elif not self._lines.busy(chat_id):
                 async with self._line(chat_id):
                     await self._send_chat_action(dest, action)
             # else: a call just went out and its answer may be a 429: wait for the next turn
-        except RateLimited:
+        except (RateLimited, TelegramUnreachable):
             return
         except TelegramError as exc:
             error = self._translate(exc, chat_id)
@@ -497,3 +543,9 @@ class Sender:
         if isinstance(error, RateLimited):
             self.pacer.hold(chat_id, self.pacer.clock() + error.retry_after)
         return error
+
+
+def _short(exc: TelegramError) -> str:
+    """The error for a log line: PTB's message without nginx's page in it."""
+    message = exc.message.split(". Parsing the server response", 1)[0]
+    return f"{type(exc).__name__}: {message[:120]}"

@@ -242,8 +242,11 @@ class HttpServer:
     async def _pause(self) -> None:
         if self._server is not None and self._server.is_serving():
             self._server.close()
-        for task in list(self._conns):
+        conns = list(self._conns)
+        for task in conns:
             task.cancel()
+        if conns:  # closed before the caller goes on: its next request finds them gone
+            await asyncio.wait(conns, timeout=2)
 
     async def _resume(self) -> None:
         if self._server is not None and self._server.is_serving():

@@ -54,6 +54,9 @@ class Harness:
     pacer_enabled: bool = False
     clock: Callable[[], float] = time.time
     bot: Bot | None = None
+    # `Bot` keywords beyond the settings (a scaled `TelegramHealth`, `telegram_budget`,
+    # `read_timeout`): the outage tests make Telegram's hold take seconds.
+    bot_options: dict[str, Any] = attrs.Factory(dict)
     vx: VxApiServer | None = None
     syn: SyndicationServer | None = None
     bsky: BskyApiServer = attrs.field(factory=BskyApiServer)
@@ -68,6 +71,7 @@ class Harness:
         pacer: bool = False,
         start_bot: bool = True,
         x_sources: bool = False,
+        bot_options: Mapping[str, Any] | None = None,
         privacy_mode: bool = False,
         **overrides: Any,
     ) -> Harness:
@@ -101,7 +105,8 @@ class Harness:
         }
         values.update(overrides)
         harness = cls(data_dir, api, fx, media, Settings(**values), pacer_enabled=pacer,
-                      vx=vx, syn=syn, bsky=bsky, pixiv=pixiv)  # fmt: skip
+                      vx=vx, syn=syn, bsky=bsky, pixiv=pixiv,
+                      bot_options=dict(bot_options or {}))  # fmt: skip
         if start_bot:
             await harness.start_bot()
         return harness
@@ -114,6 +119,7 @@ class Harness:
             clock=self.clock,
             pacer=Pacer(enabled=self.pacer_enabled),
             poll_timeout=1,
+            **self.bot_options,
         )
         return await self.bot.start()
 

@@ -65,6 +65,8 @@ class ChatSettings:
             learnt from their last admin command or alert button: alerts are in it.
         muted_alerts: in an operator's private chat, the alert conditions they
             muted, comma-separated (`xbot.tasks.alert_rules.Condition`).
+        long_text: a post whose text does not fit its caption gets the whole text
+            as text messages after its media (`xbot.sending.caption_long`).
     """
 
     ytdlp: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -82,6 +84,7 @@ class ChatSettings:
     adder_language: str | None = attrs.field(default=None, validator=_optional_str)
     operator_language: str | None = attrs.field(default=None, validator=_optional_str)
     muted_alerts: str | None = attrs.field(default=None, validator=_optional_str)
+    long_text: bool = attrs.field(default=True, validator=_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
         """Whether links to other sites are served: the chat's choice, else on only in private."""

@@ -293,6 +293,15 @@ def _rate_limited(
     return task  # an attempt given back never makes a task dead
 
 
+def _put_back(conn: apsw.Connection, lease: Lease, now: float, error: str, ambiguous: bool) -> Task:
+    """Back to pending in its place (``run_after`` kept: first of its chat again), its
+    attempt given back; an ambiguous send counted (``ambiguous_sends``)."""
+    sets = f"""attempts = attempts - 1, state = 'pending', last_error = :error,
+        ambiguous_sends = ambiguous_sends + :ambiguous, {_FREE}"""
+    params = {"error": error, "ambiguous": int(ambiguous), "now": now}
+    return _fenced(conn, lease, "put_back", sets, params)
+
+
 def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
     rows = conn.execute(
         "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_done_updated"
@@ -412,6 +421,18 @@ class TaskQueue:
         task, burial = await self._write(partial(fn, count=count_attempt))
         log_burials([burial] if burial else [], "out of attempts")
         return task
+
+    async def put_back(
+        self, lease: Lease, now: float, error: str, *, ambiguous: bool = False
+    ) -> Task:
+        """Telegram unreachable: pending again in its place, no attempt counted.
+
+        Its ``run_after`` is kept, so it stays first of its chat and the chat's
+        order holds when the backlog drains; ``ambiguous`` counts a send that may
+        have reached the chat (a timeout) in ``ambiguous_sends``.
+        """
+        fn = partial(_put_back, lease=lease, now=now, error=error, ambiguous=ambiguous)
+        return await self._write(fn)
 
     async def dead_letter(
         self,

@@ -20,7 +20,8 @@ STATES: Final = ("pending", "running", "done", "dead")
 # The columns of tasks in table order, which is also the field order of Task.
 _COLUMNS: Final = (
     "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
-    "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed"
+    "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed, "
+    "ambiguous_sends"
 )
 
 
@@ -52,6 +53,7 @@ class Task:
     updated_at: float
     lost_leases: int = 0
     progressed: int = 0
+    ambiguous_sends: int = 0  # sends that timed out and may have reached the chat (0006)
 
     @property
     def lease(self) -> Lease:

@@ -41,7 +41,7 @@ from xbot.sending.sent import SentItem
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import CAPTION_EDIT, ChatState, ChatStore, Record
 from xbot.tasks.callback_data import Action, CallbackData
-from xbot.tasks.outbox import send_file_ids
+from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import FORWARD, ForwardPayload, forward_dedup_key
 from xbot.tasks.prompts import (
     EXPIRED_PROMPT,
@@ -93,6 +93,7 @@ class Forwarding:
     """Prompts, presses and the forward task, wired once by the app.
 
     Attributes:
+        outbox: sends the forward's items (file_ids) to the channel, step by step.
         wake: tells the workers a task was enqueued.
     """
 
@@ -101,6 +102,7 @@ class Forwarding:
     chats: ChatStore
     queue: TaskQueue
     clock: Callable[[], float]
+    outbox: Outbox
     wake: Callable[[], None] = lambda: None
 
     @property
@@ -262,13 +264,12 @@ class Forwarding:
         payload = ForwardPayload.from_json(ctx.task.payload)
         box = [payload]
 
-        async def record(index: int, _sent: list[SentItem]) -> None:
+        async def record(index: int, _sent: list[SentItem], _message_id: int | None) -> None:
             box[0] = attrs.evolve(box[0], sent=(*box[0].sent, index))
             await ctx.save_payload(box[0].to_json())
 
         try:
-            await send_file_ids(
-                self.sender,
+            await self.outbox.send_file_ids(
                 ctx,
                 payload.dest,  # a channel: paced like a group (20/min)
                 payload.items,

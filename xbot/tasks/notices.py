@@ -19,6 +19,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
+from telegram import InlineKeyboardMarkup
 
 from xbot.errors import PayloadError, Permanent
 from xbot.i18n import N_, translate_reason, translator
@@ -106,4 +107,11 @@ class Notices:
         if dead is not None and dead.kind in self.otherwise:
             await self.otherwise[dead.kind](dead, reason)
             return
-        await self.sender.send_text(dest, text, html=False)
+        html, markup = False, None
+        if dead is None:  # a sentence queued ready-made: a held reply may have HTML, buttons
+            ready = NoticePayload.from_task(ctx.task)
+            html = ready.html
+            markup = (
+                InlineKeyboardMarkup.de_json(dict(ready.markup), None) if ready.markup else None
+            )
+        await self.sender.send_text(dest, text, html=html, reply_markup=markup)

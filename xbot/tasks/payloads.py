@@ -137,6 +137,10 @@ class DeliverPayload:
         user_id: who sent the link (None: unknown, an anonymous admin, a channel);
             their forward prompt is theirs to press.
         told_down: the chat was told that X is not answering (said once per task).
+        texts_sent: how many text messages of a long post's whole text Telegram has
+            confirmed (`xbot.sending.caption_long`), so a retry sends the rest only.
+        text_anchor: the message those text messages answer (the post's first media
+            message, or its first message when it has no media); None until sent.
     """
 
     url: str
@@ -150,6 +154,8 @@ class DeliverPayload:
     announced: bool = False
     user_id: int | None = None
     told_down: bool = False
+    texts_sent: int = 0
+    text_anchor: int | None = None
 
     @property
     def reply_to(self) -> int | None:
@@ -181,6 +187,8 @@ class DeliverPayload:
                 "announced": self.announced,
                 "user_id": self.user_id,
                 "told_down": self.told_down,
+                "texts_sent": self.texts_sent,
+                "text_anchor": self.text_anchor,
             }
         )
 
@@ -208,6 +216,8 @@ class DeliverPayload:
                 announced=bool(data.get("announced", False)),
                 user_id=_opt_int(data.get("user_id")),
                 told_down=bool(data.get("told_down", False)),
+                texts_sent=int(data.get("texts_sent", 0)),
+                text_anchor=_opt_int(data.get("text_anchor")),
             )
 
     @classmethod
@@ -319,22 +329,36 @@ class ForwardPayload:
 
 @attrs.frozen
 class NoticePayload:
-    """The dead-letter notice of a task: its sentence, where it goes, which task it is about."""
+    """A sentence queued for a chat: a dead letter's notice, or a handler's reply held
+    by a 429 or by Telegram's unreachability (`xbot.handlers.answers`).
+
+    Attributes:
+        text: what is said.
+        dest: where it goes.
+        for_task: which task it is about (a dead letter's).
+        html: the text is Telegram HTML (a reply's may be).
+        markup: a reply's buttons, as Telegram's ``InlineKeyboardMarkup`` JSON.
+    """
 
     text: str
     dest: Destination
     for_task: int | None = None
+    html: bool = False
+    markup: Mapping[str, Any] | None = None
 
     def to_json(self) -> str:
-        return _dumps(
-            {
-                "v": 1,
-                "text": self.text,
-                "dest": self.dest.to_dict(),
-                "reply_to": self.dest.reply_to,
-                "for_task": self.for_task,
-            }
-        )
+        data: dict[str, Any] = {
+            "v": 1,
+            "text": self.text,
+            "dest": self.dest.to_dict(),
+            "reply_to": self.dest.reply_to,
+            "for_task": self.for_task,
+        }
+        if self.html:
+            data["html"] = True
+        if self.markup is not None:
+            data["markup"] = dict(self.markup)
+        return _dumps(data)
 
     @classmethod
     def from_json(cls, raw: str, *, chat_id: int | None = None) -> NoticePayload:
@@ -343,10 +367,13 @@ class NoticePayload:
             data = json.loads(raw)
             if not isinstance(data, dict) or data.get("v", 1) != 1:
                 raise PayloadError("unknown notice payload version")
+            markup = data.get("markup")
             return cls(
                 text=str(data["text"]),
                 dest=_dest(data, chat_id),
                 for_task=_opt_int(data.get("for_task")),
+                html=data.get("html") is True,
+                markup=markup if isinstance(markup, dict) else None,
             )
 
     @classmethod

@@ -1,9 +1,15 @@
 """Workers: lease a task, keep its lease alive, run it, and write back what happened.
 
-Tasks raise outcomes (`RetryLater`, `RateLimited`, `Permanent`); the ladder in
-`Workers._execute` alone maps them to queue write-backs, log lines and the
-dead-letter notice. Every write-back is fenced by the lease token: a worker
-whose lease was lost stops and writes nothing.
+Tasks raise outcomes (`RetryLater`, `RateLimited`, `Permanent`,
+`TelegramUnreachable`...); the ladder in `Workers._settle` alone maps them to queue
+write-backs, log lines and the dead-letter notice. Every write-back is fenced by
+the lease token: a worker whose lease was lost stops and writes nothing.
+
+While Telegram is unreachable (`xbot.sending.telegram_health`) the workers lease
+nothing but the probe: each looks at `telegram_wait` before it leases and naps
+until the next probe is due or the hold ends (the app wakes them). Tasks wait in
+the queue, pending, their leases neither held nor renewed; a task whose call
+found Telegram down is put back in its place without an attempt counted.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from xbot.errors import (
     RateLimited,
     RetryLater,
     StoreError,
+    TelegramUnreachable,
 )
 from xbot.i18n import N_
 from xbot.logs import kv
+from xbot.sending.telegram_health import TELEGRAM_BUDGET
 from xbot.storage.queue import Effect, Task, TaskQueue
 from xbot.tasks.backoff import compute_backoff, compute_outage_delay
 
@@ -118,6 +126,11 @@ class Workers:
         idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
         on_chat_moved: after a group became a supergroup and its tasks moved,
             moves the rest of what the chat owns (settings, records): (old, new).
+        telegram_wait: seconds before work that talks to Telegram may start (0: now);
+            `TelegramHealth.lease_wait` in the app: positive while Telegram's hold
+            stands and no probe is due.
+        telegram_budget: a task older than this that finds Telegram unreachable is
+            given up (dead-lettered, its notice queued behind the hold).
         on_finished: told of each run's ending, with the outcome of the log line
             (the metrics count there); must not raise or block.
     """
@@ -131,6 +144,8 @@ class Workers:
     idle_poll: float = 1.0
     clock: Callable[[], float] = time.time
     on_chat_moved: ChatMovedHook | None = None
+    telegram_wait: Callable[[], float] = lambda: 0.0
+    telegram_budget: float = TELEGRAM_BUDGET
     on_finished: FinishedHook | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
@@ -177,6 +192,11 @@ class Workers:
         task: Task | None = None
         while not self._stopping:
             if task is None:
+                held = self.telegram_wait()
+                if held > 0:
+                    # Telegram is down and no probe is due: nothing to lease for.
+                    await self._nap(held)
+                    continue
                 try:
                     task = await self.queue.lease_next(self.clock(), self.lease_for)
                 except StoreError as exc:
@@ -361,6 +381,8 @@ class Workers:
             await self.queue.dead_letter_raw(task.lease, now, str(exc), tell=reason)
             await self._notify(task, reason)
             return "dead"
+        if isinstance(exc, TelegramUnreachable):
+            return await self._unreachable(ctx, exc, fields)
         if isinstance(exc, ChatMoved) and exc.new_chat_id != task.chat_id:
             return await self._moved(ctx, exc, fields)
         if isinstance(exc, OutageRetry):
@@ -422,6 +444,29 @@ class Workers:
         )
         fields["delay"] = round(delay, 1)
         return "outage_retry"
+
+    async def _unreachable(
+        self, ctx: TaskContext, exc: TelegramUnreachable, fields: dict[str, object]
+    ) -> str:
+        """Telegram did not answer: back in its place with no attempt counted (the hold,
+        not a backoff, says when it runs again), until the task is `telegram_budget` old.
+
+        Then it is given up with its one notice, which waits behind the hold like
+        every send: the chat reads it once Telegram is back. A send that may have
+        arrived (`exc.ambiguous`) is counted on the task.
+        """
+        task, now = ctx.task, self.clock()
+        fields["error"] = exc.reason
+        if exc.ambiguous:
+            fields["ambiguous"] = True
+        if now - task.created_at >= self.telegram_budget:
+            reason = N_("Telegram did not answer for too long")
+            waited = f"Telegram did not answer for {self.telegram_budget / 3600:g} h"
+            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})", tell=reason)
+            await self._notify(task, reason)
+            return "dead"
+        await self.queue.put_back(task.lease, now, exc.reason, ambiguous=exc.ambiguous)
+        return "telegram_held" if exc.held else "telegram_unreachable"
 
     async def _notify(self, task: Task, reason: str) -> None:
         try:

@@ -1,0 +1,153 @@
+"""Telegram's bad day costs a delay, never a link (issue 20): the real bot, the real PTB
+client over HTTP, the Bot API stand-in's outage modes (`BotApiServer.set_outage`).
+
+The hold's probe backoff, the client's read timeout and the Telegram budget are scaled
+down (`TelegramHealth(first_probe=, probe_cap=)`, `Bot(read_timeout=, telegram_budget=)`)
+so that minutes of outage take a second or two here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from conftest import eventually
+
+from xbot.sending.telegram_health import TelegramHealth
+from xbot.standins.harness import Harness
+
+FIRST = 600  # the chat that gets one normal delivery before the outage
+CHATS = range(601, 609)  # eight chats, two links each, all arriving during the outage
+MEDIA = ("sendPhoto", "sendVideo", "sendAnimation", "sendDocument", "sendMediaGroup")
+PROBE_CAP = 0.25  # stands for the real 30 s
+READ_TIMEOUT = 0.5  # stands for the real 30 s: a hung call is TimedOut after it
+
+Start = Callable[..., Awaitable[Harness]]
+
+
+def _health() -> TelegramHealth:
+    return TelegramHealth(first_probe=0.05, probe_cap=PROBE_CAP)
+
+
+def delivered(h: Harness, chat: int) -> list[Any]:
+    """The media calls Telegram accepted for `chat`, in order."""
+    return [c for c in h.api.calls if c.method in MEDIA and c.chat_id == chat and c.status == 200]
+
+
+def post_of(call: Any) -> str:
+    found = re.search(r"/status/(\d+)", str(call.params.get("caption", "")))
+    assert found is not None, call.params
+    return found.group(1)
+
+
+def notices(h: Harness, chat: int) -> list[str]:
+    return [m.get("text", "") for m in h.sent(chat) if "could not deliver" in m.get("text", "")]
+
+
+async def _outage_then_recovery(
+    h: Harness, health: TelegramHealth, sends: str, every: str
+) -> float:
+    """One delivery; sends fail while 16 links arrive; then every method fails; then back.
+
+    Returns the monotonic time Telegram came back."""
+    h.add_post(700, text="before", photos=[h.photo("p700")])
+    h.api.user_message(FIRST, "https://x.com/a/status/700")
+    await eventually(lambda: delivered(h, FIRST), 10, "the first delivery")
+
+    h.api.set_outage(sends)  # every send fails; getUpdates still works
+    for i, chat in enumerate(CHATS):
+        for k in range(2):
+            post = 710 + 2 * i + k
+            h.add_post(post, text=f"post {post}", photos=[h.photo(f"p{post}")])
+            h.api.user_message(chat, f"https://x.com/a/status/{post}")
+    await eventually(lambda: not health.reachable, 10, "the hold")
+    queue = h.services.queue
+
+    async def queued() -> int:
+        return len(await queue.list(state="pending", limit=100))
+
+    for _ in range(1000):  # every link is in the queue, durably, while sends fail
+        if await queued() == 16:
+            break
+        await asyncio.sleep(0.01)
+    assert await queued() == 16
+    failures = health.hold.failures
+    await eventually(lambda: health.hold.failures >= failures + 2, 10, "probes while sends fail")
+
+    h.api.set_outage(every, methods="all")  # now getUpdates fails too
+    failures = health.hold.failures
+    await eventually(lambda: health.hold.failures >= failures + 3, 10, "probes while all fails")
+    back = time.monotonic()
+    h.api.set_outage(None)
+    return back
+
+
+@pytest.mark.parametrize(
+    ("sends", "every"),
+    [("502", "refuse"), ("hang", "502"), ("reset", "hang")],
+    ids=["502-then-refused", "hang-then-502", "reset-then-hang"],
+)
+async def test_an_outage_costs_a_delay_never_a_link(
+    start_harness: Start, sends: str, every: str
+) -> None:
+    health = _health()
+    h = await start_harness(
+        pacer=True, bot_options={"health": health, "read_timeout": READ_TIMEOUT}
+    )
+    back = await _outage_then_recovery(h, health, sends, every)
+
+    await eventually(lambda: all(len(delivered(h, c)) == 2 for c in CHATS), 20, "the backlog")
+    await h.wait_idle(10)
+    for i, chat in enumerate(CHATS):
+        # Every link once, in the order it arrived in its chat.
+        assert [post_of(c) for c in delivered(h, chat)] == [str(710 + 2 * i), str(711 + 2 * i)]
+        assert notices(h, chat) == []
+    first = min(c.at for chat in CHATS for c in delivered(h, chat))
+    # The backlog starts at the first probe after recovery: the cap (0.25 s here, 30 s
+    # for real) plus a worker's wake, far inside "about a minute" scaled down.
+    assert first - back < 4 * PROBE_CAP + 1.0
+    assert health.reachable
+    done = await h.services.queue.list(state="done", limit=100)
+    assert {t.attempts for t in done if t.kind == "deliver"} == {1}  # no attempt burnt
+    ambiguous = sum(t.ambiguous_sends for t in done)
+    if "hang" in (sends, every):
+        assert ambiguous >= 1  # a hung send may have arrived: counted, not guessed
+    else:
+        assert ambiguous == 0  # a 502, a refusal: nothing arrived, nothing to count
+    assert await h.services.queue.list(state="dead") == []
+
+
+async def test_past_the_budget_one_notice_after_telegram_is_back(start_harness: Start) -> None:
+    health = _health()
+    h = await start_harness(bot_options={"health": health, "telegram_budget": 1.0})
+    h.add_post(720, text="too late", photos=[h.photo("p720")])
+    h.api.set_outage("502")
+    h.api.user_message(620, "https://x.com/a/status/720")
+    queue = h.services.queue
+    dead: list[Any] = []
+
+    async def buried() -> bool:
+        dead[:] = await queue.list(state="dead")
+        return bool(dead)
+
+    for _ in range(1000):  # a second of budget, probes every quarter second
+        if await buried():
+            break
+        await asyncio.sleep(0.01)
+    (task,) = dead
+    assert "Telegram did not answer" in (task.last_error or "")
+    assert task.attempts == 1  # the lease that gave it up; every one before was given back
+    # The notice waits behind the hold: nothing reached the chat while Telegram is down.
+    await eventually(lambda: health.hold.failures >= 6, 10, "probes past the burial")
+    assert [c for c in h.api.calls_for("sendMessage", 620) if c.status == 200] == []
+    h.api.set_outage(None)
+    await eventually(lambda: notices(h, 620), 10, "the notice")
+    await h.wait_idle(10)
+    (said,) = notices(h, 620)
+    assert "Telegram did not answer for too long" in said
+    assert delivered(h, 620) == []
+    assert health.reachable

@@ -1,0 +1,186 @@
+"""Telegram's hold: the pure state machine over an injected `now`, and its shell."""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+
+import pytest
+
+from xbot.errors import TelegramUnreachable
+from xbot.sending.telegram_health import (
+    FIRST_PROBE,
+    PROBE_CAP,
+    Hold,
+    TelegramHealth,
+    admit,
+    answered,
+    failed,
+    probe_delay,
+    read_record,
+    released,
+    wait,
+)
+
+T0 = 1000.0
+UP = Hold()
+
+
+@pytest.mark.parametrize(
+    ("failures", "jitter", "expected"),
+    [
+        (1, 0.0, FIRST_PROBE / 2),
+        (1, 0.999999, FIRST_PROBE),
+        (2, 0.0, FIRST_PROBE),
+        (3, 0.0, 2 * FIRST_PROBE),
+        (5, 0.0, 8 * FIRST_PROBE),
+        (5, 0.999999, 16 * FIRST_PROBE),  # 16 s: still under the 30 s cap
+        (6, 0.0, PROBE_CAP / 2),  # 32 s would be over it
+        (7, 0.0, PROBE_CAP / 2),
+        (10_000, 0.0, PROBE_CAP / 2),  # no overflow however long the outage
+        (10_000, 0.999999, PROBE_CAP),
+        (0, 0.0, FIRST_PROBE / 2),
+    ],
+    ids=["first", "first-max", "second", "third", "fifth", "fifth-max", "sixth", "seventh", "huge",
+         "huge-max", "zero"],
+)  # fmt: skip
+def test_probe_delay(failures: int, jitter: float, expected: float) -> None:
+    assert probe_delay(failures, jitter=jitter) == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_cap_lets_a_recovered_telegram_wait_at_most_half_a_minute() -> None:
+    worst = max(probe_delay(n, jitter=0.999999) for n in range(1, 200))
+    assert worst <= PROBE_CAP <= 60.0
+
+
+@pytest.mark.parametrize(
+    ("first", "cap", "jitter"),
+    [(0.0, 30.0, 0.5), (31.0, 30.0, 0.5), (1.0, float("inf"), 0.5), (1.0, 30.0, 1.0)],
+    ids=["first-zero", "first-over-cap", "cap-inf", "jitter-one"],
+)
+def test_probe_delay_refuses_nonsense(first: float, cap: float, jitter: float) -> None:
+    with pytest.raises(ValueError, match=r"must|need"):
+        probe_delay(1, jitter=jitter, first=first, cap=cap)
+
+
+def test_a_failure_starts_the_hold_and_only_the_probe_goes() -> None:
+    held = failed(UP, T0, jitter=0.0)
+    assert not held.reachable
+    assert held == Hold(down_at=T0, failures=1, next_probe=T0 + FIRST_PROBE / 2)
+    # Before the probe is due: everyone waits, nobody takes it.
+    assert admit(held, T0 + 0.1) == (held, pytest.approx(FIRST_PROBE / 2 - 0.1))
+    # Due: the first caller is the probe; the next waits while it is out.
+    probing, left = admit(held, T0 + 1.0)
+    assert left == 0.0
+    assert probing.probing
+    assert wait(probing, T0 + 1.0) > 0
+    assert admit(probing, T0 + 99.0)[1] > 0  # one probe at a time, however late
+
+
+def test_a_failed_probe_moves_the_next_one_out_and_keeps_down_at() -> None:
+    hold = failed(UP, T0, jitter=0.0)
+    gaps = []
+    for n in range(2, 12):
+        probing, _ = admit(hold, hold.next_probe)
+        before = hold.next_probe
+        hold = failed(probing, before, jitter=0.0)
+        gaps.append(hold.next_probe - before)
+        assert hold.failures == n
+        assert hold.down_at == T0
+        assert not hold.probing
+    assert gaps == [1.0, 2.0, 4.0, 8.0] + [PROBE_CAP / 2] * 6  # it grew, then stayed at the cap
+
+
+def test_any_answer_ends_the_hold() -> None:
+    hold, _ = admit(failed(UP, T0, jitter=0.3), T0 + 5)
+    assert answered(hold) == UP
+    assert admit(UP, T0) == (UP, 0.0)
+    assert wait(UP, T0) == 0.0
+
+
+def test_a_cancelled_probe_frees_the_next() -> None:
+    hold, _ = admit(failed(UP, T0, jitter=0.0), T0 + 5)
+    assert hold.probing
+    freed = released(hold)
+    assert not freed.probing
+    assert admit(freed, T0 + 5)[1] == 0.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_shell_logs_once_per_change_and_tells_listeners(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = Clock()
+    record = tmp_path / "telegram-health.json"
+    health = TelegramHealth(clock=clock, wall=lambda: 1.7e9, record_path=record,
+                            rng=random.Random(1))  # fmt: skip
+    told: list[bool] = []
+    health.add_listener(told.append)
+    assert health.reachable
+    assert health.down_since is None
+    assert health.held_until is None
+    assert health.admit() is False  # reachable: not a probe
+
+    caplog.set_level(logging.DEBUG, "xbot.sending.telegram_health")
+    health.failed("NetworkError: Bad Gateway (502)")
+    assert not health.reachable
+    assert health.down_since == 1.7e9
+    assert health.held_until is not None
+    with pytest.raises(TelegramUnreachable) as info:
+        health.admit()
+    assert info.value.held
+    assert not info.value.ambiguous
+    assert "Bad Gateway" in info.value.reason
+    assert health.lease_wait() > 0
+    rec = read_record(tmp_path)
+    assert rec is not None
+    assert not rec.reachable
+    assert rec.down_since == 1.7e9
+
+    clock.now += PROBE_CAP  # the probe is due
+    assert health.lease_wait() == 0.0
+    assert health.admit() is True  # this call is the probe
+    with pytest.raises(TelegramUnreachable):
+        health.check()  # and nobody else goes beside it
+    health.failed("NetworkError: httpx.ConnectError")  # probe failed: no new state line
+    clock.now += PROBE_CAP
+    assert health.admit() is True
+    health.answered()
+    assert health.reachable
+    assert health.down_since is None
+    health.answered()  # already up: nothing more to say
+    assert told == [False, True]
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(lines) == 2
+    assert lines[0].startswith("telegram unreachable")
+    assert lines[1].startswith("telegram reachable again")
+    rec = read_record(tmp_path)
+    assert rec is not None
+    assert rec.reachable
+    assert rec.down_since is None
+    assert health.outages == 1
+
+
+def test_a_listener_that_raises_does_not_stop_the_sender() -> None:
+    health = TelegramHealth(clock=Clock())
+
+    def broken(_: bool) -> None:
+        raise RuntimeError("a reader's bug")
+
+    health.add_listener(broken)
+    health.failed("TimedOut")
+    assert not health.reachable
+
+
+def test_no_record_reads_as_none(tmp_path: Path) -> None:
+    assert read_record(tmp_path) is None
+    (tmp_path / "telegram-health.json").write_text("{not json")
+    assert read_record(tmp_path) is None
