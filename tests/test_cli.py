@@ -190,8 +190,14 @@ def test_run_with_a_malformed_token(
         (["--webhook", "https://bot.example/hook"], None, "XBOT_WEBHOOK_SECRET: not set"),
         (["--webhook", "https://bot.example/hook"], "bad secret!", "XBOT_WEBHOOK_SECRET: must"),
         (["--listen", "0.0.0.0"], None, "--listen only makes sense with --webhook"),
+        (
+            ["--webhook", "https://bot.example/hook", "--max-connections", "101"],
+            "s3cret",
+            "--max-connections: 101 is out of range (1..100",
+        ),
+        (["--max-connections", "10"], None, "--max-connections only makes sense with --webhook"),
     ],
-    ids=["http", "port", "no-secret", "bad-secret", "listen-alone"],
+    ids=["http", "port", "no-secret", "bad-secret", "listen-alone", "too-many", "max-alone"],
 )
 def test_run_webhook_options(
     capsys: pytest.CaptureFixture[str],
