@@ -9,7 +9,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -34,6 +34,7 @@ from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
+from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
@@ -51,6 +52,7 @@ from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
+from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.pixiv import PixivSource
@@ -207,6 +209,14 @@ async def build_services(
     # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
     telegram = TelegramView(health, requests or Reachability(time.time))
     chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
+    canary = None
+    if settings.canary_interval > 0:
+        canary = Canary(
+            canary_targets(settings.canary_posts, sources),
+            settings.canary_interval,
+            on_result=None if metrics is None else metrics.canary,
+            clock=clock,
+        )
     alerts = None
     if settings.admin_ids:
         alerts = AlertWatch(
@@ -219,6 +229,7 @@ async def build_services(
             down_since=telegram.down_since,
             ytdlp_version=versions.installed().ytdlp,
             data_dir=settings.data_dir,
+            broken=canary.broken if canary is not None else dict,
             # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
             every=min(10.0, max(0.05, settings.alert_after / 10)),
             wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
@@ -273,6 +284,7 @@ async def build_services(
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
         inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
         alerts=alerts,
+        canary=canary,
         clock=clock,
     )
     services.attach(application)
@@ -294,6 +306,20 @@ class TelegramView:
     def down_since(self) -> float | None:
         times = [t for t in (self.health.down_since, self.requests.down_since) if t is not None]
         return min(times) if times else None
+
+
+def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
+    """The canary's (source, post) pairs: an X post for every X source, a Bluesky or
+    pixiv post for its site's source; a post of a site the bot does not serve is left out."""
+    targets: list[CanaryTarget] = []
+    for url in posts:
+        link = classify(url)
+        source = router.by_kind.get(link.kind) if link is not None else None
+        if link is None or source is None:
+            continue
+        each = source.sources if isinstance(source, SourceChain) else [source]
+        targets.extend(CanaryTarget(s, link) for s in each)
+    return targets
 
 
 SITES = frozenset({"x", "bsky", "pixiv", "other"})
@@ -620,6 +646,8 @@ class Bot:
             await self._start_telemetry(services, self.metrics)
         if services.alerts is not None:
             services.alerts.start()
+        if services.canary is not None:
+            services.canary.start()
         return services
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
@@ -637,6 +665,7 @@ class Bot:
             down_since=telegram.down_since,
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
+            broken=services.canary.broken if services.canary is not None else dict,
             clock=self.clock,
         )
         self.telemetry.start()
@@ -700,6 +729,8 @@ class Bot:
             await self.telemetry.stop()
         if self.services is not None and self.services.alerts is not None:
             await self.services.alerts.stop()
+        if self.services is not None and self.services.canary is not None:
+            await self.services.canary.stop()
         if self.poller is not None:
             await self.poller.stop()
         if self.hook_listener is not None:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from xbot.handlers.inline_fetch import InlineFetches
     from xbot.sending.sender import Sender
     from xbot.sources import SourceRouter
+    from xbot.sources.canary import Canary
     from xbot.storage.db import DbPool
     from xbot.storage.link_cache import LinkCache
     from xbot.storage.queue import TaskQueue
@@ -48,6 +49,7 @@ class Services:
         mover: moves everything a chat owns when a group becomes a supergroup.
         inline: posts fetched for inline queries, within Telegram's answer window.
         alerts: watches the bot for the operators' alerts (None: no XBOT_ADMIN_IDS).
+        canary: fetches a known post from every source now and then (None: off).
         started_at: wall-clock start, for /stats' uptime.
         clock: the wall clock (injected in tests).
     """
@@ -68,6 +70,7 @@ class Services:
     guarded: httpx.AsyncClient
     inline: InlineFetches
     alerts: AlertWatch | None = None
+    canary: Canary | None = None
     started_at: float = attrs.field(factory=time.time)
     clock: Any = time.time
 
