@@ -27,6 +27,7 @@ from telegram.ext import (
 from telegram.request import BaseRequest, HTTPXRequest
 
 from xbot import __version__, versions
+from xbot.clock import Clocks, SteppedClocks, StepWatch, SystemClocks
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
@@ -55,11 +56,14 @@ from xbot.sources.bsky import BskySource
 from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
+from xbot.sources.jsonget import USER_AGENT, source_timeout
 from xbot.sources.pixiv import PixivSource
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
+from xbot.storage.time_line import mark as mark_time_line
+from xbot.storage.time_line import resume as resume_time_line
 from xbot.tasks.alerts import KIND as ALERT
 from xbot.tasks.alerts import Alerts, AlertWatch
 from xbot.tasks.delivery import KIND as DELIVER
@@ -78,8 +82,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-USER_AGENT = f"xbot/{__version__} (+https://github.com/xbot; Telegram media bot)"
 SWEEP_EVERY = 300.0
+CLOCK_CHECK_EVERY = 5.0  # how often the two clocks are compared (a step is logged, and marked)
 STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
 START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer means a hang
 
@@ -129,11 +133,41 @@ def build_application(
     return builder.build()
 
 
+class OneClock:
+    """A test's clock that is one number (``now``): wall and monotonic alike, never a step."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+
+    def wall(self) -> float:
+        return self._now()
+
+    def mono(self) -> float:
+        return self._now()
+
+    def boot_id(self) -> str:
+        return "one-clock"
+
+
+def clock_pair(clock: Clocks | Callable[[], float]) -> Clocks:
+    """The pair to build the time line on: given, or a test's one-number clock wrapped."""
+    if isinstance(clock, Clocks):
+        return clock
+    return OneClock(clock)
+
+
+def _default_clocks(settings: Settings) -> Clocks:
+    """The real clock pair; with XBOT_TEST_WALL_CLOCK_FILE, a test's stepped wall clock."""
+    if settings.wall_clock_file is not None:
+        return SteppedClocks(settings.wall_clock_file)
+    return SystemClocks()
+
+
 async def build_services(
     settings: Settings,
     application: AppType,
     *,
-    clock: Callable[[], float] = time.time,
+    clocks: Clocks | None = None,
     pacer: Pacer | None = None,
     health: TelegramHealth | None = None,
     telegram_budget: float = TELEGRAM_BUDGET,
@@ -142,6 +176,16 @@ async def build_services(
     requests: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
+    # Before anything reads a stored time: what is stored goes back onto the wall
+    # clock, and this process's time line starts (xbot.clock's rule).
+    resumed = await resume_time_line(pool, clocks or SystemClocks())
+    if resumed.shift or resumed.clamped:
+        log.warning(
+            "stored times rebased %s",
+            kv(shift=f"{resumed.shift:+.1f}", clamped=resumed.clamped),
+        )
+    line = resumed.line
+    clock = line.now
     queue = TaskQueue(pool)
     chats = ChatStore(pool)
     cache = LinkCache(pool)
@@ -160,7 +204,7 @@ async def build_services(
     )
     x_client = httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
-        timeout=httpx.Timeout(10.0, connect=5.0),
+        timeout=source_timeout(),
         trust_env=False,
     )
     guarded = netguard.make_client(
@@ -186,7 +230,7 @@ async def build_services(
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
     sources = SourceRouter(
         {
-            "x": SourceChain(x_sources(settings, x_client), clock=clock),
+            "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=line.wall),
             # Bluesky and pixiv: posts like X posts, on in every chat.
             "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
             "pixiv": PixivSource(x_client, settings.pixiv_api_url),
@@ -286,6 +330,8 @@ async def build_services(
         alerts=alerts,
         canary=canary,
         clock=clock,
+        line=line,
+        started_at=clock(),
     )
     services.attach(application)
     return services
@@ -372,6 +418,9 @@ async def sweep_once(services: Services) -> dict[str, int]:
     """The periodic sweep: every step cheap because each is served by an index."""
     now = services.clock()
     done: dict[str, int] = {}
+    # How far the line has got, and how far from the wall clock: what a start in
+    # another boot resumes from (xbot.storage.time_line).
+    await mark_time_line(services.pool, services.line)
     done["cache_pruned"] = await services.cache.prune(now, services.settings.cache_ttl)
     expired = await services.chats.prune_expired(now)
     done["records_expired"] = len(expired)
@@ -379,7 +428,9 @@ async def sweep_once(services: Services) -> dict[str, int]:
     done["prompts_expired"] = sum(
         [await services.forwarding.expire(chat_id, record) for chat_id, record in expired]
     )
-    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, now)
+    # A file's mtime is the wall clock's: compared with the wall clock.
+    wall = services.line.wall()
+    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, wall)
     done["leases_repaired"] = await services.queue.repair_expired(now)
     done["holds_released"] = await services.queue.release_expired_holds(now)
     done["tasks_pruned"] = await services.queue.prune_done(now)
@@ -394,6 +445,18 @@ async def _sweep_loop(services: Services, every: float) -> None:
             log.info("sweep %s", kv(**await sweep_once(services)))
         except StoreError as exc:
             log.warning("sweep failed %s", kv(error=exc))
+
+
+async def _watch_clock(services: Services, every: float) -> None:
+    """Compare the two clocks now and then: a step is logged and marked, never followed."""
+    watch = StepWatch(services.line)
+    while True:
+        await asyncio.sleep(every)
+        if watch.check():
+            try:
+                await mark_time_line(services.pool, services.line)
+            except StoreError as exc:
+                log.warning("time line mark failed %s", kv(error=exc))
 
 
 T = TypeVar("T")
@@ -441,7 +504,7 @@ class Bot:
         self,
         settings: Settings,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clocks | Callable[[], float] | None = None,
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
@@ -459,7 +522,8 @@ class Bot:
         self.webhook = webhook
         self.poller: DurablePoller | None = None
         self.hook_listener: WebhookListener | None = None
-        self.clock = clock
+        # The clock pair the time line is built on (a test's one-number clock, wrapped).
+        self.clocks = _default_clocks(settings) if clock is None else clock_pair(clock)
         self.pacer = pacer
         self.poll_timeout = poll_timeout
         # Counting costs a little CPU per link: only with a listener to read it
@@ -472,8 +536,8 @@ class Bot:
         self.listener: Listener | None = None
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._clock_watch: asyncio.Task[None] | None = None
         self._menus: asyncio.Task[None] | None = None
-        self.on_ready: Callable[[], Awaitable[None]] | None = None
         self.on_waiting: Callable[[str], None] | None = None
         self.phase = STARTING
         self.waiting_for = ""
@@ -571,7 +635,7 @@ class Bot:
             lambda: build_services(
                 self.settings,
                 self.application,
-                clock=self.clock,
+                clocks=self.clocks,
                 pacer=self.pacer,
                 health=self.health,
                 telegram_budget=self.telegram_budget,
@@ -581,13 +645,14 @@ class Bot:
             )
         )
         self.services = services
-        orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
+        orphans = await _patiently(lambda: services.queue.reclaim_orphans(services.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
         # The command menu is cosmetic: set in the background, never holding up polling.
         self._menus = asyncio.create_task(self._set_menus(), name="xbot-menus")
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
+        self._clock_watch = asyncio.create_task(_watch_clock(services, CLOCK_CHECK_EVERY))
         await self.application.start()
         if self.webhook is None:
             # getUpdates fails while a webhook is set (a former `--webhook` run).
@@ -666,7 +731,7 @@ class Bot:
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
             broken=services.canary.broken if services.canary is not None else dict,
-            clock=self.clock,
+            clock=services.clock,
         )
         self.telemetry.start()
         if self.settings.metrics_addr is not None:
@@ -735,18 +800,20 @@ class Bot:
             await self.poller.stop()
         if self.hook_listener is not None:
             await self.hook_listener.stop()  # the updates in progress are queued first
-        for task in (self._sweeper, self._menus):
+        for task in (self._sweeper, self._menus, self._clock_watch):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._sweeper = self._menus = None
+        self._sweeper = self._menus = self._clock_watch = None
         if self.services is not None:
             await self.services.workers.stop(STOP_GRACE)
         if app.running:
             await app.stop()
         await app.shutdown()
         if self.services is not None:
+            with contextlib.suppress(StoreError):  # where the line got: a reboot resumes there
+                await mark_time_line(self.services.pool, self.services.line)
             await self.services.inline.aclose()
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()
@@ -787,10 +854,16 @@ async def _status_line(bot: Bot) -> str:
         return bot.phase
     stats = await bot.services.queue.stats(bot.services.clock())
     counts = stats.counts_by_state
-    return (
+    line = (
         f"{bot.phase}; queue pending={counts.get('pending', 0)} "
         f"running={counts.get('running', 0)} dead={counts.get('dead', 0)}"
     )
+    health = bot.services.sender.health
+    if not health.reachable and health.down_since is not None:
+        # `systemctl status` says why nothing goes out, and since when.
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(health.down_since))
+        line += f"; Telegram unreachable since {since}"
+    return line
 
 
 async def run_until_signalled(

@@ -185,6 +185,11 @@ def _data_dir(name: str, raw: str) -> Path:
     return path
 
 
+def _test_file(name: str, raw: str) -> Path | None:
+    """A file a test writes while the bot runs (it need not exist yet)."""
+    return Path(raw.strip()).expanduser() if raw.strip() else None
+
+
 def _optional_file(name: str, raw: str) -> Path | None:
     """A file the operator names, which must exist when named (doctor checks its content)."""
     if not raw.strip():
@@ -464,6 +469,14 @@ class Settings:
         "while polling (0.001-1), so a test of a long outage takes seconds",
         "1",
         _scale,
+    )
+    wall_clock_file: Path | None = setting(  # tests only: a stepped wall clock
+        "XBOT_TEST_WALL_CLOCK_FILE",
+        "tests only: a file holding seconds the bot adds to the wall clock, read at each "
+        "look, so a test steps the wall clock (as NTP does) while the monotonic clock runs on",
+        "",
+        _test_file,
+        shown="none",
     )
 
     @property

@@ -96,6 +96,9 @@ AUTO_CASES = [
     ("command-with-bot", "/help@xbot_standin_bot now", [("bot_command", 0, 22)]),
     ("path-is-no-command", "a/b /c", [("bot_command", 4, 2)]),
     ("nothing", "just words", []),
+    ("mention", "@xbot_standin_bot https://x.com/a", [("mention", 0, 17), ("url", 18, 15)]),
+    ("no-mention-in-a-mail-or-a-url", "a@b_cdef https://x.com/@alice", [("url", 9, 20)]),
+    ("too-short-for-a-username", "@abc hi", []),
 ]
 
 

@@ -52,7 +52,7 @@ async def cmd_stats(update: Update, context: XContext) -> None:
     by_state = ", ".join(f"{state} {n}" for state, n in counts.items())
     lines = [
         versions.installed().one_line(),
-        f"Uptime: {_age(time.time() - services.started_at)}",
+        f"Uptime: {_age(now - services.started_at)}",
         f"Tasks: {by_state}",
         f"Oldest pending: {_age(stats.oldest_pending_age)}",
         f"Dead letters: {stats.dead} (/dead lists them)",
