@@ -258,8 +258,8 @@ async def build_services(
         canary = Canary(
             canary_targets(settings.canary_posts, sources),
             settings.canary_interval,
-            on_result=None if metrics is None else metrics.canary,
             clock=clock,
+            on_result=None if metrics is None else metrics.canary,
         )
     alerts = None
     if settings.admin_ids:

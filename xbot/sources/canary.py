@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -91,8 +90,8 @@ class Canary:
 
     targets: Sequence[CanaryTarget]
     interval: float
+    clock: Callable[[], float]  # the bot's time line (when each verdict was made)
     on_result: Callable[[str, str], None] | None = None
-    clock: Callable[[], float] = time.time
     results: dict[str, tuple[str, str, float]] = attrs.field(factory=dict, init=False)
     rounds: int = attrs.field(default=0, init=False)  # rounds done (tests wait on it)
     _task: asyncio.Task[None] | None = attrs.field(default=None, init=False)
