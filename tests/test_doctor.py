@@ -384,3 +384,52 @@ def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
     assert report.exit_code == EXIT_CONFIG
     assert any(f.subject == "XBOT_GALLERYDL_CONFIG" and "no such file" in f.text
                for f in report.findings)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("offset", "said"),
+    [
+        pytest.param(0.0, None, id="no-step"),
+        pytest.param(0.5, None, id="noise"),
+        pytest.param(3 * 3600.0, "3.0 h back", id="stepped-back"),
+        pytest.param(-600.0, "10 min forward", id="stepped-forward"),
+    ],
+)
+def test_a_step_the_running_bot_saw_is_said(
+    tmp_path: Path, offset: float, said: str | None
+) -> None:
+    path = _db(tmp_path)
+    conn = connect(path)
+    conn.execute(
+        "INSERT INTO time_line (id, boot_id, mono, line, seen, offset) VALUES (1, 'b', 1, 1, 1, ?)",
+        (offset,),
+    )
+    conn.close()
+    found = [f for f in check_database(path) if "stepped" in f.text]
+    assert [f.text.split(" while")[0] for f in found] == (
+        [] if said is None else [f"the wall clock stepped {said}"]
+    )
+
+
+def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(
+    tmp_path: Path, api: BotApiServer
+) -> None:
+    from xbot.standins.fxapi import FxApiServer
+    from xbot.standins.vxapi import VxApiServer
+
+    with FxApiServer() as fx, VxApiServer() as vx:
+        for source in (fx, vx):
+            source.add_post("20", author=("jack", "jack"), text="just setting up my twttr")
+        status = vx.add_post("77", author=("Ellen", "ellen"), photos=["https://example.com/a.jpg"])
+        del status
+        fx.add_raw("77", {"code": 200, "message": "OK", "post": {"id": "77"}})  # renamed fields
+        env = _env(
+            tmp_path, api, XBOT_X_API_URL=fx.url, XBOT_VX_API_URL=vx.url,
+            XBOT_X_SYNDICATION_URL="", XBOT_CANARY_INTERVAL_S="600",
+            XBOT_CANARY_POSTS="https://x.com/ellen/status/77",
+        )  # fmt: skip
+        report = diagnose(env, timeout=5)
+    lines = _text(report).splitlines()
+    (broken,) = [line for line in lines if "broken" in line]
+    assert broken.startswith("warn  X source fxtwitter: broken: answered in a shape")
+    assert not any("vxtwitter: broken" in line for line in lines)

@@ -9,9 +9,10 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import httpx
 from telegram import Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
@@ -34,6 +35,7 @@ from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
+from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
@@ -51,6 +53,7 @@ from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
+from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.jsonget import USER_AGENT, source_timeout
@@ -61,6 +64,8 @@ from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.storage.time_line import mark as mark_time_line
 from xbot.storage.time_line import resume as resume_time_line
+from xbot.tasks.alerts import KIND as ALERT
+from xbot.tasks.alerts import Alerts, AlertWatch
 from xbot.tasks.delivery import KIND as DELIVER
 from xbot.tasks.delivery import Delivery
 from xbot.tasks.forwarding import KIND as FORWARD
@@ -168,6 +173,7 @@ async def build_services(
     telegram_budget: float = TELEGRAM_BUDGET,
     read_timeout: float = 30.0,
     metrics: Metrics | None = None,
+    requests: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
     # Before anything reads a stored time: what is stored goes back onto the wall
@@ -244,11 +250,56 @@ async def build_services(
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
+    # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
+    telegram = TelegramView(health, requests or Reachability(time.time))
+    chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
+    canary = None
+    if settings.canary_interval > 0:
+        canary = Canary(
+            canary_targets(settings.canary_posts, sources),
+            settings.canary_interval,
+            clock=clock,
+            on_result=None if metrics is None else metrics.canary,
+        )
+    alerts = None
+    if settings.admin_ids:
+        alerts = AlertWatch(
+            admins=settings.admin_ids,
+            after=settings.alert_after,
+            queue=queue,
+            chats=chats,
+            chains=chains,
+            reachable=telegram.reachable,
+            down_since=telegram.down_since,
+            ytdlp_version=versions.installed().ytdlp,
+            data_dir=settings.data_dir,
+            broken=canary.broken if canary is not None else dict,
+            # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
+            every=min(10.0, max(0.05, settings.alert_after / 10)),
+            wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+            on_alert=None if metrics is None else metrics.alert,
+            clock=clock,
+        )
+    hooks: list[FinishedHook] = []
+    if metrics is not None:
+        hooks.append(count_finished(metrics, clock))
+    if alerts is not None:
+        hooks.append(alerts.on_finished)
+
+    def finished(task: Task, outcome: str) -> None:
+        for hook in hooks:
+            hook(task, outcome)
+
     # A forward's failure is told on its prompt, a delivery's by a message.
     notices = Notices(sender, {FORWARD: forwarding.report_failure})
     workers = Workers(
         queue,
-        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: notices.run},
+        {
+            DELIVER: delivery.run,
+            FORWARD: forwarding.run,
+            NOTICE: notices.run,
+            ALERT: Alerts(sender).run,
+        },
         notify,
         count=settings.workers,
         clock=clock,
@@ -256,7 +307,7 @@ async def build_services(
         # Nothing is leased while Telegram's hold stands but the probe; its end wakes them.
         telegram_wait=health.lease_wait,
         telegram_budget=telegram_budget,
-        on_finished=None if metrics is None else count_finished(metrics, clock),
+        on_finished=finished if hooks else None,
     )
     health.add_listener(lambda reachable: workers.wake() if reachable else None)
     services = Services(
@@ -276,12 +327,45 @@ async def build_services(
         guarded=guarded,
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
         inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
+        alerts=alerts,
+        canary=canary,
         clock=clock,
         line=line,
         started_at=clock(),
     )
     services.attach(application)
     return services
+
+
+@attrs.frozen
+class TelegramView:
+    """Whether Telegram answers, for the metrics, /readyz and the alerts: the bot's hold
+    (`TelegramHealth`, moved by the sends) or, between sends, the last Bot API call of
+    any kind (getUpdates included: `Reachability`) that got no answer."""
+
+    health: TelegramHealth
+    requests: Reachability
+
+    def reachable(self) -> bool:
+        return self.health.reachable and self.requests.reachable
+
+    def down_since(self) -> float | None:
+        times = [t for t in (self.health.down_since, self.requests.down_since) if t is not None]
+        return min(times) if times else None
+
+
+def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
+    """The canary's (source, post) pairs: an X post for every X source, a Bluesky or
+    pixiv post for its site's source; a post of a site the bot does not serve is left out."""
+    targets: list[CanaryTarget] = []
+    for url in posts:
+        link = classify(url)
+        source = router.by_kind.get(link.kind) if link is not None else None
+        if link is None or source is None:
+            continue
+        each = source.sources if isinstance(source, SourceChain) else [source]
+        targets.extend(CanaryTarget(s, link) for s in each)
+    return targets
 
 
 SITES = frozenset({"x", "bsky", "pixiv", "other"})
@@ -557,6 +641,7 @@ class Bot:
                 telegram_budget=self.telegram_budget,
                 read_timeout=self.read_timeout,
                 metrics=self.metrics,
+                requests=self.reachability,
             )
         )
         self.services = services
@@ -624,12 +709,16 @@ class Bot:
             )
         if self.metrics is not None:
             await self._start_telemetry(services, self.metrics)
+        if services.alerts is not None:
+            services.alerts.start()
+        if services.canary is not None:
+            services.canary.start()
         return services
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
         chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
-        health = self.reachability
+        telegram = TelegramView(services.sender.health, self.reachability)
         self.telemetry = Telemetry(
             metrics=metrics,
             queue=services.queue,
@@ -637,10 +726,11 @@ class Bot:
             cache=services.cache,
             db_path=self.settings.db_path,
             chains=chains,
-            reachable=lambda: health.reachable,
-            down_since=lambda: health.down_since,
+            reachable=telegram.reachable,
+            down_since=telegram.down_since,
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
+            broken=services.canary.broken if services.canary is not None else dict,
             clock=services.clock,
         )
         self.telemetry.start()
@@ -702,6 +792,10 @@ class Bot:
             await self.listener.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()
+        if self.services is not None and self.services.alerts is not None:
+            await self.services.alerts.stop()
+        if self.services is not None and self.services.canary is not None:
+            await self.services.canary.stop()
         if self.poller is not None:
             await self.poller.stop()
         if self.hook_listener is not None:

@@ -26,10 +26,12 @@ if TYPE_CHECKING:
     from xbot.handlers.inline_fetch import InlineFetches
     from xbot.sending.sender import Sender
     from xbot.sources import SourceRouter
+    from xbot.sources.canary import Canary
     from xbot.storage.db import DbPool
     from xbot.storage.link_cache import LinkCache
     from xbot.storage.queue import TaskQueue
     from xbot.storage.state import ChatStore
+    from xbot.tasks.alerts import AlertWatch
     from xbot.tasks.delivery import Delivery
     from xbot.tasks.forwarding import Forwarding
     from xbot.tasks.worker import Workers
@@ -47,6 +49,8 @@ class Services:
         sources: which source fetches a link (/debug asks it too).
         mover: moves everything a chat owns when a group becomes a supergroup.
         inline: posts fetched for inline queries, within Telegram's answer window.
+        alerts: watches the bot for the operators' alerts (None: no XBOT_ADMIN_IDS).
+        canary: fetches a known post from every source now and then (None: off).
         line: the bot's time line (`xbot.clock`): stored times and ``now`` are on it.
         clock: ``now`` on the line (``line.now``; a test's clock in tests).
         started_at: when the bot started, on the line (/stats' uptime).
@@ -67,6 +71,8 @@ class Services:
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
     inline: InlineFetches
+    alerts: AlertWatch | None = None
+    canary: Canary | None = None
     line: TimeLine = attrs.field(factory=lambda: TimeLine.from_wall(SystemClocks()))
     clock: Callable[[], float] = attrs.field(
         default=attrs.Factory(lambda self: self.line.now, takes_self=True)

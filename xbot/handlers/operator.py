@@ -65,6 +65,11 @@ async def cmd_stats(update: Update, context: XContext) -> None:
     x_chain = services.sources.by_kind.get("x")
     if isinstance(x_chain, SourceChain):
         lines += ["X sources:", *(f"  {r.line()}" for r in x_chain.report())]
+    if services.canary is not None and services.canary.results:
+        lines += [
+            "Canary (ok, down, broken: answers in a changed shape):",
+            *services.canary.lines(),
+        ]
     await reply(context, message, "\n".join(lines))
 
 

@@ -38,15 +38,16 @@ import attrs
 import httpx
 
 from xbot import versions
-from xbot.clock import SystemClocks
+from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.errors import StoreError
+from xbot.links import classify
 from xbot.logs import redact
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
 from xbot.storage import migrations
 from xbot.storage.db import read_only
-from xbot.storage.time_line import LONGEST_DELAY, line_now
+from xbot.storage.time_line import LONGEST_DELAY, line_now, stored_offset
 
 Level = Literal["ok", "warn", "fail"]
 
@@ -168,6 +169,7 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
     A source that fails is a warning, not a failure: links go to the next one.
     """
     # Here: the sources load PTB, which an offline doctor never needs.
+    from xbot.sources.canary import CanaryTarget, check
     from xbot.sources.chain import PROBE_POST, probe, x_sources
 
     async def run() -> list[Finding]:
@@ -185,6 +187,22 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
             # An outage, or a firewall: a warning still, the bot itself is fine and waits.
             text = "none answered: X links wait (up to an hour) until one does"
             found.append(Finding("warn", "X sources", text))
+            return found
+        if settings.canary_interval <= 0:
+            return found
+        # With the canary on, its post (one with media): a source that answers it in a
+        # shape xbot does not read is "broken", which no breaker sees (links fail as junk).
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            for link in (classify(u) for u in settings.canary_posts):
+                if link is None or link.kind != "x":
+                    continue
+                for source in x_sources(settings, client):
+                    said, detail = await check(CanaryTarget(source, link), within=timeout)
+                    if said == "broken":
+                        subject = f"X source {source.name}"
+                        found.append(Finding("warn", subject, f"broken: {detail}"))
+                    elif said == "gone":
+                        found.append(Finding("warn", "XBOT_CANARY_POSTS", detail))
         return found
 
     return asyncio.run(run())
@@ -334,7 +352,24 @@ def _database_findings(path: Path, conn: apsw.Connection) -> list[Finding]:
         found.append(_queue_finding(conn))
     if version == latest:  # an older schema may lack a table the look needs
         found += _future_findings(conn, line_now(conn, SystemClocks()))
+        found += _offset_findings(stored_offset(conn))
     return found
+
+
+def _offset_findings(offset: float) -> list[Finding]:
+    """The bot saw its wall clock step since it started (marked at the step)."""
+    if abs(offset) <= STEP_TOLERANCE:
+        return []
+    way = "back" if offset > 0 else "forward"
+    return [
+        Finding(
+            "warn",
+            "database",
+            f"the wall clock stepped {_span(abs(offset))} {way} while the bot ran: waits are "
+            "unaffected, stored times follow the bot's own time line until its next start "
+            'rebases them (docs/reliability.md, "The wall clock")',
+        )
+    ]
 
 
 # Stored times further ahead than this are not the bot's own (it never writes a due
