@@ -41,8 +41,7 @@ BUSY_TIMEOUT_MS = 5000
 BUSY_NAP = 0.001  # seconds between looks at a lock another process holds
 # Checkpoint after this many WAL pages (16 MB) rather than SQLite's 1000: the
 # checkpoint runs inside a commit, under the write lock, with two fsyncs, and
-# at 1000 pages it set the lease p99 at 4.5 ms; at 4000, 1.0 ms (the WAL peaks
-# near 16.5 MB; docs/benchmarks.md).
+# at 1000 pages it set the lease p99 (docs/benchmarks.md, "Queue").
 WAL_AUTOCHECKPOINT_PAGES = 4000
 # After a checkpoint the -wal file is truncated back to at most this size.
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
@@ -53,7 +52,7 @@ def set_busy_patience(conn: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) 
 
     SQLite's own busy timeout naps longer and longer (up to 100 ms a time),
     so a lease that met another process's short transaction waited up to
-    100 ms past its end (the 2-process lease max was 55-105 ms). Short naps
+    100 ms past its end (docs/benchmarks.md, "Queue"). Short naps
     keep that wait near the other transaction's length; a lock held past the
     timeout is still `apsw.BusyError`.
     """
@@ -85,7 +84,7 @@ def _configure(conn: apsw.Connection) -> None:
     conn.wal_autocheckpoint(WAL_AUTOCHECKPOINT_PAGES)
     # Query-planner stability: once PRAGMA optimize has gathered statistics,
     # SQLite re-prepares a statement whenever a range parameter changes value
-    # (every `now`): the claim cost 110 us instead of 22. Keep the plans.
+    # (every `now`): the claim cost several times more (docs/benchmarks.md). Keep the plans.
     conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
 
 
@@ -225,8 +224,7 @@ class DbPool:
 
     A call goes on one queue; whichever connection's thread is free takes it
     and hands the result back with ``call_soon_threadsafe``. That round trip
-    costs half of what ``run_in_executor`` did here (77 against 143 µs of CPU,
-    4.8 against 5.3 context switches; docs/benchmarks.md), and a connection
+    costs less than ``run_in_executor`` did (docs/benchmarks.md, "Queue"), and a connection
     never changes threads, so a cancelled caller cannot hand back one that is
     still in use: the call runs to its end and its result is dropped.
 

@@ -156,7 +156,7 @@ PRUNE_CHUNK: Final = 2000
 # once PRAGMA optimize has gathered STAT4 samples, SQLite re-prepares a
 # statement each time a parameter used in a range constraint changes value
 # (and :now always does): the claim and its trigger programs were compiled
-# again on every call, 5x its cost. The unary plus hides the value from the
+# again on every call (docs/benchmarks.md, "Queue"). The unary plus hides the value from the
 # planner; the plan is pinned by INDEXED BY anyway.
 _CLAIM_SQL: Final = f"""
 UPDATE tasks SET

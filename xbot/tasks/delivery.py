@@ -78,7 +78,7 @@ URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
 UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
 # Long work shows progress; a link answered sooner (a cache hit, a quick fetch)
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
-# of a cache hit (bench/bot_bench.py: about 1.5 ms of CPU per link).
+# of a cache hit (docs/benchmarks.md, "Bot").
 CHAT_ACTION_AFTER = 1.0
 # Every X source down: the link waits up to an hour (then a dead-letter notice), and
 # the chat hears one sentence once the outage is more than a blip.
