@@ -58,6 +58,7 @@ from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
+from xbot.storage.webhook_updates import AnsweredUpdates
 from xbot.tasks.delivery import KIND as DELIVER
 from xbot.tasks.delivery import Delivery
 from xbot.tasks.forwarding import KIND as FORWARD
@@ -299,6 +300,7 @@ async def sweep_once(services: Services) -> dict[str, int]:
     done["leases_repaired"] = await services.queue.repair_expired(now)
     done["holds_released"] = await services.queue.release_expired_holds(now)
     done["tasks_pruned"] = await services.queue.prune_done(now)
+    done["webhook_updates_pruned"] = await AnsweredUpdates(services.pool).prune(now)
     await services.pool.checkpoint()
     return done
 
@@ -527,11 +529,13 @@ class Bot:
             hook = self.webhook
             self.hook_listener = WebhookListener(
                 self.application,
+                AnsweredUpdates(services.pool),
                 path="/" + hook.url_path,
                 secret_token=hook.secret_token,
                 listen=hook.listen,
                 port=hook.port,
                 max_connections=hook.max_connections,
+                clock=self.clock,
             )
             await self.hook_listener.start()  # listening before Telegram is told to post
             # setWebhook tells Telegram the URL, the secret and how many at once.
