@@ -1,4 +1,4 @@
--- 0007: the webhook updates already answered 200 (issue 20, item 6).
+-- 0008: the webhook updates already answered 200 (issue 20, item 6).
 --
 -- Telegram sends an update again whenever it got no 2xx: after a 500, a crash, or
 -- an answer lost on its way (a proxy, Telegram's own timeout). An update whose work
