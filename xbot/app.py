@@ -686,7 +686,7 @@ class Bot:
                 listen=hook.listen,
                 port=hook.port,
                 max_connections=hook.max_connections,
-                clock=self.clock,
+                clock=services.clock,  # the line stored times are on (xbot.clock)
             )
             await self.hook_listener.start()  # listening before Telegram is told to post
             # setWebhook tells Telegram the URL, the secret and how many at once.
