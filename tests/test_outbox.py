@@ -54,7 +54,7 @@ async def test_steps_go_out_in_order_each_written_before_the_next() -> None:
     items = [SentItem("photo", f"p{i}") for i in range(3)] + [SentItem("gif", "g")]
     state = [payload]
 
-    async def record(index: int, sent: list[SentItem]) -> None:
+    async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
         state[0] = box.record(ctx, state[0], index, sent)
 
     await box.send_file_ids(ctx, DEST, items, caption="cap", spoiler=False, done=(), record=record)
@@ -71,7 +71,7 @@ async def test_recorded_steps_are_not_sent_again() -> None:
     payload = DeliverPayload(url="u", key="k", kind="x", dest=DEST)
     ctx = context(journal, payload)
 
-    async def record(index: int, sent: list[SentItem]) -> None:
+    async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
         pass
 
     items = [SentItem("gif", "a"), SentItem("gif", "b")]

@@ -235,8 +235,9 @@ async def test_a_card_to_another_site_goes_to_the_other_sites_path(harness: Harn
     h = harness
     offered: list[str] = []
 
-    async def other_sites(ctx: Any, payload: Any, settings: Any) -> None:
+    async def other_sites(ctx: Any, payload: Any, settings: Any, *, last: bool = True) -> bool:
         offered.append(payload.url)  # yt-dlp itself would need the network
+        return True
 
     h.services.delivery.other_sites = other_sites
     card = {"media": {"external": {"type": "video", "url": "https://www.youtube.com/embed/abc"}}}

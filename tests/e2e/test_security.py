@@ -36,7 +36,7 @@ from conftest import load_soak, wait_until
 
 from xbot.errors import BlockedAddress, FetchError, TransientFetch, UnsupportedLink
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS
-from xbot.handlers.messages import NOT_ALLOWED
+from xbot.handlers.messages import GET_USAGE, NOT_ALLOWED
 from xbot.handlers.settings_menu import MenuContext, closed_text
 from xbot.i18n import translator
 from xbot.links import classify
@@ -447,6 +447,11 @@ COMMAND_TABLE: dict[str, dict[str, str]] = {
     "/dead": {"allowed user": ONLY_OPERATORS, "stranger": ONLY_OPERATORS,
               "group member": ONLY_OPERATORS, "group admin": ONLY_OPERATORS,
               "operator": "No dead letters"},
+    "/get": {"allowed user": GET_USAGE, "stranger": NOT_ALLOWED, "group member": GET_USAGE,
+             "group admin": GET_USAGE, "operator": GET_USAGE},
+    "/get https://x.com/a/status/1": {"allowed user": "queued", "stranger": NOT_ALLOWED,
+                                      "group member": "queued", "group admin": "queued",
+                                      "operator": "queued"},
     "https://x.com/a/status/1": {"allowed user": "queued", "stranger": NOT_ALLOWED,
                                  "group member": "queued", "group admin": "queued",
                                  "operator": "queued"},
@@ -485,7 +490,7 @@ async def _say(h: Harness, role: str, text: str) -> str | None:
                 return m
         return None
 
-    link = text.startswith("https://")
+    link = "https://" in text
     try:
         # A link gets no quick reply: it is queued (or refused in one sentence).
         await h.api.wait_for(
@@ -508,7 +513,7 @@ def _queued(h: Harness, chat: int, message_id: int) -> bool:
 async def test_every_command_by_every_role(authz: Harness) -> None:
     h = authz
     h.fx.add_post("1", text="p", photos=[h.photo("one")])
-    for command in ("start", "help", "settings", "channel", "format", "cancel", "stats",
+    for command in ("start", "help", "get", "settings", "channel", "format", "cancel", "stats",
                     "clear_cache", "debug", "dead"):  # fmt: skip
         assert any(row.split()[0] == f"/{command}" for row in COMMAND_TABLE), command
     problems = []

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # Toggle codes, in menu order.
-CODES: Final = ("ytdlp", "style", "docs", "delete", "spoiler", "editfwd", "lang")
+CODES: Final = ("ytdlp", "style", "longtext", "docs", "delete", "spoiler", "editfwd", "lang")
 CLOSE: Final = encode(CallbackData(Action.MENU, ("close",)))
 
 _STYLE_NAMES: Final[dict[CaptionStyle, str]] = {
@@ -123,6 +123,8 @@ def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, obj
         return {"ytdlp": not settings.ytdlp_enabled(ctx.chat_type)}
     if code == "style":
         return {"caption_style": _next_style(settings.caption_style)}
+    if code == "longtext":
+        return {"long_text": not settings.long_text}
     if code == "docs":
         return {"photos_as_documents": not settings.photos_as_documents}
     if code == "delete":
@@ -145,6 +147,9 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
         )
     if code == "style":
         return _("Caption: {style}").format(style=_(_STYLE_NAMES[settings.caption_style]))
+    if code == "longtext":
+        # Translators: a /settings button: long posts get their whole text after the media.
+        return _("Whole text of long posts: {state}").format(state=_on(settings.long_text, tr))
     if code == "docs":
         return _("Photos as files: {state}").format(state=_on(settings.photos_as_documents, tr))
     if code == "delete":

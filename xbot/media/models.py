@@ -86,6 +86,39 @@ class Poll:
     closed: bool = False
 
 
+SpanKind = Literal["bold", "italic", "underline", "strikethrough", "code", "text_link"]
+SPAN_KINDS: tuple[str, ...] = ("bold", "italic", "underline", "strikethrough", "code", "text_link")
+
+
+@attrs.frozen
+class TextSpan:
+    """Formatting over part of a `RichText`, as a Telegram message entity has it.
+
+    Attributes:
+        kind: the entity type (``text_link`` carries `url`).
+        offset, length: in UTF-16 code units of the text, as Telegram counts.
+        url: the link's target, for ``text_link``.
+    """
+
+    kind: SpanKind
+    offset: int
+    length: int
+    url: str = ""
+
+
+@attrs.frozen
+class RichText:
+    """Plain text with formatting spans: a long text to send as messages of its own.
+
+    Attributes:
+        text: the visible text (plain, not escaped).
+        spans: formatting over it, in any order; they may nest.
+    """
+
+    text: str
+    spans: tuple[TextSpan, ...] = ()
+
+
 @attrs.frozen
 class Post:
     """A post ready to be captioned and sent.
@@ -108,6 +141,8 @@ class Post:
             work's title; "" when none).
         own_media: how many of `media` are the post's own (the rest came from
             `quote`); None when all of them are.
+        article_body: an X article's full text (paragraphs, headings in bold, links),
+            as far as the source gives it; None when the post carries none.
     """
 
     key: str
@@ -125,3 +160,4 @@ class Post:
     article_title: str = ""
     own_media: int | None = None
     title: str = ""
+    article_body: RichText | None = None

@@ -72,9 +72,12 @@ __all__ = [
     "build_caption",
     "build_text_reply",
     "caption_parts",
+    "clean_text",
     "poll_text",
     "post_from_parts",
     "render_template",
+    "splits_grapheme",
+    "text_fits",
     "utf16_len",
     "validate_template",
     "visible_length",
@@ -125,7 +128,7 @@ def _clean(text: str, *, one_line: bool = False) -> str:
     return _CONTROLS.sub("", text).strip()
 
 
-def _continues(text: str, i: int) -> bool:
+def splits_grapheme(text: str, i: int) -> bool:
     """Whether a cut before ``text[i]`` would split a grapheme (roughly)."""
     ch, prev = text[i], text[i - 1]
     cp = ord(ch)
@@ -162,7 +165,7 @@ def _cut(text: str, limit: int) -> str:
             break
         used += step
         i += 1
-    while 0 < i < len(text) and _continues(text, i):
+    while 0 < i < len(text) and splits_grapheme(text, i):
         i -= 1
     space = max(text.rfind(" ", max(0, i - WORD_SLACK), i), text.rfind("\n", 0, i))
     if space > 0 and i - space <= WORD_SLACK:
@@ -206,12 +209,22 @@ def poll_text(poll: Poll, lang: str = DEFAULT) -> str:
     return "\n".join([head, *lines])
 
 
-def _full_text(post: Post, lang: str = DEFAULT) -> str:
-    """The post text and what X shows with it: article title, poll, community note."""
+def clean_text(text: str) -> str:
+    """A post's text as every message of ours carries it (`_clean`: what Telegram accepts)."""
+    return _clean(text)
+
+
+def _full_text(post: Post, lang: str = DEFAULT, text_limit: int | None = None) -> str:
+    """The post text and what X shows with it: article title, poll, community note.
+
+    `text_limit` cuts the post's own text alone (its whole text follows as messages
+    of their own, `xbot.sending.caption_long`); the rest stays as it is.
+    """
     blocks = []
     if post.article_title:
         blocks.append(f"📰 {_clean(post.article_title, one_line=True)}")
-    blocks.append(_clean(post.text))
+    own = _clean(post.text)
+    blocks.append(own if text_limit is None else _cut(own, text_limit))
     if post.poll is not None:
         blocks.append(poll_text(post.poll, lang))
     if post.note:
@@ -230,11 +243,11 @@ def _names(post: Post) -> tuple[str, str]:
     return name, _cut(handle, HANDLE_MAX)
 
 
-def _fields(post: Post, lang: str = DEFAULT) -> _Fields:
+def _fields(post: Post, lang: str = DEFAULT, text_limit: int | None = None) -> _Fields:
     name, handle = _names(post)
     url = _clean(post.url, one_line=True)
     fields = _Fields(
-        name=name, handle=handle, text=_full_text(post, lang), url=url,
+        name=name, handle=handle, text=_full_text(post, lang, text_limit), url=url,
         link_text=_cut(url, LINK_TEXT_MAX), lang=lang,
         title=_cut(_clean(post.title, one_line=True), TITLE_MAX),
     )  # fmt: skip
@@ -357,9 +370,14 @@ def build_caption(
     template: str | None = None,
     limit: int = CAPTION_LIMIT,
     lang: str = DEFAULT,
+    lead: bool = False,
 ) -> str:
     """The HTML caption of ``post``, at most ``limit`` visible UTF-16 units; our own words
     in it (a poll's head, a community note's, "quoting") in `lang`.
+
+    ``lead``: the post's whole text follows as messages of their own, so the
+    caption keeps only its start (about `SHORT_TEXT` units); the quote, poll and
+    community note stay in it as they are.
 
     ``full``: author line, text, link. ``short``: the same with the text cut
     to about `SHORT_TEXT` units. ``none``: the link alone. A ``template``
@@ -369,7 +387,7 @@ def build_caption(
     first send step (see `xbot.sending.albums.plan_sends`).
     """
     _check_limit(limit)
-    fields = _fields(post, lang)
+    fields = _fields(post, lang, SHORT_TEXT if lead else None)
     if template is not None and not validate_template(template):
         rendered = _fit(_template_renderer(template), fields, limit)
         if rendered is not None:
@@ -388,6 +406,12 @@ def build_caption(
     # link text (<= 96) leave the name over fifty units, so this cannot be None.
     assert rendered is not None
     return rendered
+
+
+def text_fits(post: Post, *, limit: int = CAPTION_LIMIT, lang: str = DEFAULT) -> bool:
+    """Whether the full caption carries the post's whole text, nothing cut."""
+    _check_limit(limit)
+    return _fits(_render_default, _fields(post, lang), limit)
 
 
 def build_text_reply(post: Post, lang: str = DEFAULT) -> str:

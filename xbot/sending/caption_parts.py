@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from xbot.media.models import Poll, PollChoice, Post
+from xbot.media.models import SPAN_KINDS, Poll, PollChoice, Post, RichText, TextSpan
 
 __all__ = ["caption_parts", "post_from_parts"]
 
@@ -20,6 +20,8 @@ def caption_parts(post: Post) -> dict[str, str]:
 
     Alt text rides along (``alt``, a JSON list in media order): Telegram has
     no field for it, so the cache's record is where it is kept for later use.
+    An X article's body (``article_body``: its text and spans as JSON) too, so the
+    same post from the cache sends the same text messages.
     """
     parts = {
         "author_name": post.author_name,
@@ -49,6 +51,15 @@ def caption_parts(post: Post) -> dict[str, str]:
         parts["article_title"] = post.article_title
     if post.title:
         parts["title"] = post.title
+    if post.article_body is not None:
+        body = post.article_body
+        parts["article_body"] = json.dumps(
+            {
+                "text": body.text,
+                "spans": [[t.kind, t.offset, t.length, t.url] for t in body.spans],
+            },
+            ensure_ascii=False,
+        )
     if any(m.alt_text for m in post.media):
         parts["alt"] = json.dumps([m.alt_text for m in post.media], ensure_ascii=False)
     return parts
@@ -65,6 +76,21 @@ def _parts_poll(raw: str | None) -> Poll | None:
         return Poll(choices=choices, total_votes=int(data["total"]), closed=bool(data["closed"]))
     except (ValueError, TypeError, KeyError):
         return None  # an old or damaged record: the caption goes without its poll
+
+
+def _parts_body(raw: str | None) -> RichText | None:
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        spans = tuple(
+            TextSpan(kind, int(offset), int(length), str(url))
+            for kind, offset, length, url in data["spans"]
+            if kind in SPAN_KINDS
+        )
+        return RichText(str(data["text"]), spans)
+    except (ValueError, TypeError, KeyError):
+        return None  # an old or damaged record: the post goes without its article body
 
 
 def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
@@ -90,4 +116,5 @@ def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
         note=parts.get("note", ""),
         article_title=parts.get("article_title", ""),
         title=parts.get("title", ""),
+        article_body=_parts_body(parts.get("article_body")),
     )

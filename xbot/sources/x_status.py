@@ -27,6 +27,7 @@ from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
+from xbot.sources.x_article import article_body
 
 MALFORMED = N_("The X API sent an answer I could not read.")
 PRIVATE = N_("This post is private: only its author's approved followers can see it.")
@@ -437,4 +438,5 @@ def parse_status(data: object, *, post_id: str) -> Post:
         card_url=_card_url(status),
         article_title=title,
         own_media=own_count,
+        article_body=article_body(status.get("article")),
     )

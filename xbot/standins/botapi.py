@@ -125,6 +125,7 @@ class _FailRule:
     retry_after: int | None
     remaining: int
     chat_id: int | None
+    skip: int = 0
 
 
 @attrs.frozen
@@ -244,15 +245,19 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
         retry_after: int | None = None,
         count: int = 1,
         chat_id: int | None = None,
+        skip: int = 0,
     ) -> None:
-        """Answer the next `count` calls of `method` (for `chat_id`, if given) with this error.
+        """Answer the next `count` calls of `method` (for `chat_id`, if given) with this error,
+        after letting `skip` of them through.
 
         A 429 without `retry_after` gets 1 s, since Telegram always says how long.
         """
         if status == 429 and retry_after is None:
             retry_after = 1
         with self._lock:
-            self._faults.append(_FailRule(method, status, description, retry_after, count, chat_id))
+            self._faults.append(
+                _FailRule(method, status, description, retry_after, count, chat_id, skip)
+            )
 
     def set_rate_limit_storm(
         self,
@@ -444,6 +449,9 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
                         raise _too_many(wait)
             for rule in self._faults:
                 if rule.method == method and rule.chat_id in (None, chat_id):
+                    if rule.skip > 0:
+                        rule.skip -= 1
+                        continue
                     rule.remaining -= 1
                     if rule.remaining <= 0:
                         self._faults.remove(rule)

@@ -61,6 +61,8 @@ class ChatSettings:
             channels; a private chat follows the user's Telegram language).
         adder_language: the Telegram language of whoever added the bot here,
             the group's language until an admin picks one (`xbot.i18n`).
+        long_text: a post whose text does not fit its caption gets the whole text
+            as text messages after its media (`xbot.sending.caption_long`).
     """
 
     ytdlp: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -76,6 +78,7 @@ class ChatSettings:
     caption_template: str | None = attrs.field(default=None, validator=_optional_str)
     language: str | None = attrs.field(default=None, validator=_optional_str)
     adder_language: str | None = attrs.field(default=None, validator=_optional_str)
+    long_text: bool = attrs.field(default=True, validator=_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
         """Whether links to other sites are served: the chat's choice, else on only in private."""

@@ -48,7 +48,15 @@ from xbot.media.mp4info import probe_mp4
 from xbot.media.tempfiles import temp_folder
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
-from xbot.sending.caption import build_caption, build_text_reply, caption_parts, post_from_parts
+from xbot.sending.caption import (
+    CAPTION_LIMIT,
+    TEXT_LIMIT,
+    build_caption,
+    build_text_reply,
+    caption_parts,
+    post_from_parts,
+)
+from xbot.sending.caption_long import long_messages, needs_long_text
 from xbot.sending.progress import ChatAction, StatusReporter, keep_chat_action
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind, SentItem
@@ -276,7 +284,14 @@ class Delivery:
                 return None
             raise Permanent(exc.reason) from exc
         if not post.media:
-            await self._say(ctx, payload, build_text_reply(post, payload.dest.lang), html=True)
+            lang = payload.dest.lang
+            texts = self._long_texts(post, settings, lang, TEXT_LIMIT)
+            if texts:
+                # A short first message (author, the start, the link), then the whole text.
+                head = build_caption(post, limit=TEXT_LIMIT, lang=lang, lead=True)
+                await self.outbox.send_texts(ctx, payload, [head, *texts])
+            else:
+                await self._say(ctx, payload, build_text_reply(post, lang), html=True)
             card = card_link(post)
             if card and settings.ytdlp_enabled(payload.chat_type):
                 # An external card (a YouTube link in the post): its own task, once.
@@ -317,26 +332,30 @@ class Delivery:
         settings: ChatSettings,
     ) -> DeliverPayload:
         post = post_from_parts(cached.key, cached.url, cached.caption_parts)
+        lang = payload.dest.lang
+        texts = self._long_texts(post, settings, lang, CAPTION_LIMIT)
         box = [payload]
 
-        async def record(index: int, sent: list[SentItem]) -> None:
-            box[0] = self.outbox.record(ctx, box[0], index, sent)
+        async def record(index: int, sent: list[SentItem], message_id: int | None) -> None:
+            box[0] = self.outbox.record(ctx, box[0], index, sent, message_id=message_id)
 
         await self.outbox.send_file_ids(
             ctx,
             payload.dest,
             [SentItem(i.kind, i.file_id) for i in cached.items],
-            caption=self._caption(post, settings, payload.dest.lang),
+            caption=self._caption(post, settings, lang, lead=bool(texts)),
             spoiler=post.sensitive and settings.spoiler_sensitive,
             done=payload.steps_sent(),
             record=record,
         )
-        return box[0]
+        # The same messages as the first time: rebuilt from the same caption parts.
+        return await self.outbox.send_texts(ctx, box[0], texts)
 
     async def _send_fresh(
         self, ctx: TaskContext, payload: DeliverPayload, post: Post, settings: ChatSettings
     ) -> DeliverPayload:
-        caption = self._caption(post, settings, payload.dest.lang)
+        texts = self._long_texts(post, settings, payload.dest.lang, CAPTION_LIMIT)
+        caption = self._caption(post, settings, payload.dest.lang, lead=bool(texts))
         as_docs = settings.photos_as_documents
         kinds: list[PlanKind] = [
             "document" if as_docs and m.kind == "photo" else m.kind for m in post.media
@@ -348,10 +367,13 @@ class Delivery:
                 continue
             await ctx.flush()  # the album before is recorded before this one goes out
             media = [post.media[i] for i in step.items]
-            sent, skipped = await self._send_step(
+            sent, skipped, first = await self._send_step(
                 ctx, payload, media, caption if index == 0 else None, spoiler, as_docs=as_docs
             )
-            payload = self.outbox.record(ctx, payload, index, sent, skipped=skipped)
+            payload = self.outbox.record(
+                ctx, payload, index, sent, skipped=skipped, message_id=first
+            )
+        payload = await self.outbox.send_texts(ctx, payload, texts)
         entry = None
         if payload.skipped == 0:
             key = entry_key(post.key, as_documents=as_docs)
@@ -370,8 +392,11 @@ class Delivery:
         spoiler: bool,
         *,
         as_docs: bool = False,
-    ) -> tuple[list[SentItem], int]:
+    ) -> tuple[list[SentItem], int, int | None]:
         """URL first (Telegram fetches it), upload when Telegram could not.
+
+        Returns what was sent, how many items were left out (too large), and the
+        first message's id (None when nothing went).
 
         Photos as documents always upload: Telegram takes documents by URL
         only for GIF, PDF and ZIP files.
@@ -384,7 +409,7 @@ class Delivery:
                 sent = await self.outbox.send_step(
                     dest, [o for o in by_url if o is not None], caption=caption, spoiler=spoiler
                 )
-                return sent, 0
+                return sent.items, 0, sent.first_id
             except UrlNotFetched as exc:
                 log.info("telegram could not fetch, uploading %s", kv(key=payload.key, error=exc))
         with temp_folder(self.settings.data_dir) as folder:
@@ -396,17 +421,18 @@ class Delivery:
                 except TooLarge:
                     too_large.append(item)
             sent_items: list[SentItem] = []
+            first: int | None = None
             if uploads:
                 if one_send([u.kind for u in uploads]):
                     groups = [uploads]
                 else:  # a photo turned document: keep the order, one message each
                     groups = [[u] for u in uploads]
                 for i, group in enumerate(groups):
-                    sent_items.extend(
-                        await self.outbox.send_step(
-                            dest, group, caption=caption if i == 0 else None, spoiler=spoiler
-                        )
+                    sent = await self.outbox.send_step(
+                        dest, group, caption=caption if i == 0 else None, spoiler=spoiler
                     )
+                    sent_items.extend(sent.items)
+                    first = sent.first_id if first is None else first
         if too_large:
             tr = translator(payload.dest.lang)
             sentence = tr.ngettext(
@@ -418,8 +444,8 @@ class Delivery:
             ).format(n=len(too_large), limit=self.settings.upload_limit_mb, url=payload.url)
             await self._say(ctx, payload, sentence)
             if not sent_items:
-                return [], len(too_large)
-        return sent_items, len(too_large)
+                return [], len(too_large), None
+        return sent_items, len(too_large), first
 
     async def _download(
         self, item: MediaItem, folder: Path, n: int, *, as_docs: bool = False
@@ -508,10 +534,26 @@ class Delivery:
             created_at=now,
         )  # fmt: skip
 
-    def _caption(self, post: Post, settings: ChatSettings, lang: str) -> str:
+    def _caption(self, post: Post, settings: ChatSettings, lang: str, *, lead: bool = False) -> str:
         return build_caption(
-            post, style=settings.caption_style, template=settings.caption_template, lang=lang
+            post,
+            style=settings.caption_style,
+            template=settings.caption_template,
+            lang=lang,
+            lead=lead,
         )
+
+    @staticmethod
+    def _long_texts(post: Post, settings: ChatSettings, lang: str, limit: int) -> list[str]:
+        """The text messages that carry a long post's whole text ([] when the caption
+        does, or the chat turned it off in /settings). A /format template counts as a
+        full caption: its {text} shows the start, and the rest follows."""
+        if not settings.long_text:
+            return []
+        style = "full" if settings.caption_template is not None else settings.caption_style
+        if not needs_long_text(post, style=style, limit=limit, lang=lang):
+            return []
+        return long_messages(post)
 
     async def _say(
         self, ctx: TaskContext, payload: DeliverPayload, text: str, *, html: bool = False

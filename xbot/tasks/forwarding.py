@@ -265,7 +265,7 @@ class Forwarding:
         payload = ForwardPayload.from_json(ctx.task.payload)
         box = [payload]
 
-        async def record(index: int, _sent: list[SentItem]) -> None:
+        async def record(index: int, _sent: list[SentItem], _message_id: int | None) -> None:
             box[0] = attrs.evolve(box[0], sent=(*box[0].sent, index))
             await ctx.save_payload(box[0].to_json())
 

@@ -260,12 +260,14 @@ class OtherSites:
                         thumbnail=thumbnail,
                     )
                     parts = caption_parts(info)
-                    items = await self.outbox.send_step(
-                        payload.dest,
-                        [out],
-                        caption=self._caption(info.key, info.url, parts, settings),
-                        spoiler=info.adult and settings.spoiler_sensitive,
-                    )
+                    items = (
+                        await self.outbox.send_step(
+                            payload.dest,
+                            [out],
+                            caption=self._caption(info.key, info.url, parts, settings),
+                            spoiler=info.adult and settings.spoiler_sensitive,
+                        )
+                    ).items
                     # Phase one: the record and the cache entries, in one write at once.
                     payload = self.outbox.record(ctx, payload, 0, items)
                     await self.outbox.remember(
@@ -294,12 +296,14 @@ class OtherSites:
         parts = cached.caption_parts
         item = cached.items[0]
         try:
-            sent = await self.outbox.send_step(
-                payload.dest,
-                [OutMedia(item.kind, item.file_id, "file_id")],
-                caption=self._caption(key, cached.url, parts, settings),
-                spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
-            )
+            sent = (
+                await self.outbox.send_step(
+                    payload.dest,
+                    [OutMedia(item.kind, item.file_id, "file_id")],
+                    caption=self._caption(key, cached.url, parts, settings),
+                    spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
+                )
+            ).items
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
             await self.outbox.forget(key, payload.key, parts.get("ytdlp_key", key))

@@ -16,6 +16,8 @@ chat's 429 and by Telegram's unreachability):
   the link cache: both sit in front of the sources; the second asker of a key
   waits, then reads the entry the first wrote (in the same transaction as its
   last record);
+- **follow** a long post's media with its whole text (`send_texts`: text messages
+  in reply to the first media message, each recorded like a step);
 - **announce** once per task after the last step (`on_delivered`: the
   forward prompt), recorded in the payload so a retry does not run it twice.
 """
@@ -34,6 +36,7 @@ from collections.abc import (
 )
 
 import attrs
+from telegram import Message
 
 from xbot.sending.albums import plan_sends
 from xbot.sending.destination import Destination
@@ -44,7 +47,7 @@ from xbot.storage.link_cache import DEFAULT_TTL, CachedPost, LinkCache
 from xbot.tasks.payloads import DeliverPayload, SentStep
 from xbot.tasks.worker import TaskContext
 
-__all__ = ["Delivered", "OnDelivered", "Outbox"]
+__all__ = ["Delivered", "OnDelivered", "Outbox", "Sent"]
 
 
 @attrs.frozen
@@ -65,8 +68,22 @@ class Delivered:
     user_id: int | None = None
 
 
+@attrs.frozen
+class Sent:
+    """What Telegram confirmed of one send step: the items by file_id, in order, and the
+    message ids it gave them (a long post's text answers the first)."""
+
+    items: list[SentItem]
+    message_ids: tuple[int, ...]
+
+    @property
+    def first_id(self) -> int | None:
+        return self.message_ids[0] if self.message_ids else None
+
+
 OnDelivered = Callable[[TaskContext, Delivered], Awaitable[None]]
-Record = Callable[[int, list[SentItem]], Awaitable[None]]
+# A step Telegram confirmed: its index, the items, and its first message's id.
+Record = Callable[[int, list[SentItem], int | None], Awaitable[None]]
 
 
 @attrs.define
@@ -114,9 +131,31 @@ class Outbox:
         async with self.flights.hold(key):
             yield
 
-    async def say(self, dest: Destination, text: str, *, html: bool = False) -> None:
-        """One sentence in answer to the link."""
-        await self.sender.send_text(dest, text, html=html)
+    async def say(self, dest: Destination, text: str, *, html: bool = False) -> Message:
+        """One sentence in answer to the link; the message Telegram confirmed."""
+        return await self.sender.send_text(dest, text, html=html)
+
+    async def send_texts(
+        self, ctx: TaskContext, payload: DeliverPayload, texts: Sequence[str]
+    ) -> DeliverPayload:
+        """A long post's whole text (HTML, `xbot.sending.caption_long`), as text messages.
+
+        Each answers the payload's `text_anchor` (the first media message; for a post
+        without media, the first of these texts becomes it). Each is recorded under the
+        lease once Telegram confirmed it, and the record is written before the next goes
+        out, as for album steps: a retry sends only the ones not yet confirmed.
+        """
+        anchor = payload.text_anchor
+        for index, text in enumerate(texts):
+            if index < payload.texts_sent:
+                continue
+            await ctx.flush()  # the message before is recorded before this one goes out
+            dest = payload.dest if anchor is None else payload.dest.replying_to(anchor)
+            message = await self.sender.send_text(dest, text, html=True)
+            anchor = message.message_id if anchor is None else anchor
+            payload = attrs.evolve(payload, texts_sent=index + 1, text_anchor=anchor)
+            ctx.stage_payload(payload.to_json())
+        return payload
 
     async def send_file_ids(
         self,
@@ -144,7 +183,7 @@ class Outbox:
             sent = await self.sender.send_media(
                 dest, out, caption=caption if index == 0 else None, spoiler=spoiler
             )
-            await record(index, [item for item, _ in sent])
+            await record(index, [item for item, _ in sent], sent[0][1] if sent else None)
 
     async def send_step(
         self,
@@ -153,10 +192,10 @@ class Outbox:
         *,
         caption: str | None,
         spoiler: bool,
-    ) -> list[SentItem]:
+    ) -> Sent:
         """One message or one album; what Telegram confirmed, in order."""
         sent = await self.sender.send_media(dest, items, caption=caption, spoiler=spoiler)
-        return [item for item, _ in sent]
+        return Sent([item for item, _ in sent], tuple(mid for _, mid in sent))
 
     @staticmethod
     def record(
@@ -166,12 +205,20 @@ class Outbox:
         sent: Sequence[SentItem],
         *,
         skipped: int = 0,
+        message_id: int | None = None,
     ) -> DeliverPayload:
-        """Telegram confirmed step ``index``: stage the record (written before the next)."""
+        """Telegram confirmed step ``index``: stage the record (written before the next).
+
+        `message_id`: the step's first message; step 0's is what a long post's text answers.
+        """
+        anchor = payload.text_anchor
+        if index == 0 and anchor is None:
+            anchor = message_id
         updated = attrs.evolve(
             payload,
             sent=(*payload.sent, SentStep(index, tuple(sent))),
             skipped=payload.skipped + skipped,
+            text_anchor=anchor,
         )
         ctx.stage_payload(updated.to_json())
         return updated

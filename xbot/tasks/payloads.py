@@ -133,6 +133,10 @@ class DeliverPayload:
         user_id: who sent the link (None: unknown, an anonymous admin, a channel);
             their forward prompt is theirs to press.
         told_down: the chat was told that X is not answering (said once per task).
+        texts_sent: how many text messages of a long post's whole text Telegram has
+            confirmed (`xbot.sending.caption_long`), so a retry sends the rest only.
+        text_anchor: the message those text messages answer (the post's first media
+            message, or its first message when it has no media); None until sent.
     """
 
     url: str
@@ -146,6 +150,8 @@ class DeliverPayload:
     announced: bool = False
     user_id: int | None = None
     told_down: bool = False
+    texts_sent: int = 0
+    text_anchor: int | None = None
 
     @property
     def reply_to(self) -> int | None:
@@ -177,6 +183,8 @@ class DeliverPayload:
                 "announced": self.announced,
                 "user_id": self.user_id,
                 "told_down": self.told_down,
+                "texts_sent": self.texts_sent,
+                "text_anchor": self.text_anchor,
             }
         )
 
@@ -204,6 +212,8 @@ class DeliverPayload:
                 announced=bool(data.get("announced", False)),
                 user_id=_opt_int(data.get("user_id")),
                 told_down=bool(data.get("told_down", False)),
+                texts_sent=int(data.get("texts_sent", 0)),
+                text_anchor=_opt_int(data.get("text_anchor")),
             )
 
     @classmethod
