@@ -320,7 +320,11 @@ class TelegramHealth:
         }
         tmp = self.record_path.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps(data), "utf-8")
+            # Private like everything in the data dir (0600 whatever the umask).
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(data))
+            os.chmod(tmp, 0o600)  # an old .tmp left by a kill keeps its mode otherwise
             os.replace(tmp, self.record_path)
         except OSError as exc:
             log.warning("telegram health record not written %s", kv(error=exc))
