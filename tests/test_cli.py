@@ -98,7 +98,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0] == f"xbot {__version__}"
     assert [line.split()[0] for line in lines[1:]] == [
-        "python-telegram-bot", "yt-dlp", "SQLite", "Python"
+        "python-telegram-bot", "yt-dlp", "gallery-dl", "SQLite", "Python"
     ]  # fmt: skip
     assert run(capsys, "--version")[:2] == (0, out)
 
@@ -190,8 +190,14 @@ def test_run_with_a_malformed_token(
         (["--webhook", "https://bot.example/hook"], None, "XBOT_WEBHOOK_SECRET: not set"),
         (["--webhook", "https://bot.example/hook"], "bad secret!", "XBOT_WEBHOOK_SECRET: must"),
         (["--listen", "0.0.0.0"], None, "--listen only makes sense with --webhook"),
+        (
+            ["--webhook", "https://bot.example/hook", "--max-connections", "101"],
+            "s3cret",
+            "--max-connections: 101 is out of range (1..100",
+        ),
+        (["--max-connections", "10"], None, "--max-connections only makes sense with --webhook"),
     ],
-    ids=["http", "port", "no-secret", "bad-secret", "listen-alone"],
+    ids=["http", "port", "no-secret", "bad-secret", "listen-alone", "too-many", "max-alone"],
 )
 def test_run_webhook_options(
     capsys: pytest.CaptureFixture[str],

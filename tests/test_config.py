@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from xbot.config import (
     DEFAULT_BOT_API_URL,
+    SETTINGS,
     SETTINGS_DOC,
+    Settings,
     check_settings,
     load_settings,
     token_problem,
@@ -194,3 +197,28 @@ def test_every_documented_setting_has_a_meaning_and_a_default() -> None:
         assert meaning
         assert default
         assert "|" not in meaning + default  # they go into a Markdown table
+
+
+def test_the_class_defaults_are_an_empty_environment() -> None:
+    """Each setting's default is declared once (`setting`): `Settings()` and an empty
+    environment read through `check_settings` agree field by field."""
+    assert load_settings({}) == Settings()
+
+
+def test_every_field_is_a_declared_setting() -> None:
+    declared = [s.name for s in SETTINGS]
+    assert len(declared) == len(set(declared))
+    assert len(attrs.fields(Settings)) == len(declared) - 2  # XBOT_CONFIG, XBOT_WEBHOOK_SECRET
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"STATE_DIRECTORY": "/var/lib/xbot:/var/lib/other"}, Path("/var/lib/xbot")),
+        ({"STATE_DIRECTORY": "/var/lib/xbot", "XBOT_DATA_DIR": ""}, Path("/var/lib/xbot")),
+        ({"STATE_DIRECTORY": "/var/lib/xbot", "XBOT_DATA_DIR": "/srv/x"}, Path("/srv/x")),
+    ],
+    ids=["systemd", "empty-means-unset", "explicit-wins"],
+)
+def test_the_data_dir_default_follows_systemd(env: dict[str, str], expected: Path) -> None:
+    assert load_settings(env).data_dir == expected

@@ -278,3 +278,35 @@ def test_doctor_says_since_when_the_running_bot_finds_telegram_unreachable(
     assert "unreachable since 2027-01-15 08:00:00 UTC (10 min; NetworkError: Bad Gateway" in (
         found.text
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "level", "words"),
+    [
+        ('{"extractor": {"mastodon": {"my.town": {"root": "https://my.town"}}}}', "ok",
+         "sections for: mastodon"),
+        ('{"extractor": {"mastodon": ', "fail", "not valid JSON"),
+        ("[1, 2]", "fail", "JSON object"),
+        ('{"extractor": 5}', "fail", '"extractor" must be an object'),
+    ],
+    ids=["parses", "broken", "not-an-object", "bad-extractor"],
+)  # fmt: skip
+def test_doctor_says_whether_the_gallerydl_config_parses(
+    tmp_path: Path, content: str, level: str, words: str
+) -> None:
+    config = tmp_path / "gallery-dl.json"
+    config.write_text(content)
+    report = diagnose(_env(tmp_path, XBOT_GALLERYDL_CONFIG=str(config)), online=False)
+    (finding,) = [f for f in report.findings if f.subject == "XBOT_GALLERYDL_CONFIG"]
+    assert finding.level == level
+    assert words in finding.text
+    (version,) = [f for f in report.findings if f.subject == "gallery-dl"]
+    assert version.level == "ok", "installed with the bot, and its process starts"
+    assert "installed" in version.text
+
+
+def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
+    report = diagnose(_env(tmp_path, XBOT_GALLERYDL_CONFIG=str(tmp_path / "no.json")))
+    assert report.exit_code == EXIT_CONFIG
+    assert any(f.subject == "XBOT_GALLERYDL_CONFIG" and "no such file" in f.text
+               for f in report.findings)  # fmt: skip

@@ -5,6 +5,7 @@ tests/data/gallerydl/), the routing rule, the cookie rule, and the process bound
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import os
 import sys
@@ -126,6 +127,14 @@ def test_junk_and_odd_dumps(raw: bytes, error: type[Exception]) -> None:
         dump.parse_dump(raw, link_key="url:https://e.com/p/1", link_url="https://e.com/p/1")
     if error is FetchError:
         assert type(caught.value) is FetchError
+
+
+def test_a_second_post_makes_the_link_a_gallery() -> None:
+    raw = json.dumps([[2, {"id": 1}], _u("https://e.com/1.jpg", extension="jpg"),
+                      [2, {"id": 2}], _u("https://e.com/2.jpg", extension="jpg")])  # fmt: skip
+    with pytest.raises(FetchError) as caught:
+        dump.parse_dump(raw, link_key="url:https://e.com/u", link_url="https://e.com/u")
+    assert caught.value.args[0] == dump.WHOLE_GALLERY
 
 
 def test_files_before_an_error_are_the_post_and_the_count_is_capped() -> None:
@@ -325,3 +334,20 @@ def test_the_sentences_are_distinct_msgids() -> None:
     reasons = [dump.GONE, dump.LOGIN, dump.JUNK, dump.NOT_KNOWN, dump.NO_MEDIA]
     assert len(set(reasons)) == len(reasons)
     assert issubclass(dump.NoMedia, UnsupportedLink)
+
+
+async def test_a_cancelled_run_kills_its_process_group(tmp_path: Path) -> None:
+    """The bot stops or the task's lease is lost: the task is cancelled, the process goes."""
+    pidfile = tmp_path / "child.pid"
+    code = f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    run = asyncio.create_task(run_gallerydl(py(code), tmp_path, time_limit=60))
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text()):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.02)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # reaped by run_gallerydl: not even a zombie is left

@@ -10,7 +10,14 @@ import pytest
 
 from xbot import __version__
 from xbot.ops.doctor import version_findings
-from xbot.versions import YTDLP_MAX_AGE_DAYS, installed, staleness, ytdlp_release
+from xbot.versions import (
+    YTDLP_MAX_AGE_DAYS,
+    gallerydl_staleness,
+    installed,
+    installed_on,
+    staleness,
+    ytdlp_release,
+)
 
 TODAY = date(2026, 12, 1)
 
@@ -68,3 +75,31 @@ def test_doctor_names_the_versions_and_warns_on_an_old_ytdlp() -> None:
     assert ytdlp.level == "warn"
     assert ytdlp.subject == "yt-dlp"
     assert "-m pip install -U yt-dlp" in ytdlp.text
+
+
+@pytest.mark.parametrize(
+    ("version", "installed_on", "stale", "words"),
+    [
+        ("1.32.18", date(2026, 11, 20), False, "installed 11 days ago"),
+        ("1.32.18", date(2026, 9, 2), False, "installed 90 days ago"),
+        ("1.30.0", date(2026, 9, 1), True, "-m pip install -U gallery-dl"),
+        ("1.32.18", None, False, "unknown"),
+        ("not installed", None, True, "yt-dlp alone"),
+        ("1.32.18", date(2026, 12, 5), False, "installed 0 days ago"),
+    ],
+    ids=["fresh", "edge", "old-says-how", "unknown-date", "missing", "clock-behind"],
+)
+def test_gallerydl_staleness(
+    version: str, installed_on: date | None, stale: bool, words: str
+) -> None:
+    got_stale, text = gallerydl_staleness(version, installed_on, TODAY)
+    assert got_stale == stale
+    assert words in text
+
+
+def test_gallerydl_is_installed_with_the_bot_and_its_day_is_known() -> None:
+    found = installed()
+    assert found.gallerydl == metadata.version("gallery-dl")
+    assert "gallery-dl" in found.one_line()
+    assert installed_on("gallery-dl") is not None
+    assert installed_on("no-such-distribution-xbot") is None

@@ -1,15 +1,23 @@
-"""Webhook mode: setWebhook with the secret, 403 without it, updates served with it."""
+"""Webhook mode (xbot.handlers.webhook): setWebhook with the secret, 403 without it and
+nothing queued, an answer only once the update's work is queued, 500 when it cannot be,
+and Telegram's limits on the listener (body size, requests in progress)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import apsw
 import httpx
+import pytest
 
 from xbot.app import Bot
 from xbot.config import WebhookConfig
+from xbot.handlers.webhook import MAX_BODY, SECRET_HEADER
 from xbot.sending.pacing import Pacer
 from xbot.standins.harness import Harness
 
@@ -22,51 +30,159 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_webhook_mode_checks_the_secret_and_serves_updates(tmp_path: Path) -> None:
-    h = await Harness.start(tmp_path / "data", start_bot=False)
-    port = free_port()
-    hook = WebhookConfig(
-        url="https://bot.example.org/tg/hook", listen="127.0.0.1", port=port, secret_token=SECRET
-    )
-    h.bot = Bot(h.settings, pacer=Pacer(enabled=False), webhook=hook)
-    try:
-        await h.bot.start()
-        (call,) = h.api.calls_for("setWebhook")
-        assert call.params["url"] == "https://bot.example.org/tg/hook"
-        assert call.params["secret_token"] == SECRET
-        assert not h.api.calls_for("getUpdates"), "webhook mode does not poll"
+def link_update(update_id: int, chat: int, post: str) -> dict[str, Any]:
+    text = f"https://x.com/a/status/{post}"
+    return {
+        "update_id": update_id,
+        "message": {
+            "message_id": update_id, "date": 0, "chat": {"id": chat, "type": "private"},
+            "from": {"id": chat, "is_bot": False, "first_name": "W"},
+            "text": text, "entities": [{"type": "url", "offset": 0, "length": len(text)}],
+        },
+    }  # fmt: skip
 
-        h.fx.add_post("900", text="hooked", photos=[h.photo("hook")])
-        update = {
-            "update_id": 1,
-            "message": {
-                "message_id": 10, "date": 0, "chat": {"id": 31, "type": "private"},
-                "from": {"id": 31, "is_bot": False, "first_name": "W"},
-                "text": "https://x.com/a/status/900",
-                "entities": [{"type": "url", "offset": 0, "length": 26}],
-            },
-        }  # fmt: skip
-        url = f"http://127.0.0.1:{port}/tg/hook"
-        async with httpx.AsyncClient() as client:
-            refused = await client.post(url, content=json.dumps(update))
-            forged = await client.post(
-                url,
-                content=json.dumps(update),
-                headers={"X-Telegram-Bot-Api-Secret-Token": "wrong"},
-            )
-            accepted = await client.post(
-                url,
-                content=json.dumps(update),
-                headers={
-                    "X-Telegram-Bot-Api-Secret-Token": SECRET,
-                    "Content-Type": "application/json",
-                },
-            )
-        assert refused.status_code == 403
-        assert forged.status_code == 403
-        assert accepted.status_code == 200
-        await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 31), 10)
-        (sent,) = h.api.calls_for("sendPhoto", 31)
-        assert "hooked" in sent.params["caption"]
+
+class Hooked:
+    def __init__(self, h: Harness, port: int, max_connections: int = 40) -> None:
+        self.h = h
+        self.url = f"http://127.0.0.1:{port}/tg/hook"
+        self.config = WebhookConfig(
+            url="https://bot.example.org/tg/hook",
+            listen="127.0.0.1",
+            port=port,
+            secret_token=SECRET,
+            max_connections=max_connections,
+        )
+
+    async def start_bot(self) -> Bot:
+        self.h.bot = Bot(self.h.settings, pacer=Pacer(enabled=False), webhook=self.config)
+        await self.h.bot.start()
+        return self.h.bot
+
+    async def post(
+        self, client: httpx.AsyncClient, body: object, secret: str | None = SECRET
+    ) -> httpx.Response:
+        headers = {"Content-Type": "application/json"}
+        if secret is not None:
+            headers[SECRET_HEADER] = secret
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return await client.post(self.url, content=content, headers=headers)
+
+    def tasks(self) -> int:
+        conn = apsw.Connection(str(self.h.settings.db_path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return int(conn.execute("SELECT count(*) FROM tasks").fetchall()[0][0])
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+async def hooked(tmp_path: Path) -> AsyncIterator[Hooked]:
+    h = await Harness.start(tmp_path / "data", start_bot=False)
+    try:
+        yield Hooked(h, free_port())
     finally:
+        await h.stop()
+
+
+async def test_webhook_mode_checks_the_secret_and_serves_updates(hooked: Hooked) -> None:
+    h = hooked.h
+    bot = await hooked.start_bot()
+    assert bot.phase == "webhook"
+    assert bot.receiving
+    (call,) = h.api.calls_for("setWebhook")
+    assert call.params["url"] == "https://bot.example.org/tg/hook"
+    assert call.params["secret_token"] == SECRET
+    assert int(call.params["max_connections"]) == 40
+    assert not h.api.calls_for("getUpdates"), "webhook mode does not poll"
+
+    h.fx.add_post("900", text="hooked", photos=[h.photo("hook")])
+    update = link_update(1, 31, "900")
+    async with httpx.AsyncClient() as client:
+        refused = await hooked.post(client, update, secret=None)
+        forged = await hooked.post(client, update, secret="wrong")
+        assert hooked.tasks() == 0, "a refused post queued something"
+        accepted = await hooked.post(client, update)
+        # Answered only once the work is durable: the task is in the database now.
+        assert accepted.status_code == 200
+        assert hooked.tasks() == 1
+    assert refused.status_code == 403
+    assert forged.status_code == 403
+    await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 31), 10)
+    (sent,) = h.api.calls_for("sendPhoto", 31)
+    assert "hooked" in sent.params["caption"]
+
+
+async def test_what_is_no_update_is_refused(hooked: Hooked) -> None:
+    await hooked.start_bot()
+    async with httpx.AsyncClient() as client:
+        not_json = await hooked.post(client, b"<html>")
+        not_an_update = await hooked.post(client, [1, 2])
+        too_big = await hooked.post(client, b"{" + b" " * MAX_BODY + b"}")
+        elsewhere = await client.post(
+            hooked.url.replace("/tg/hook", "/other"), headers={SECRET_HEADER: SECRET}
+        )
+        get = await client.get(hooked.url, headers={SECRET_HEADER: SECRET})
+    assert [r.status_code for r in (not_json, not_an_update, too_big, elsewhere, get)] == [
+        400, 400, 413, 404, 405,
+    ]  # fmt: skip
+    assert hooked.tasks() == 0
+
+
+async def test_an_update_that_cannot_be_stored_gets_a_500_and_comes_again(
+    hooked: Hooked,
+) -> None:
+    """The database is gone mid-run: no 200 (Telegram would never send it again) but a
+    500, and no apology in the chat; the same update sent again after a restart is
+    handled once."""
+    h = hooked.h
+    bot = await hooked.start_bot()
+    h.fx.add_post("901", text="stored later", photos=[h.photo("later")])
+    update = link_update(7, 32, "901")
+    assert bot.services is not None
+    await bot.services.pool.close()  # every store call fails from now on
+    async with httpx.AsyncClient() as client:
+        failed = await hooked.post(client, update)
+        assert failed.status_code == 500
+        assert not h.api.calls_for("sendMessage", 32), "the user was told to send it again"
+        await h.stop_bot()
+        await hooked.start_bot()
+        again = await hooked.post(client, update)
+        twice = await hooked.post(client, update)  # a redelivery while it is still queued
+    assert (again.status_code, twice.status_code) == (200, 200)
+    await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 32), 10)
+    await h.wait_idle()
+    assert len(h.api.calls_for("sendPhoto", 32)) == 1
+
+
+async def test_no_more_than_max_connections_at_once(tmp_path: Path) -> None:
+    """With the database locked the first update waits in its handler; a second one at
+    the same time is told to come back later (503), and the first is answered 200 once
+    the lock is gone."""
+    h = await Harness.start(tmp_path / "data", start_bot=False)
+    hooked = Hooked(h, free_port(), max_connections=1)
+    lock = None
+    try:
+        await hooked.start_bot()
+        h.fx.add_post("902", text="one at a time", photos=[h.photo("one")])
+        lock = apsw.Connection(str(h.settings.db_path))
+        lock.set_busy_timeout(5000)
+        lock.execute("BEGIN EXCLUSIVE")
+        async with httpx.AsyncClient(timeout=30) as client:
+            first = asyncio.create_task(hooked.post(client, link_update(1, 33, "902")))
+            listener = h.bot.hook_listener if h.bot else None
+            assert listener is not None
+            async with asyncio.timeout(10):
+                while listener.in_progress == 0:
+                    await asyncio.sleep(0.01)
+            second = await hooked.post(client, link_update(2, 34, "902"))
+            assert second.status_code == 503
+            assert second.headers["Retry-After"] == "1"
+            lock.execute("ROLLBACK")
+            assert (await first).status_code == 200
+    finally:
+        if lock is not None:
+            if lock.in_transaction:
+                lock.execute("ROLLBACK")
+            lock.close()
         await h.stop()

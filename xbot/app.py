@@ -10,7 +10,7 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from telegram import Update
@@ -31,6 +31,7 @@ from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
 from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
+from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.logs import kv
 from xbot.media import netguard
@@ -65,6 +66,9 @@ from xbot.tasks.other_sites import OtherSites
 from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import FinishedHook, Workers
+
+if TYPE_CHECKING:
+    from xbot.handlers.webhook import WebhookListener
 
 log = logging.getLogger(__name__)
 
@@ -272,6 +276,8 @@ def add_handlers(application: AppType) -> None:
 async def on_error(update: object, context: XContext) -> None:
     """The one error handler: a log line, never a traceback to a user."""
     err = context.error
+    # A webhook update whose work could not be stored is answered 500 (sent again).
+    note_failure(err)
     chat = update.effective_chat.id if isinstance(update, Update) and update.effective_chat else ""
     log.error("handler failed %s", kv(chat=chat, error=type(err).__name__), exc_info=err)
 
@@ -366,6 +372,7 @@ class Bot:
         self.read_timeout = read_timeout
         self.webhook = webhook
         self.poller: DurablePoller | None = None
+        self.hook_listener: WebhookListener | None = None
         self.clock = clock
         self.pacer = pacer
         self.poll_timeout = poll_timeout
@@ -399,8 +406,8 @@ class Bot:
         if self.phase == POLLING:
             return self.poller is not None and self.poller.running and self.application.running
         if self.phase == WEBHOOK:
-            updater = self.application.updater
-            return self.application.running and updater is not None and updater.running
+            hook = self.hook_listener
+            return hook is not None and hook.running and self.application.running
         return False
 
     async def start(self) -> Services:
@@ -495,8 +502,6 @@ class Bot:
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
         await self.application.start()
-        updater = self.application.updater
-        assert updater is not None
         if self.webhook is None:
             # getUpdates fails while a webhook is set (a former `--webhook` run).
             await self._until_telegram_answers(
@@ -512,23 +517,43 @@ class Bot:
             self.phase = POLLING
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
         else:
-            # PTB's tornado server answers 403 to a request without Telegram's
-            # X-Telegram-Bot-Api-Secret-Token header, and setWebhook tells
-            # Telegram the secret and the URL.
+            # Our own listener: a POST is answered only after its update's work is
+            # queued (xbot.handlers.webhook), so a kill loses nothing acknowledged.
+            # Imported here: tornado comes with the optional webhooks extra, and
+            # `xbot run` checks for it before it gets this far.
+            from xbot.handlers.webhook import WebhookListener
+
             hook = self.webhook
-            await updater.start_webhook(
+            self.hook_listener = WebhookListener(
+                self.application,
+                path="/" + hook.url_path,
+                secret_token=hook.secret_token,
                 listen=hook.listen,
                 port=hook.port,
-                url_path=hook.url_path,
-                webhook_url=hook.url,
-                secret_token=hook.secret_token,
-                allowed_updates=Update.ALL_TYPES,
-                drop_pending_updates=False,
+                max_connections=hook.max_connections,
+            )
+            await self.hook_listener.start()  # listening before Telegram is told to post
+            # setWebhook tells Telegram the URL, the secret and how many at once.
+            await self._until_telegram_answers(
+                "setWebhook",
+                lambda: bot.set_webhook(
+                    url=hook.url,
+                    secret_token=hook.secret_token,
+                    max_connections=hook.max_connections,
+                    allowed_updates=Update.ALL_TYPES,
+                    drop_pending_updates=False,
+                    **timeouts,
+                ),
             )
             self.phase = WEBHOOK
             log.info(
                 "webhook %s",
-                kv(version=__version__, listen=f"{hook.listen}:{hook.port}", path=hook.url_path),
+                kv(
+                    version=__version__,
+                    listen=f"{hook.listen}:{self.hook_listener.port}",
+                    path=hook.url_path,
+                    max_connections=hook.max_connections,
+                ),
             )
         if self.metrics is not None:
             await self._start_telemetry(services, self.metrics)
@@ -612,8 +637,8 @@ class Bot:
             await self.telemetry.stop()
         if self.poller is not None:
             await self.poller.stop()
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
+        if self.hook_listener is not None:
+            await self.hook_listener.stop()  # the updates in progress are queued first
         for task in (self._sweeper, self._menus):
             if task is not None:
                 task.cancel()

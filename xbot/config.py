@@ -1,8 +1,9 @@
 """Settings, read from the environment (and optionally a TOML file with the same names).
 
 The variable names are a contract (see README, "Configuration"): tests and
-deployments rely on them. `SETTINGS_DOC` is the one table of them; the README's
-table is checked against it by a test.
+deployments rely on them. Each is declared once, as a field of `Settings` (name,
+meaning, default, how it is read); `SETTINGS` lists them all, and the README's
+table and systemd/xbot.env.example are checked against it by tests.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tomllib
 import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import attrs
 import platformdirs
@@ -33,90 +34,6 @@ DEFAULT_X_API_URL = "https://api.fxtwitter.com"
 DEFAULT_VX_API_URL = "https://api.vxtwitter.com"
 DEFAULT_X_SYNDICATION_URL = "https://cdn.syndication.twimg.com"
 
-# name -> (meaning, default as shown to people). The README's configuration table
-# and systemd/xbot.env.example are checked against this by tests/test_docs.py.
-SETTINGS_DOC: dict[str, tuple[str, str]] = {
-    "XBOT_TOKEN": ("bot token from @BotFather", "required for `run`"),
-    "XBOT_BOT_API_URL": (
-        "Bot API base URL (PTB `base_url`, ends in `/bot`), e.g. a local Bot API server",
-        DEFAULT_BOT_API_URL,
-    ),
-    "XBOT_BOT_API_FILE_URL": (
-        "Bot API file base URL (PTB `base_file_url`, ends in `/file/bot`)",
-        DEFAULT_BOT_API_FILE_URL,
-    ),
-    "XBOT_X_API_URL": ("fxtwitter-compatible API base", DEFAULT_X_API_URL),
-    "XBOT_VX_API_URL": (
-        "vxtwitter-compatible API base, asked when the first source fails transiently; "
-        "empty disables",
-        DEFAULT_VX_API_URL,
-    ),
-    "XBOT_X_SYNDICATION_URL": (
-        "X's syndication endpoint base (`/tweet-result`), the third source; empty disables",
-        DEFAULT_X_SYNDICATION_URL,
-    ),
-    "XBOT_DATA_DIR": (
-        "where the database and temp files live",
-        "`$STATE_DIRECTORY` under systemd, else the platformdirs user data dir",
-    ),
-    "XBOT_ADMIN_IDS": ("comma-separated user ids allowed admin commands (`/stats`)", "empty"),
-    "XBOT_ALLOWED_CHAT_IDS": (
-        "if set, only these chats/users (comma-separated ids) are served",
-        "empty (everyone)",
-    ),
-    "XBOT_WORKERS": ("concurrent workers (1-64)", "4"),
-    "XBOT_UPLOAD_LIMIT_MB": (
-        "largest file the bot uploads, in MB (50 on the cloud Bot API, "
-        "up to 2000 on a local Bot API server)",
-        "50",
-    ),
-    "XBOT_YTDLP_SITES": (
-        "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
-        "known",
-    ),
-    "XBOT_GALLERYDL_CONFIG": (
-        "path of a gallery-dl configuration file (JSON) handed to gallery-dl for image posts "
-        "from other sites: cookies, credentials, extra instances of sites it knows "
-        "(Mastodon, *booru, …)",
-        "none",
-    ),
-    "XBOT_BSKY_API_URL": ("Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL),
-    "XBOT_BSKY_PLC_URL": (
-        "DID directory where a Bluesky author's PDS (their video files) is looked up",
-        DEFAULT_BSKY_PLC_URL,
-    ),
-    "XBOT_PIXIV_API_URL": ("pixiv base for its `/ajax/illust` API", DEFAULT_PIXIV_API_URL),
-    "XBOT_ALLOW_PRIVATE_NETWORKS": (
-        "`1` lets media come from loopback/private addresses (tests, demo)",
-        "off",
-    ),
-    "XBOT_LOG_LEVEL": ("logging level: DEBUG, INFO, WARNING, ERROR", "INFO"),
-    "XBOT_CAPTION_EDIT_TTL": ("seconds a caption-edit prompt stays open (60-2592000)", "86400"),
-    "XBOT_CACHE_TTL_DAYS": ("days a link-cache entry is kept (1-365)", "7"),
-    "XBOT_WEBHOOK_SECRET": (
-        "webhook mode only: the secret Telegram sends with every update "
-        "(1-256 of A-Z a-z 0-9 _ -); `xbot run --secret-token-env` names another variable",
-        "none",
-    ),
-    "XBOT_METRICS_ADDR": (
-        "`host:port` of the operator's HTTP listener: `GET /metrics` (Prometheus), `GET /livez` "
-        "and `GET /readyz` (200 or 503, one line); a host other than loopback needs "
-        "`XBOT_METRICS_PUBLIC=1`",
-        "empty (no listener)",
-    ),
-    "XBOT_METRICS_PUBLIC": (
-        "`1` lets `XBOT_METRICS_ADDR` listen on a non-loopback address (put a firewall or a "
-        "proxy with authentication in front: the metrics are not secret, but not for everyone)",
-        "off",
-    ),
-    "XBOT_CONFIG": ("optional TOML file with any of these names (the environment wins)", "none"),
-    "XBOT_TEST_TIME_SCALE": (
-        "tests only: multiplies the waits between tries to reach Telegram at start-up and "
-        "while polling (0.001-1), so a test of a long outage takes seconds",
-        "1",
-    ),
-}
-
 # A bot token as @BotFather hands it out: the bot's numeric id, a colon, 35 URL-safe
 # characters (accept a few more, Telegram has not promised the length).
 TOKEN_SHAPE = re.compile(r"[0-9]{3,20}:[A-Za-z0-9_-]{30,64}")
@@ -129,57 +46,11 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-@attrs.frozen
-class Settings:
-    """Everything the bot reads from its environment, validated.
+# --- how a value is read: (variable name, raw text) -> value, or one ConfigError line ----------
 
-    Attributes:
-        token: the bot token ("" when unset; `run` requires it).
-        data_dir: the folder for the database and temp files.
-        upload_limit: the largest upload, in bytes.
-    """
 
-    token: str = ""
-    bot_api_url: str = DEFAULT_BOT_API_URL
-    bot_api_file_url: str = DEFAULT_BOT_API_FILE_URL
-    x_api_url: str = DEFAULT_X_API_URL
-    vx_api_url: str = DEFAULT_VX_API_URL  # "" disables the source
-    x_syndication_url: str = DEFAULT_X_SYNDICATION_URL  # "" disables the source
-    data_dir: Path = attrs.field(factory=lambda: Path(platformdirs.user_data_dir("xbot")))
-    admin_ids: frozenset[int] = frozenset()
-    allowed_chat_ids: frozenset[int] = frozenset()
-    workers: int = 4
-    upload_limit_mb: int = 50
-    ytdlp_sites: str = "known"
-    gallerydl_config: Path | None = None
-    bsky_api_url: str = DEFAULT_BSKY_API_URL
-    bsky_plc_url: str = DEFAULT_BSKY_PLC_URL
-    pixiv_api_url: str = DEFAULT_PIXIV_API_URL
-    allow_private_networks: bool = False
-    log_level: str = "INFO"
-    caption_edit_ttl: float = 86400.0
-    cache_ttl: float = 7 * 86400.0
-    metrics_addr: tuple[str, int] | None = None  # None: no listener
-    time_scale: float = 1.0  # tests only (XBOT_TEST_TIME_SCALE): shorter reconnect waits
-
-    @property
-    def upload_limit(self) -> int:
-        return self.upload_limit_mb * 1024 * 1024
-
-    @property
-    def db_path(self) -> Path:
-        return self.data_dir / "xbot.sqlite3"
-
-    @property
-    def tmp_dir(self) -> Path:
-        return self.data_dir / "tmp"
-
-    def is_allowed_chat(self, chat_id: int, user_id: int | None = None) -> bool:
-        if not self.allowed_chat_ids:
-            return True
-        return chat_id in self.allowed_chat_ids or (
-            user_id is not None and user_id in self.allowed_chat_ids
-        )
+def _text(name: str, raw: str) -> str:
+    return raw.strip()
 
 
 def _ids(name: str, raw: str) -> frozenset[int]:
@@ -206,8 +77,16 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
     return value
 
 
-def _scale(raw: str) -> float:
-    name = "XBOT_TEST_TIME_SCALE"
+def _whole(lo: int, hi: int, *, times: float = 1.0) -> Callable[[str, str], float]:
+    """A whole number in ``lo..hi``, multiplied by ``times`` (days to seconds)."""
+    return lambda name, raw: times * _int(name, raw, lo, hi)
+
+
+def _count(lo: int, hi: int) -> Callable[[str, str], int]:
+    return lambda name, raw: _int(name, raw, lo, hi)
+
+
+def _scale(name: str, raw: str) -> float:
     try:
         value = float(raw.strip() or "1")
     except ValueError:
@@ -239,14 +118,69 @@ def _optional_url(name: str, raw: str) -> str:
     return "" if not raw.strip() else _url(name, raw)
 
 
+def _api_url(tail: str) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        value = _url(name, raw)
+        # PTB appends the token to this URL (or fills in "{token}"): without the tail
+        # every call goes to ".../123:abc/getMe" and fails with a confusing 404.
+        if "{token}" not in value and not value.endswith(tail):
+            raise ConfigError(
+                f"{name}: {value!r} must end with {tail} (the token is appended to it)"
+            )
+        return value
+
+    return parse
+
+
+def _one_of(*choices: str) -> Callable[[str, str], str]:
+    """One of ``choices`` in any case; empty is the first."""
+
+    def parse(name: str, raw: str) -> str:
+        value = raw.strip().lower() or choices[0]
+        if value not in choices:
+            raise ConfigError(
+                f"{name}: {value!r} must be " + " or ".join(f"'{c}'" for c in choices)
+            )
+        return value
+
+    return parse
+
+
+def _level(name: str, raw: str) -> str:
+    value = raw.strip().upper() or "INFO"
+    if value not in _LOG_LEVELS:
+        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(_LOG_LEVELS)}")
+    return value
+
+
+def _data_dir(name: str, raw: str) -> Path:
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        # Under systemd the working directory is / (read-only): say so now, not at open.
+        raise ConfigError(f"{name}: {str(path)!r} must be an absolute path")
+    return path
+
+
+def _optional_file(name: str, raw: str) -> Path | None:
+    """A file the operator names, which must exist when named (doctor checks its content)."""
+    if not raw.strip():
+        return None
+    path = Path(raw.strip()).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(f"{name}: {raw.strip()!r} must be an absolute path")
+    if not path.is_file():
+        raise ConfigError(f"{name}: no such file: {path}")
+    return path
+
+
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
 
 
-def _listen_addr(name: str, raw: str, public: bool) -> tuple[str, int] | None:
+def _listen_addr(name: str, raw: str) -> tuple[str, int] | None:
     """``host:port`` (``[::1]:9100`` for IPv6) as (host, port); None when empty.
 
-    A host other than loopback is refused unless `public`: metrics and health
-    answers name the bot's sources and load, which is nobody else's business.
+    Whether the host may be other than loopback is `XBOT_METRICS_PUBLIC`'s to say
+    (`check_settings`).
     """
     value = raw.strip()
     if not value:
@@ -255,13 +189,7 @@ def _listen_addr(name: str, raw: str, public: bool) -> tuple[str, int] | None:
     if not sep or not host:
         raise ConfigError(f"{name}: {value!r} is not host:port (e.g. 127.0.0.1:9464)")
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    port = _int(name, port_text, 0, 65535)
-    if not public and not _is_loopback(host):
-        raise ConfigError(
-            f"{name}: {host!r} is not a loopback address; set XBOT_METRICS_PUBLIC=1 to listen "
-            "there (and keep strangers out with a firewall or a proxy)"
-        )
-    return host, port
+    return host, _int(name, port_text, 0, 65535)
 
 
 def _is_loopback(host: str) -> bool:
@@ -273,21 +201,270 @@ def _is_loopback(host: str) -> bool:
         return False  # a name other than localhost may resolve anywhere
 
 
-def default_data_dir(env: Mapping[str, str]) -> Path:
-    """Explicit setting, then systemd's `$STATE_DIRECTORY` (first entry), then platformdirs."""
-    if env.get("XBOT_DATA_DIR"):
-        return Path(env["XBOT_DATA_DIR"]).expanduser()
+def default_data_dir(env: Mapping[str, str]) -> str:
+    """Without `XBOT_DATA_DIR`: systemd's `$STATE_DIRECTORY` (first entry), else platformdirs."""
     if env.get("STATE_DIRECTORY"):
-        return Path(env["STATE_DIRECTORY"].split(":")[0])
-    return Path(platformdirs.user_data_dir("xbot"))
+        return env["STATE_DIRECTORY"].split(":")[0]
+    return platformdirs.user_data_dir("xbot")
 
 
-def _data_dir(env: Mapping[str, str]) -> Path:
-    path = default_data_dir(env)
-    if not path.is_absolute():
-        # Under systemd the working directory is / (read-only): say so now, not at open.
-        raise ConfigError(f"XBOT_DATA_DIR: {str(path)!r} must be an absolute path")
-    return path
+# --- the settings, each declared once ----------------------------------------------------------
+
+
+@attrs.frozen
+class Setting:
+    """One environment variable: its name, what it means, its default, how it is read.
+
+    Attributes:
+        name: the variable (a contract: README, "Configuration").
+        meaning: the README's sentence for it.
+        default: the value when unset, spelled as in the environment and read by
+            ``parse`` like any other; or a function of the environment, for a default
+            that depends on it (the data dir under systemd).
+        parse: ``(name, raw) -> value``, raising a `ConfigError` line naming the
+            setting; None for a variable read elsewhere (`XBOT_CONFIG`, the webhook
+            secret), which is documented here all the same.
+        shown: the default as the README shows it, when not ``default`` itself.
+    """
+
+    name: str
+    meaning: str
+    default: str | Callable[[Mapping[str, str]], str] = ""
+    parse: Callable[[str, str], object] | None = None
+    shown: str | None = None
+
+    def raw(self, env: Mapping[str, str]) -> str:
+        """The text to read: the variable's, else the default (a default that is a function
+        of the environment also stands in for an empty variable)."""
+        if callable(self.default):
+            return env.get(self.name) or self.default(env)
+        return env.get(self.name, self.default)
+
+    def shown_default(self) -> str:
+        text = self.shown if self.shown is not None else str(self.default)
+        plain = text.startswith(("`", "required", "empty", "none", "off"))
+        return text if plain else f"`{text}`"
+
+
+_SETTING = "xbot.setting"
+
+
+def setting(
+    name: str,
+    meaning: str,
+    default: str | Callable[[Mapping[str, str]], str],
+    parse: Callable[[str, str], T],
+    *,
+    shown: str | None = None,
+) -> T:
+    """A field of `Settings` read from the variable ``name``: the one declaration of it.
+
+    The field's default is ``default`` read by ``parse``, so ``Settings()`` is what an
+    empty environment gives.
+    """
+    declared = Setting(name, meaning, default, parse, shown)
+    if callable(default):
+        value: object = attrs.Factory(lambda: parse(name, default({})))
+    else:
+        value = parse(name, default)
+    # A field specifier: attrs turns it into the class's ``T`` attribute.
+    return cast("T", attrs.field(default=value, metadata={_SETTING: declared}))
+
+
+@attrs.frozen
+class Settings:
+    """Everything the bot reads from its environment, validated.
+
+    Each field is declared with its variable (`setting`): that declaration is the
+    setting's one place (name, meaning, default, how it is read); `check_settings`
+    reads every field from it and the README's table is rendered from it
+    (`settings_table`). Adding a setting is adding a field here.
+
+    Attributes:
+        token: the bot token ("" when unset; `run` requires it).
+        data_dir: the folder for the database and temp files.
+        upload_limit: the largest upload, in bytes.
+    """
+
+    token: str = setting(
+        "XBOT_TOKEN", "bot token from @BotFather", "", _text, shown="required for `run`"
+    )
+    bot_api_url: str = setting(
+        "XBOT_BOT_API_URL",
+        "Bot API base URL (PTB `base_url`, ends in `/bot`), e.g. a local Bot API server",
+        DEFAULT_BOT_API_URL,
+        _api_url("/bot"),
+    )
+    bot_api_file_url: str = setting(
+        "XBOT_BOT_API_FILE_URL",
+        "Bot API file base URL (PTB `base_file_url`, ends in `/file/bot`)",
+        DEFAULT_BOT_API_FILE_URL,
+        _api_url("/file/bot"),
+    )
+    x_api_url: str = setting(
+        "XBOT_X_API_URL", "fxtwitter-compatible API base", DEFAULT_X_API_URL, _url
+    )
+    vx_api_url: str = setting(  # "" disables the source
+        "XBOT_VX_API_URL",
+        "vxtwitter-compatible API base, asked when the first source fails transiently; "
+        "empty disables",
+        DEFAULT_VX_API_URL,
+        _optional_url,
+    )
+    x_syndication_url: str = setting(  # "" disables the source
+        "XBOT_X_SYNDICATION_URL",
+        "X's syndication endpoint base (`/tweet-result`), the third source; empty disables",
+        DEFAULT_X_SYNDICATION_URL,
+        _optional_url,
+    )
+    data_dir: Path = setting(
+        "XBOT_DATA_DIR",
+        "where the database and temp files live",
+        default_data_dir,
+        _data_dir,
+        shown="`$STATE_DIRECTORY` under systemd, else the platformdirs user data dir",
+    )
+    admin_ids: frozenset[int] = setting(
+        "XBOT_ADMIN_IDS",
+        "comma-separated user ids allowed admin commands (`/stats`)",
+        "",
+        _ids,
+        shown="empty",
+    )
+    allowed_chat_ids: frozenset[int] = setting(
+        "XBOT_ALLOWED_CHAT_IDS",
+        "if set, only these chats/users (comma-separated ids) are served",
+        "",
+        _ids,
+        shown="empty (everyone)",
+    )
+    workers: int = setting("XBOT_WORKERS", "concurrent workers (1-64)", "4", _count(1, 64))
+    upload_limit_mb: int = setting(
+        "XBOT_UPLOAD_LIMIT_MB",
+        "largest file the bot uploads, in MB (50 on the cloud Bot API, "
+        "up to 2000 on a local Bot API server)",
+        "50",
+        _count(1, 2000),
+    )
+    ytdlp_sites: str = setting(
+        "XBOT_YTDLP_SITES",
+        "`known`: every yt-dlp extractor but the generic one; `all`: the generic one too",
+        "known",
+        _one_of("known", "all"),
+    )
+    gallerydl_config: Path | None = setting(
+        "XBOT_GALLERYDL_CONFIG",
+        "path of a gallery-dl configuration file (JSON) handed to gallery-dl for image posts "
+        "from other sites: cookies, credentials, extra instances of sites it knows "
+        "(Mastodon, *booru, …)",
+        "",
+        _optional_file,
+        shown="none",
+    )
+    bsky_api_url: str = setting(
+        "XBOT_BSKY_API_URL", "Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL, _url
+    )
+    bsky_plc_url: str = setting(
+        "XBOT_BSKY_PLC_URL",
+        "DID directory where a Bluesky author's PDS (their video files) is looked up",
+        DEFAULT_BSKY_PLC_URL,
+        _url,
+    )
+    pixiv_api_url: str = setting(
+        "XBOT_PIXIV_API_URL", "pixiv base for its `/ajax/illust` API", DEFAULT_PIXIV_API_URL, _url
+    )
+    allow_private_networks: bool = setting(
+        "XBOT_ALLOW_PRIVATE_NETWORKS",
+        "`1` lets media come from loopback/private addresses (tests, demo)",
+        "0",
+        _bool,
+        shown="off",
+    )
+    log_level: str = setting(
+        "XBOT_LOG_LEVEL", "logging level: DEBUG, INFO, WARNING, ERROR", "INFO", _level
+    )
+    caption_edit_ttl: float = setting(
+        "XBOT_CAPTION_EDIT_TTL",
+        "seconds a caption-edit prompt stays open (60-2592000)",
+        "86400",
+        _whole(60, 30 * 86400),
+    )
+    cache_ttl: float = setting(  # seconds
+        "XBOT_CACHE_TTL_DAYS",
+        "days a link-cache entry is kept (1-365)",
+        "7",
+        _whole(1, 365, times=86400.0),
+    )
+    metrics_addr: tuple[str, int] | None = setting(  # None: no listener
+        "XBOT_METRICS_ADDR",
+        "`host:port` of the operator's HTTP listener: `GET /metrics` (Prometheus), `GET /livez` "
+        "and `GET /readyz` (200 or 503, one line); a host other than loopback needs "
+        "`XBOT_METRICS_PUBLIC=1`",
+        "",
+        _listen_addr,
+        shown="empty (no listener)",
+    )
+    metrics_public: bool = setting(
+        "XBOT_METRICS_PUBLIC",
+        "`1` lets `XBOT_METRICS_ADDR` listen on a non-loopback address (put a firewall or a "
+        "proxy with authentication in front: the metrics are not secret, but not for everyone)",
+        "0",
+        _bool,
+        shown="off",
+    )
+    time_scale: float = setting(  # tests only: shorter reconnect waits
+        "XBOT_TEST_TIME_SCALE",
+        "tests only: multiplies the waits between tries to reach Telegram at start-up and "
+        "while polling (0.001-1), so a test of a long outage takes seconds",
+        "1",
+        _scale,
+    )
+
+    @property
+    def upload_limit(self) -> int:
+        return self.upload_limit_mb * 1024 * 1024
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "xbot.sqlite3"
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.data_dir / "tmp"
+
+    def is_allowed_chat(self, chat_id: int, user_id: int | None = None) -> bool:
+        if not self.allowed_chat_ids:
+            return True
+        return chat_id in self.allowed_chat_ids or (
+            user_id is not None and user_id in self.allowed_chat_ids
+        )
+
+
+# Variables read outside `Settings`, documented with the others.
+_READ_ELSEWHERE = (
+    Setting(
+        "XBOT_WEBHOOK_SECRET",
+        "webhook mode only: the secret Telegram sends with every update "
+        "(1-256 of A-Z a-z 0-9 _ -); `xbot run --secret-token-env` names another variable",
+        shown="none",
+    ),
+    Setting(
+        "XBOT_CONFIG",
+        "optional TOML file with any of these names (the environment wins)",
+        shown="none",
+    ),
+)
+
+# Every variable, in the README's order: the fields of `Settings`, then the others.
+SETTINGS: tuple[Setting, ...] = (
+    *(f.metadata[_SETTING] for f in attrs.fields(Settings)),
+    *_READ_ELSEWHERE,
+)
+# name -> (meaning, default as shown to people): what the README's table, the example
+# environment file and `unknown_names` go by.
+SETTINGS_DOC: dict[str, tuple[str, str]] = {
+    s.name: (s.meaning, s.shown_default()) for s in SETTINGS
+}
 
 
 def _read_toml(path: str) -> dict[str, str]:
@@ -351,28 +528,6 @@ def _merged(env: Mapping[str, str]) -> dict[str, str]:
     return merged
 
 
-def _optional_file(name: str, merged: Mapping[str, str]) -> Path | None:
-    """A file the operator names, which must exist when named (doctor checks its content)."""
-    raw = merged.get(name, "").strip()
-    if not raw:
-        return None
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        raise ConfigError(f"{name}: {raw!r} must be an absolute path")
-    if not path.is_file():
-        raise ConfigError(f"{name}: no such file: {path}")
-    return path
-
-
-def _api_url(name: str, raw: str, tail: str) -> str:
-    value = _url(name, raw)
-    # PTB appends the token to this URL (or fills in "{token}"): without the tail
-    # every call goes to ".../123:abc/getMe" and fails with a confusing 404.
-    if "{token}" not in value and not value.endswith(tail):
-        raise ConfigError(f"{name}: {value!r} must end with {tail} (the token is appended to it)")
-    return value
-
-
 def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | None, list[str]]:
     """Every problem of the configuration, one line each naming the setting.
 
@@ -384,116 +539,31 @@ def check_settings(env: Mapping[str, str] | None = None) -> tuple[Settings | Non
         merged = _merged(environ)
     except ConfigError as exc:
         return None, [str(exc)]
-
-    def get(name: str, default: str) -> str:
-        return merged.get(name, default)
-
-    def field(parse: Callable[[], T], fallback: T) -> T:
+    values: dict[str, Any] = {}
+    for field in attrs.fields(Settings):
+        declared: Setting = field.metadata[_SETTING]
+        assert declared.parse is not None
         try:
-            return parse()
+            values[field.name] = declared.parse(declared.name, declared.raw(merged))
         except ConfigError as exc:
             problems.append(str(exc))
-            return fallback
-
-    def level() -> str:
-        value = get("XBOT_LOG_LEVEL", "INFO").strip().upper() or "INFO"
-        if value not in _LOG_LEVELS:
-            raise ConfigError(f"XBOT_LOG_LEVEL: {value!r} is not one of {', '.join(_LOG_LEVELS)}")
-        return value
-
-    def sites() -> str:
-        value = get("XBOT_YTDLP_SITES", "known").strip().lower() or "known"
-        if value not in ("known", "all"):
-            raise ConfigError(f"XBOT_YTDLP_SITES: {value!r} must be 'known' or 'all'")
-        return value
-
-    bot_api_url = field(
-        lambda: _api_url("XBOT_BOT_API_URL", get("XBOT_BOT_API_URL", DEFAULT_BOT_API_URL), "/bot"),
-        DEFAULT_BOT_API_URL,
-    )
-    upload_limit_mb = field(
-        lambda: _int("XBOT_UPLOAD_LIMIT_MB", get("XBOT_UPLOAD_LIMIT_MB", "50"), 1, 2000), 50
-    )
+    settings = Settings(**values)  # a field that did not parse keeps its default
     if (
-        upload_limit_mb > CLOUD_UPLOAD_LIMIT_MB
-        and urllib.parse.urlsplit(bot_api_url).hostname == CLOUD_API_HOST
+        "upload_limit_mb" in values
+        and settings.upload_limit_mb > CLOUD_UPLOAD_LIMIT_MB
+        and urllib.parse.urlsplit(settings.bot_api_url).hostname == CLOUD_API_HOST
     ):
         problems.append(
-            f"XBOT_UPLOAD_LIMIT_MB: {upload_limit_mb} needs a local Bot API server "
+            f"XBOT_UPLOAD_LIMIT_MB: {settings.upload_limit_mb} needs a local Bot API server "
             f"(set XBOT_BOT_API_URL); the cloud Bot API takes at most {CLOUD_UPLOAD_LIMIT_MB}"
         )
-    settings = Settings(
-        token=get("XBOT_TOKEN", "").strip(),
-        bot_api_url=bot_api_url,
-        bot_api_file_url=field(
-            lambda: _api_url(
-                "XBOT_BOT_API_FILE_URL",
-                get("XBOT_BOT_API_FILE_URL", DEFAULT_BOT_API_FILE_URL),
-                "/file/bot",
-            ),
-            DEFAULT_BOT_API_FILE_URL,
-        ),
-        x_api_url=field(
-            lambda: _url("XBOT_X_API_URL", get("XBOT_X_API_URL", DEFAULT_X_API_URL)),
-            DEFAULT_X_API_URL,
-        ),
-        vx_api_url=field(
-            lambda: _optional_url("XBOT_VX_API_URL", get("XBOT_VX_API_URL", DEFAULT_VX_API_URL)),
-            DEFAULT_VX_API_URL,
-        ),
-        x_syndication_url=field(
-            lambda: _optional_url(
-                "XBOT_X_SYNDICATION_URL",
-                get("XBOT_X_SYNDICATION_URL", DEFAULT_X_SYNDICATION_URL),
-            ),
-            DEFAULT_X_SYNDICATION_URL,
-        ),
-        data_dir=field(lambda: _data_dir(merged), default_data_dir({})),
-        admin_ids=field(lambda: _ids("XBOT_ADMIN_IDS", get("XBOT_ADMIN_IDS", "")), frozenset()),
-        allowed_chat_ids=field(
-            lambda: _ids("XBOT_ALLOWED_CHAT_IDS", get("XBOT_ALLOWED_CHAT_IDS", "")), frozenset()
-        ),
-        workers=field(lambda: _int("XBOT_WORKERS", get("XBOT_WORKERS", "4"), 1, 64), 4),
-        upload_limit_mb=upload_limit_mb,
-        ytdlp_sites=field(sites, "known"),
-        gallerydl_config=field(lambda: _optional_file("XBOT_GALLERYDL_CONFIG", merged), None),
-        bsky_api_url=field(
-            lambda: _url("XBOT_BSKY_API_URL", get("XBOT_BSKY_API_URL", DEFAULT_BSKY_API_URL)),
-            DEFAULT_BSKY_API_URL,
-        ),
-        bsky_plc_url=field(
-            lambda: _url("XBOT_BSKY_PLC_URL", get("XBOT_BSKY_PLC_URL", DEFAULT_BSKY_PLC_URL)),
-            DEFAULT_BSKY_PLC_URL,
-        ),
-        pixiv_api_url=field(
-            lambda: _url("XBOT_PIXIV_API_URL", get("XBOT_PIXIV_API_URL", DEFAULT_PIXIV_API_URL)),
-            DEFAULT_PIXIV_API_URL,
-        ),
-        allow_private_networks=field(
-            lambda: _bool("XBOT_ALLOW_PRIVATE_NETWORKS", get("XBOT_ALLOW_PRIVATE_NETWORKS", "0")),
-            False,
-        ),
-        log_level=field(level, "INFO"),
-        caption_edit_ttl=float(
-            field(
-                lambda: _int(
-                    "XBOT_CAPTION_EDIT_TTL", get("XBOT_CAPTION_EDIT_TTL", "86400"), 60, 30 * 86400
-                ),
-                86400,
-            )
-        ),
-        cache_ttl=86400.0
-        * field(lambda: _int("XBOT_CACHE_TTL_DAYS", get("XBOT_CACHE_TTL_DAYS", "7"), 1, 365), 7),
-        metrics_addr=field(
-            lambda: _listen_addr(
-                "XBOT_METRICS_ADDR",
-                get("XBOT_METRICS_ADDR", ""),
-                _bool("XBOT_METRICS_PUBLIC", get("XBOT_METRICS_PUBLIC", "0")),
-            ),
-            None,
-        ),
-        time_scale=field(lambda: _scale(get("XBOT_TEST_TIME_SCALE", "1")), 1.0),
-    )
+    addr = settings.metrics_addr
+    if addr is not None and not settings.metrics_public and not _is_loopback(addr[0]):
+        # Metrics and health answers name the bot's sources and load: nobody else's business.
+        problems.append(
+            f"XBOT_METRICS_ADDR: {addr[0]!r} is not a loopback address; set XBOT_METRICS_PUBLIC=1 "
+            "to listen there (and keep strangers out with a firewall or a proxy)"
+        )
     return (None if problems else settings), problems
 
 
@@ -528,12 +598,15 @@ class WebhookConfig:
         port: the port it binds.
         secret_token: the value Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``;
             requests without it are refused.
+        max_connections: updates handled at once (setWebhook's ``max_connections``,
+            1-100, Telegram's default 40); the listener answers 503 beyond it.
     """
 
     url: str
     listen: str
     port: int
     secret_token: str = attrs.field(repr=False)
+    max_connections: int = 40
 
     @property
     def url_path(self) -> str:
@@ -541,7 +614,13 @@ class WebhookConfig:
 
 
 def webhook_config(
-    url: str, listen: str, port: int, secret_env: str, env: Mapping[str, str]
+    url: str,
+    listen: str,
+    port: int,
+    secret_env: str,
+    env: Mapping[str, str],
+    *,
+    max_connections: int = 40,
 ) -> WebhookConfig:
     """Validate the webhook options; `ConfigError` names the option or variable at fault."""
     parts = urllib.parse.urlsplit(url)
@@ -564,18 +643,18 @@ def webhook_config(
         )
     if not _SECRET_TOKEN.fullmatch(secret):
         raise ConfigError(f"{secret_env}: must be 1-256 characters of A-Z a-z 0-9 _ -")
-    return WebhookConfig(url=url, listen=listen, port=port, secret_token=secret)
+    if not 1 <= max_connections <= 100:
+        raise ConfigError(
+            f"--max-connections: {max_connections} is out of range (1..100, Telegram's limit)"
+        )
+    return WebhookConfig(
+        url=url, listen=listen, port=port, secret_token=secret, max_connections=max_connections
+    )
 
 
 def settings_table() -> str:
-    """The README's configuration table, rendered from `SETTINGS_DOC` (a test keeps the
+    """The README's configuration table, rendered from `SETTINGS` (a test keeps the
     README equal to it, so a setting cannot go undocumented)."""
     rows = ["| variable | meaning | default |", "| --- | --- | --- |"]
-    for name, (meaning, default) in SETTINGS_DOC.items():
-        shown = (
-            default
-            if default.startswith(("`", "required", "empty", "none", "off"))
-            else (f"`{default}`")
-        )
-        rows.append(f"| `{name}` | {meaning} | {shown} |")
+    rows += [f"| `{s.name}` | {s.meaning} | {s.shown_default()} |" for s in SETTINGS]
     return "\n".join(rows) + "\n"

@@ -139,3 +139,8 @@ def setup_logging(
     logging.getLogger("telegram.request.BaseRequest").setLevel(
         logging.DEBUG if level == "DEBUG" else logging.CRITICAL
     )
+    # tornado (webhook mode) logs every request, forged ones too: the webhook listener
+    # logs what matters itself (xbot.handlers.webhook).
+    logging.getLogger("tornado.access").setLevel(
+        logging.DEBUG if level == "DEBUG" else logging.CRITICAL
+    )

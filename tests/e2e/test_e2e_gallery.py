@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from xbot.i18n import translate_reason
 from xbot.sources.gallerydl import CRASHED, TOO_SLOW, GalleryDlSource
 from xbot.sources.gallerydl_dump import GONE, JUNK, LOGIN
 from xbot.standins.gallery_sites import BooruServer, MastodonServer, gallerydl_config
@@ -187,3 +188,83 @@ async def test_a_link_gallery_dl_does_not_know_goes_to_yt_dlp(h: Harness) -> Non
     assert gallery(h).runs == 1, "gallery-dl was asked first"
     assert h.media.hits["/pages/nothing.html"] == 0, "and said no without a request"
     assert texts(h, CHAT) == ["I cannot fetch a video from that link."], "yt-dlp's answer"
+
+
+# -- every chat's settings, topics, languages --------------------------------------------
+
+
+async def test_photos_as_files_and_the_caption_template(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=2, name="Alice A")
+    await h.services.chats.set_settings(CHAT, h.clock(), photos_as_documents=True,
+                                        caption_template="{author} — {url}")  # fmt: skip
+    await settle(h, CHAT, masto.status_url(STATUS))
+    (call,) = media_calls(h, CHAT)
+    assert call.method == "sendMediaGroup"
+    assert [m["type"] for m in call.params["media"]] == ["document", "document"]
+    caption = call.params["media"][0]["caption"]
+    assert caption.startswith("Alice A")
+    assert masto.status_url(STATUS) in caption
+    assert "Three pictures" not in caption, "the template, not the built-in caption"
+
+
+async def test_a_sensitive_status_is_under_a_spoiler_and_its_gifv_an_animation(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=1, gifv=1, sensitive=True)
+    await settle(h, CHAT, masto.status_url(STATUS))
+    calls = media_calls(h, CHAT)
+    assert [c.method for c in calls] == ["sendPhoto", "sendAnimation"], "in the post's order"
+    assert all(c.params.get("has_spoiler") in (True, "true") for c in calls)
+
+
+async def test_answers_stay_in_the_forum_topic_and_speak_the_chats_language(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=2)
+    forum = -100702
+    h.api.add_forum(forum, "Forum")
+    topic = h.api.create_topic(forum, "Art")
+    await h.services.chats.set_settings(forum, h.clock(), ytdlp=True, language="ru")
+    for link in (masto.status_url(STATUS), masto.status_url("1")):  # the second is missing
+        h.api.user_message(forum, link, user_id=5, chat_type="supergroup", topic_id=topic)
+    await h.api.wait_for(lambda: media_calls(h, forum) and texts(h, forum), 30)
+    await h.wait_idle(30)
+    sends = [c for c in h.api.calls if c.chat_id == forum and c.method.startswith("send")
+             and c.method != "sendChatAction" and c.status == 200]  # fmt: skip
+    assert len(sends) == 2
+    assert all(c.params["message_thread_id"] == topic for c in sends)
+    assert texts(h, forum) == [translate_reason(GONE, "ru")]
+    assert texts(h, forum) != [GONE], "translated"
+
+
+async def test_a_long_run_shows_progress_and_the_status_becomes_nothing(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS)
+    masto.hang = True
+    gallery(h).time_limit = 2.5
+    h.services.delivery.progress_first = 0.3
+    await settle(h, CHAT, masto.status_url(STATUS))
+    shown = [m for m in h.api.sent_messages(CHAT, include_deleted=True) if "text" in m]
+    assert shown[0]["text"] == "Looking at the link…", "the status message, while it runs"
+    assert texts(h, CHAT) == [TOO_SLOW], "deleted when the run ended; the sentence stays"
+    assert h.api.calls_for("sendChatAction", CHAT)
+
+
+async def test_one_run_for_two_chats_asking_at_once(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS, photos=3)
+    for chat in (CHAT, CHAT + 1):
+        h.api.user_message(chat, masto.status_url(STATUS))
+    await h.api.wait_for(lambda: media_calls(h, CHAT) and media_calls(h, CHAT + 1), 30)
+    await h.wait_idle(30)
+    assert gallery(h).runs == 1, "single flight: the second waited, then used the cache"
+    assert masto.file_hits(FILES) == 3

@@ -237,7 +237,7 @@ async def test_a_card_to_another_site_goes_to_the_other_sites_path(harness: Harn
 
     async def other_sites(ctx: Any, payload: Any, settings: Any, *, last: bool = True) -> bool:
         offered.append(payload.url)  # yt-dlp itself would need the network
-        return True
+        return True  # delivered: YouTube goes to yt-dlp first, gallery-dl is not asked
 
     h.services.delivery.other_sites = other_sites
     card = {"media": {"external": {"type": "video", "url": "https://www.youtube.com/embed/abc"}}}

@@ -41,7 +41,7 @@ REFUSED_HELP = (
     "from @BotFather (/mybots, API Token)"
 )
 NO_TORNADO = (
-    "xbot: webhook mode needs python-telegram-bot's webhooks extra: "
+    "xbot: webhook mode needs the webhooks extra (tornado, for its listener): "
     "`pip install 'python-telegram-bot[webhooks]'` in xbot's venv, "
     "or leave out --webhook to use long polling"
 )
@@ -91,7 +91,12 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 def _webhook(args: argparse.Namespace, env: Mapping[str, str]) -> WebhookConfig | None:
     if args.webhook is None:
-        for flag, value in (("--listen", args.listen), ("--port", args.port)):
+        flags = (
+            ("--listen", args.listen),
+            ("--port", args.port),
+            ("--max-connections", args.max_connections),
+        )
+        for flag, value in flags:
             if value is not None:
                 raise_usage(f"{flag} only makes sense with --webhook URL")
         return None
@@ -101,6 +106,7 @@ def _webhook(args: argparse.Namespace, env: Mapping[str, str]) -> WebhookConfig 
         args.port or 8443,
         args.secret_env or DEFAULT_WEBHOOK_SECRET_ENV,
         env,
+        max_connections=args.max_connections or 40,
     )
     if importlib.util.find_spec("tornado") is None:
         raise_usage(NO_TORNADO)
@@ -235,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--webhook", metavar="URL", help="public https URL Telegram posts updates to")
     p.add_argument("--listen", metavar="ADDR", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", metavar="N", type=_positive, help="port to listen on (default 8443)")
+    p.add_argument(
+        "--max-connections",
+        metavar="N",
+        type=_positive,
+        help="updates Telegram posts at once, 1-100 (default 40); more get a 503",
+    )
     p.add_argument(
         "--secret-token-env",
         "--secret-token",

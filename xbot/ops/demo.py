@@ -4,7 +4,8 @@ A short scripted conversation — a photo post, a video post, a 4-item album,
 the same link again (answered from the cache), a post quoting another one's
 photo, a 45-second 1080p video that goes out as the 720p version that fits,
 a link while the fxtwitter API is down (answered by the next source), a
-deleted post, a Bluesky post, a pixiv work, the album asked for inline
+deleted post, a Bluesky post, a pixiv work, a Mastodon post with three
+pictures (through gallery-dl, run as a process), the album asked for inline
 (``@bot <link>``), and a second user whose Telegram is in German — printed
 as a readable transcript. No token, no network: everything is on 127.0.0.1.
 """
@@ -12,6 +13,7 @@ as a readable transcript. No token, no network: everything is on 127.0.0.1.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
 import sys
@@ -26,6 +28,7 @@ from xbot.media.models import MediaItem, Variant
 from xbot.sending import video_choice
 from xbot.sources.chain import SourceChain
 from xbot.standins.fxapi import X_LADDER, x_formats
+from xbot.standins.gallery_sites import MastodonServer, gallerydl_config
 from xbot.standins.harness import Harness
 
 CHAT = 4242
@@ -152,6 +155,19 @@ async def _inline_step(harness: Harness, t: Transcript, link: str) -> None:
     t.note(f"answered in {answer.latency * 1000:.0f} ms; Telegram allows about 10 s")
 
 
+async def _mastodon(tmp: Path) -> tuple[MastodonServer, Path]:
+    """A Mastodon instance with one post, and the gallery-dl config that names it
+    (an extra instance, as an operator's ``XBOT_GALLERYDL_CONFIG`` would)."""
+    masto = await MastodonServer().start()
+    masto.add_status(
+        "113500000000000042", photos=3, name="Town Gardens", acct="gardens",
+        content="<p>Three pictures from the spring show 🌷</p>",
+    )  # fmt: skip
+    config = tmp / "gallery-dl.json"
+    config.write_text(json.dumps(gallerydl_config(masto)), encoding="utf-8")
+    return masto, config
+
+
 async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if verbose:
@@ -159,7 +175,8 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
     else:
         logging.getLogger().setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory(prefix="xbot-demo-") as tmp:
-        harness = await Harness.start(Path(tmp), x_sources=True)
+        masto, config = await _mastodon(Path(tmp))
+        harness = await Harness.start(Path(tmp) / "data", x_sources=True, gallerydl_config=config)
         try:
             fx = harness.fx
             harness.add_post(
@@ -254,6 +271,11 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
                 harness, t, "https://www.pixiv.net/en/artworks/120000777",
                 "pixiv's image host wants its Referer: downloaded with it, then uploaded",
             )  # fmt: skip
+            await _step(
+                harness, t, masto.status_url("113500000000000042", "gardens"),
+                "gallery-dl (a separate process) read the post; the bot downloaded the three "
+                "files itself, through its network guard",
+            )  # fmt: skip
             harness.api.set_inline_mode(True)  # BotFather's /setinline
             await _inline_step(harness, t, "https://x.com/trailnotes/status/1790000000000000003")
             out.write("\n")
@@ -266,4 +288,5 @@ async def run_demo(*, verbose: bool = False, out: TextIO | None = None) -> int:
             )
         finally:
             await harness.stop()
+            await masto.stop()
     return 0

@@ -2,12 +2,14 @@
 
 Checks, in order: the versions a bug report needs (and whether yt-dlp is
 more than 90 days old, `xbot.versions`), the configuration (every problem,
-naming the setting), the data directory (there, writable, free space), the
-database (opens, schema version, integrity, queue), what the running bot last
-found of Telegram (the record `xbot.sending.telegram_health` writes at each change:
-unreachable since when, and why), the token's shape, and,
-unless told to stay offline, the Bot API itself (``getMe`` with a timeout: the token works, the
-bot's name, whether privacy mode hides group messages from it).
+naming the setting), gallery-dl (its version and age, whether its process
+starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), the data directory (there,
+writable, free space), the database (opens, schema version, integrity, queue),
+what the running bot last found of Telegram (the record
+`xbot.sending.telegram_health` writes at each change: unreachable since when, and
+why), the token's shape, and, unless told to stay offline, the Bot API itself
+(``getMe`` with a timeout: the token works, the bot's name, whether privacy mode
+hides group messages from it).
 
 Exit status: 2 when the configuration is wrong (nothing else is checked
 then: every later check depends on it), 1 when any other check failed, 0
@@ -17,7 +19,10 @@ otherwise (warnings included). The token never appears in a finding.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -114,6 +119,7 @@ def diagnose(
         )
         return Report(tuple(found))
     found.append(Finding("ok", "configuration", "every setting is valid"))
+    found += check_gallerydl(settings, date.today())
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
     found += telegram_findings(settings.data_dir, time.time())
@@ -184,6 +190,48 @@ def version_findings(installed: versions.Versions, today: date) -> list[Finding]
         Finding("ok", "versions", installed.one_line()),
         Finding("warn" if stale else "ok", "yt-dlp", text),
     ]
+
+
+def gallerydl_config_finding(path: Path) -> Finding:
+    """Whether the operator's gallery-dl config parses (gallery-dl would refuse it too)."""
+    subject = "XBOT_GALLERYDL_CONFIG"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        return Finding("fail", subject, f"cannot read {path}: {exc.strerror or exc}")
+    except ValueError as exc:
+        return Finding("fail", subject, f"{path} is not valid JSON: {exc}")
+    if not isinstance(data, dict):
+        return Finding("fail", subject, f"{path} must hold a JSON object, like gallery-dl's own")
+    extractor = data.get("extractor", {})
+    if not isinstance(extractor, dict):
+        return Finding("fail", subject, f'{path}: "extractor" must be an object')
+    sites = ", ".join(sorted(extractor)) or "none"
+    return Finding("ok", subject, f"{path} parses; sections for: {sites}")
+
+
+def check_gallerydl(
+    settings: Settings, today: date, *, python: str = sys.executable, timeout: float = 20.0
+) -> list[Finding]:
+    """gallery-dl's version and age, that its process starts, and its config file."""
+    version = versions.installed().gallerydl
+    stale, text = versions.gallerydl_staleness(version, versions.installed_on("gallery-dl"), today)
+    found = [Finding("warn" if stale else "ok", "gallery-dl", text)]
+    if version != "not installed":
+        # Its own process, as the bot runs it: never imported (GPL-2.0).
+        try:
+            ran = subprocess.run(  # noqa: S603 - our own interpreter, fixed arguments
+                [python, "-m", "gallery_dl", "--version"],
+                capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+            if ran.returncode != 0:
+                tail = ran.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+                found.append(Finding("fail", "gallery-dl", f"does not start: {' '.join(tail)}"))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            found.append(Finding("fail", "gallery-dl", f"does not start: {exc}"))
+    if settings.gallerydl_config is not None:
+        found.append(gallerydl_config_finding(settings.gallerydl_config))
+    return found
 
 
 def _config_finding(problem: str) -> Finding:

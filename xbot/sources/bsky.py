@@ -34,15 +34,13 @@ from typing import Any
 import attrs
 import httpx
 
+from xbot.config import DEFAULT_BSKY_API_URL, DEFAULT_BSKY_PLC_URL
 from xbot.errors import FetchError, PostUnavailable
 from xbot.i18n import N_
 from xbot.links import Link, bsky_post_key, bsky_post_url
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sources.jsonget import USER_AGENT, count, get_json, obj, objs, text, web_url
 from xbot.sources.x_api import with_quote_media
-
-DEFAULT_API_URL = "https://public.api.bsky.app"
-DEFAULT_PLC_URL = "https://plc.directory"
 
 MALFORMED = N_("Bluesky sent an answer I could not read.")
 DELETED = N_("This Bluesky post was deleted or does not exist.")
@@ -346,8 +344,8 @@ class BskySource:
 
     _client: httpx.AsyncClient
     _guarded: httpx.AsyncClient
-    base_url: str = DEFAULT_API_URL
-    plc_url: str = DEFAULT_PLC_URL
+    base_url: str = DEFAULT_BSKY_API_URL
+    plc_url: str = DEFAULT_BSKY_PLC_URL
     name: str = "bsky"
     clock: Callable[[], float] = time.monotonic
     timeout: httpx.Timeout = attrs.field(factory=_default_timeout)

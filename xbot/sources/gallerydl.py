@@ -59,7 +59,7 @@ from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.models import Post
 from xbot.media.tempfiles import temp_folder
-from xbot.sources.gallerydl_dump import JUNK, NOT_KNOWN, parse_dump
+from xbot.sources.gallerydl_dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_dump
 
 __all__ = [
     "GalleryDlSource",
@@ -80,7 +80,7 @@ UNSUPPORTED_STATUS = 64  # gallery-dl: no extractor matched the URL (decided wit
 
 TOO_SLOW = N_("That site took too long to answer, so I gave up on this link.")
 CRASHED = N_("I could not read that post: the image downloader failed on it.")
-TOO_BIG = N_("That link is a whole gallery, not a post; I only send single posts.")
+TOO_BIG = WHOLE_GALLERY  # a dump past the cap is no single post either
 
 
 @attrs.frozen
@@ -126,6 +126,7 @@ def gallerydl_command(
         "--no-colors",
         "--cache-file", str(folder / "cache.sqlite3"),
         "--range", f"1-{max_files}",
+        "--post-range", "1-2",  # a second post is enough to tell a gallery from a post
         "-o", "output.private=true",  # keep _http_headers: what a file needs sent
         "-o", "extractor.retries=1",  # the queue retries with backoff; gallery-dl need not
         "-o", "extractor.timeout=20",

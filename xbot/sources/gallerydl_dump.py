@@ -13,6 +13,8 @@ The dump is untrusted input from another program that read a website:
 every field is checked for its type, a wrong shape is `FetchError` (junk,
 one sentence), never an exception of ours. The rules kept here:
 
+- One post: a second post's metadata (a profile, a tag, a pool: gallery-dl's
+  "Directory" message once per post) makes the link a gallery, one sentence.
 - Files in the post's order; at most `MAX_FILES` (the rest is left out).
 - What each file is: Mastodon's ``media.type`` when given (``gifv`` is a
   silent loop, sent as X's GIFs are), else its extension. ``ytdl:`` URLs
@@ -47,6 +49,7 @@ __all__ = [
     "MAX_FILES",
     "NOT_KNOWN",
     "NO_MEDIA",
+    "WHOLE_GALLERY",
     "NoMedia",
     "gallery_key",
     "parse_dump",
@@ -63,6 +66,7 @@ JUNK = N_("That site answered with something I could not read.")
 NOT_KNOWN = N_("I cannot fetch anything from that link.")
 NO_MEDIA = N_("That post has no pictures or videos I can send.")
 SITE_FAILED = N_("the site did not answer properly")
+WHOLE_GALLERY = N_("That link is a whole gallery, not a post; I only send single posts.")
 
 _PHOTO = frozenset({"jpg", "jpeg", "png", "webp", "jfif", "bmp", "avif", "heic"})
 _VIDEO = frozenset({"mp4", "m4v", "mov", "webm", "mkv"})
@@ -275,7 +279,9 @@ def parse_dump(raw: bytes | str, *, link_key: str, link_url: str) -> Post:
                 raise _error(message[1])
             break  # what came before the error is the post: send that
         if kind == DIRECTORY and isinstance(message[-1], Mapping):
-            post_meta = post_meta or message[-1]
+            if post_meta:
+                raise FetchError(WHOLE_GALLERY)
+            post_meta = message[-1]
         elif kind == URL and len(message) >= 3 and isinstance(message[2], Mapping):
             url = _http_url(message[1])
             if url and len(files) < MAX_FILES:

@@ -25,13 +25,13 @@ import attrs
 import httpx
 
 from xbot import __version__
+from xbot.config import DEFAULT_PIXIV_API_URL
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.i18n import N_
 from xbot.links import Link, pixiv_work_url
 from xbot.media.models import MediaItem, Post
 from xbot.sources.jsonget import JsonAnswer, count, get_json, obj, objs, text, web_url
 
-DEFAULT_API_URL = "https://www.pixiv.net"
 REFERER = "https://www.pixiv.net/"
 IMAGE_HEADERS = (("Referer", REFERER),)
 
@@ -181,7 +181,7 @@ class PixivSource:
     """
 
     _client: httpx.AsyncClient
-    base_url: str = DEFAULT_API_URL
+    base_url: str = DEFAULT_PIXIV_API_URL
     name: str = "pixiv"
     timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
 

@@ -57,7 +57,7 @@ from xbot.sending.caption import (
     post_from_parts,
 )
 from xbot.sending.caption_long import long_messages, needs_long_text
-from xbot.sending.progress import ChatAction, StatusReporter, keep_chat_action
+from xbot.sending.progress import FIRST_AFTER, ChatAction, StatusReporter, keep_chat_action
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind, SentItem
 from xbot.sources import PostSource, other_route
@@ -105,6 +105,7 @@ class Delivery:
         source: fetches a post (`xbot.sources.SourceRouter`: by the link's kind).
         guarded: the HTTP client for user-derived URLs (SSRF guard at connect time).
         other_sites: delivers a link to another site (yt-dlp).
+        progress_first: when a gallery-dl post's status message appears (tests shorten it).
     """
 
     settings: Settings
@@ -113,6 +114,7 @@ class Delivery:
     chats: ChatStore
     guarded: httpx.AsyncClient
     other_sites: OtherSiteDelivery
+    progress_first: float = FIRST_AFTER
 
     @property
     def sender(self) -> Sender:
@@ -170,7 +172,9 @@ class Delivery:
 
         A run can take seconds: the status message says so after `FIRST_AFTER`.
         """
-        status = StatusReporter(self.sender, payload.dest, action="upload_photo")
+        status = StatusReporter(
+            self.sender, payload.dest, first_after=self.progress_first, action="upload_photo"
+        )
         async with status:
             try:
                 await self._deliver_post(

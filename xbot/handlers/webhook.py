@@ -1,0 +1,230 @@
+"""Webhook mode: each POST from Telegram is answered only once its update's work is durable.
+
+Why not PTB's `Updater.start_webhook`: its handler puts the update in an in-memory
+queue and answers 200 at once, and Telegram never sends an acknowledged update
+again, so a crash before the handlers ran lost it (issue 20 lost 62 of 120 links
+that way). Here the answer waits for `Application.process_update`: the handlers
+have queued the work in SQLite (or judged that none is needed), just as the
+durable poller (`xbot.handlers.polling`) confirms an offset only after its batch
+was handled. An update whose work could not be stored (the database locked or the
+disk full: `StoreError`, see `xbot.handlers.intake`) gets a 500, and Telegram
+sends it again; its handler's dedup key (message and link) keeps a redelivery from
+queueing the same work twice.
+
+Why tornado: it is what the optional ``webhooks`` extra installs already (PTB's
+own server runs on it), a complete HTTP/1.1 server on the asyncio loop (keep-alive,
+chunked bodies, a body size refused before the body is read), with a public API;
+PTB's `telegram.ext._utils.webhookhandler` is private and has the very
+answer-before-handling this module exists to avoid, and a hand-written asyncio
+server would re-implement the HTTP parsing tornado gets right.
+
+What the listener answers:
+
+    403  no ``X-Telegram-Bot-Api-Secret-Token`` or a wrong one (compared in constant
+         time); nothing is parsed or queued
+    404  another path; 405 another method (tornado)
+    413  a body over `MAX_BODY` (tornado, before reading it)
+    503  `max_connections` requests already in progress, or the bot is stopping:
+         Telegram tries again later
+    400  a body that is no update (Telegram never sends one; a retry cannot fix it)
+    500  the update's work could not be stored: Telegram sends it again
+    200  handled: the work is in the queue, or needed none
+
+`max_connections` is also what setWebhook tells Telegram (its default 40, 1-100), so
+Telegram itself never opens more.
+
+Not covered: an update acknowledged, then redelivered by Telegram (a lost answer)
+after its task already finished is queued again, as with long polling: the dedup
+key spans only tasks still queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+from telegram import Update
+from telegram.ext import Application
+from tornado.httpserver import HTTPServer
+from tornado.netutil import bind_sockets
+from tornado.web import Application as TornadoApplication
+from tornado.web import RequestHandler, stream_request_body
+
+from xbot.handlers.intake import redeliverable
+from xbot.logs import kv
+
+log = logging.getLogger(__name__)
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header name
+# An update is a few KB (a message of 4096 characters, its entities, a replied-to
+# message); 1 MiB leaves room and refuses a flood before it is read.
+MAX_BODY = 1024 * 1024
+# Telegram's setWebhook max_connections: default 40, at most 100.
+DEFAULT_MAX_CONNECTIONS = 40
+MAX_CONNECTIONS = 100
+_REFUSED_LOG_EVERY = 100  # 403s are logged at the first and then every 100th
+STOP_GRACE = 10.0  # how long a stop waits for the updates in progress
+
+Answer = Callable[[int, str], Awaitable[None]]  # sends (status, text) as the HTTP answer
+
+
+@attrs.define
+class WebhookListener:
+    """The HTTP listener for Telegram's webhook POSTs, on the running asyncio loop.
+
+    Attributes:
+        application: PTB's Application whose handlers take each update.
+        path: the URL path Telegram posts to ("/" + the webhook URL's path).
+        secret_token: what Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``.
+        max_connections: requests handled at once; more get a 503.
+        port: where it listens once started (0 asks the kernel for a free one).
+        in_progress: requests being handled now.
+    """
+
+    application: Application[Any, Any, Any, Any, Any, Any]
+    path: str
+    secret_token: str = attrs.field(repr=False)
+    listen: str = "127.0.0.1"
+    port: int = 0
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    in_progress: int = attrs.field(default=0, init=False)
+    refused: int = attrs.field(default=0, init=False)
+    _server: HTTPServer | None = attrs.field(default=None, init=False)
+    _accepting: bool = attrs.field(default=False, init=False)
+    _idle: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None and self._accepting
+
+    async def start(self) -> None:
+        """Listen (raises OSError if the address is taken)."""
+        app = TornadoApplication([(self.path, _UpdateHandler, {"listener": self})])
+        # tornado's own limit above ours: up to it the handler answers 413 itself
+        # (tornado would only drop the connection); past it, tornado drops it.
+        server = HTTPServer(app, max_body_size=2 * MAX_BODY, max_buffer_size=2 * MAX_BODY)
+        sockets = bind_sockets(self.port, self.listen)
+        server.add_sockets(sockets)
+        self.port = sockets[0].getsockname()[1]
+        self._server = server
+        self._accepting = True
+        self._idle.set()
+
+    async def stop(self, grace: float = STOP_GRACE) -> None:
+        """Take no new update; let those in progress finish (their answers go out: they
+        are durable); then close every connection."""
+        self._accepting = False
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.stop()  # no new connections; open ones get 503 from `receive`
+        try:
+            await asyncio.wait_for(self._idle.wait(), grace)
+        except TimeoutError:
+            log.warning("webhook stops with updates in progress %s", kv(left=self.in_progress))
+        await server.close_all_connections()
+
+    def authentic(self, secret: str | None) -> bool:
+        """Whether a request carries the secret (compared in constant time); a 403 if not."""
+        if secret is not None and hmac.compare_digest(
+            secret.encode("utf-8", "replace"), self.secret_token.encode()
+        ):
+            return True
+        self.refused += 1
+        if self.refused % _REFUSED_LOG_EVERY == 1:
+            log.warning("webhook refused a request %s", kv(reason="secret", refused=self.refused))
+        return False
+
+    async def receive(self, body: bytes, answer: Answer) -> None:
+        """Answer one authentic POST; an update in progress holds its slot until its
+        answer is sent, so a stop waits for that answer too."""
+        if not self._accepting:
+            await answer(503, "stopping")
+            return
+        if self.in_progress >= self.max_connections:
+            await answer(503, "busy")
+            return
+        self.in_progress += 1
+        self._idle.clear()
+        try:
+            status, text = await self._handle(body)
+            await answer(status, text)
+        finally:
+            self.in_progress -= 1
+            if self.in_progress == 0:
+                self._idle.set()
+
+    async def _handle(self, body: bytes) -> tuple[int, str]:
+        try:
+            data = json.loads(body)
+            update = Update.de_json(data, self.application.bot) if isinstance(data, dict) else None
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("webhook body is no update %s", kv(error=type(exc).__name__))
+            return 400, "not an update"
+        if update is None:
+            return 400, "not an update"
+        with redeliverable() as intake:
+            await self.application.process_update(update)
+        if intake.failure is not None:
+            log.warning(
+                "webhook update not stored %s",
+                kv(update=update.update_id, error=intake.failure, answer=500),
+            )
+            return 500, "not stored; send it again"
+        return 200, "ok"
+
+
+@stream_request_body
+class _UpdateHandler(RequestHandler):
+    """tornado's side: the secret and the size are checked on the headers, so a refused
+    request's body is read only to be dropped (answering before it is read would reset
+    the connection under a client still sending), then the body goes to the listener."""
+
+    def initialize(self, listener: WebhookListener) -> None:
+        self.listener = listener
+        self.body = bytearray()
+        self.answered = False
+        self.refusal: tuple[int, str] | None = None
+
+    def prepare(self) -> None:
+        if self.request.method != "POST":
+            return  # tornado answers 405
+        if not self.listener.authentic(self.request.headers.get(SECRET_HEADER)):
+            self.refusal = (403, "forbidden")
+        elif int(self.request.headers.get("Content-Length") or 0) > MAX_BODY:
+            self.refusal = (413, "too large")
+
+    def data_received(self, chunk: bytes) -> None:
+        if self.refusal is not None:
+            return  # dropped, never parsed
+        if len(self.body) + len(chunk) > MAX_BODY:  # a chunked body has no Content-Length
+            self.refusal = (413, "too large")
+            self.body.clear()
+        else:
+            self.body += chunk
+
+    async def post(self) -> None:
+        if self.refusal is not None:
+            await self._send(*self.refusal)
+            return
+        await self.listener.receive(bytes(self.body), self._send)
+
+    async def _send(self, status: int, text: str) -> None:
+        done = self._answer(status, text)
+        if done is not None:
+            await done  # the answer is on its way to Telegram
+
+    def _answer(self, status: int, text: str) -> Awaitable[None] | None:
+        if self.answered:
+            return None
+        self.answered = True
+        self.set_status(status)
+        if status == 503:
+            self.set_header("Retry-After", "1")
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        return self.finish(text + "\n")
