@@ -140,6 +140,10 @@ def test_needs_long_text_only_when_the_caption_would_cut_the_text() -> None:
     assert not needs_long_text(_post("word " * 300), style="short")
     assert not needs_long_text(_post("word " * 300), limit=4096)
     assert needs_long_text(_post("", article_body=RichText("A body.")))
+    # A short post quoting a long one: the quote is cut, as before, and no text follows.
+    quoted = Post(key="", url="https://x.com/b/status/2", author_name="Bo", author_handle="bo",
+                  text="quoted words " * 200)  # fmt: skip
+    assert not needs_long_text(_post("short", quote=quoted))
 
 
 def test_the_lead_caption_keeps_the_start_and_every_message_fits() -> None:

@@ -114,7 +114,7 @@ _REPO_PATH = re.compile(
             "docs/large-media.md", "bench/README.md"],
 )  # fmt: skip
 def test_every_file_the_docs_point_to_is_there(doc: str) -> None:
-    """'Where to look' stays true when a module moves (tools/relayout.py rewrites them)."""
+    """'Where to look' stays true when a module moves: a path that is gone fails here."""
     named = {m.group(1) for m in _REPO_PATH.finditer((ROOT / doc).read_text())}
     assert sorted(p for p in named if not (ROOT / p).exists()) == []
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import eventually
 from telegram.error import Conflict, NetworkError, RetryAfter, TimedOut
 
-from xbot.app import _polling_healthy
+from xbot.app import _polling_healthy, _status_line
 from xbot.handlers.polling import error_detail, reconnect_delay
 from xbot.standins.harness import Harness
 
@@ -112,3 +112,18 @@ def test_reconnect_delay_scales_but_never_telegrams_retry_after() -> None:
 )
 def test_error_detail_is_one_short_line(text: str, expected: str | None) -> None:
     assert error_detail(NetworkError(text)) == (text if expected is None else expected)
+
+
+async def test_the_status_line_says_since_when_telegram_is_unreachable(tmp_path: Path) -> None:
+    h = await Harness.start(tmp_path / "data")
+    try:
+        assert h.bot is not None
+        assert (await _status_line(h.bot)).startswith("polling; queue pending=0")
+        health = h.services.sender.health
+        health.failed("NetworkError")  # what the sender does when a send gets no answer
+        line = await _status_line(h.bot)
+        assert "; Telegram unreachable since 20" in line
+        assert line.endswith(" UTC")
+        assert _polling_healthy(h.bot), "an outage is no reason for the watchdog"
+    finally:
+        await h.stop()

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 import telegram
-from telegram.request import HTTPXRequest
 
 from xbot.sending.destination import Destination
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind
+from xbot.sending.upload_request import StreamingRequest
 from xbot.standins.botapi import BotApiServer, Call
 from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 
@@ -34,7 +34,7 @@ async def srv() -> AsyncIterator[BotApiServer]:
 
 @pytest.fixture
 async def sender(srv: BotApiServer) -> AsyncIterator[Sender]:
-    request = HTTPXRequest(httpx_kwargs={"verify": False})
+    request = StreamingRequest()  # the bot's own: uploads streamed
     bot = telegram.Bot(
         srv.token, base_url=f"{srv.url}/bot", base_file_url=f"{srv.url}/file/bot", request=request
     )

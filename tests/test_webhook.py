@@ -42,6 +42,18 @@ def link_update(update_id: int, chat: int, post: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def get_update(update_id: int, chat: int, post: str) -> dict[str, Any]:
+    """``/get <link>`` (the way in for groups that keep privacy mode on)."""
+    link = f"https://x.com/a/status/{post}"
+    update = link_update(update_id, chat, post)
+    update["message"]["text"] = f"/get {link}"
+    update["message"]["entities"] = [
+        {"type": "bot_command", "offset": 0, "length": 4},
+        {"type": "url", "offset": 5, "length": len(link)},
+    ]
+    return update
+
+
 class Hooked:
     def __init__(self, h: Harness, port: int, max_connections: int = 40) -> None:
         self.h = h
@@ -153,6 +165,25 @@ async def test_an_update_that_cannot_be_stored_gets_a_500_and_comes_again(
     await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 32), 10)
     await h.wait_idle()
     assert len(h.api.calls_for("sendPhoto", 32)) == 1
+
+
+async def test_a_get_that_cannot_be_stored_gets_a_500_too(hooked: Hooked) -> None:
+    """/get goes through the command table's guard: a store that failed is still the
+    webhook's 500 (Telegram sends it again), not "something went wrong" and a 200."""
+    h = hooked.h
+    bot = await hooked.start_bot()
+    h.fx.add_post("902", text="got later", photos=[h.photo("got")])
+    assert bot.services is not None
+    await bot.services.pool.close()
+    async with httpx.AsyncClient() as client:
+        failed = await hooked.post(client, get_update(8, 33, "902"))
+        assert failed.status_code == 500
+        assert not h.api.calls_for("sendMessage", 33), "the user was told something"
+        await h.stop_bot()
+        await hooked.start_bot()
+        again = await hooked.post(client, get_update(8, 33, "902"))
+    assert again.status_code == 200
+    await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 33), 10)
 
 
 async def test_no_more_than_max_connections_at_once(tmp_path: Path) -> None:

@@ -46,11 +46,13 @@ from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
+from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
+from xbot.sources.jsonget import USER_AGENT, source_timeout
 from xbot.sources.pixiv import PixivSource
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
@@ -72,7 +74,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-USER_AGENT = f"xbot/{__version__} (+https://github.com/xbot; Telegram media bot)"
 SWEEP_EVERY = 300.0
 STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
 START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer means a hang
@@ -93,7 +94,8 @@ def build_application(
     for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
     it down.
     """
-    request: BaseRequest = HTTPXRequest(
+    # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
+    request: BaseRequest = StreamingRequest(
         connection_pool_size=64,
         connect_timeout=10.0,
         read_timeout=read_timeout,
@@ -152,7 +154,7 @@ async def build_services(
     )
     x_client = httpx.AsyncClient(
         headers={"User-Agent": USER_AGENT},
-        timeout=httpx.Timeout(10.0, connect=5.0),
+        timeout=source_timeout(),
         trust_env=False,
     )
     guarded = netguard.make_client(
@@ -387,7 +389,6 @@ class Bot:
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._menus: asyncio.Task[None] | None = None
-        self.on_ready: Callable[[], Awaitable[None]] | None = None
         self.on_waiting: Callable[[str], None] | None = None
         self.phase = STARTING
         self.waiting_for = ""
@@ -691,10 +692,16 @@ async def _status_line(bot: Bot) -> str:
         return bot.phase
     stats = await bot.services.queue.stats(bot.services.clock())
     counts = stats.counts_by_state
-    return (
+    line = (
         f"{bot.phase}; queue pending={counts.get('pending', 0)} "
         f"running={counts.get('running', 0)} dead={counts.get('dead', 0)}"
     )
+    health = bot.services.sender.health
+    if not health.reachable and health.down_since is not None:
+        # `systemctl status` says why nothing goes out, and since when.
+        since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(health.down_since))
+        line += f"; Telegram unreachable since {since}"
+    return line
 
 
 async def run_until_signalled(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import html
-import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.standins._botapi_wire import ApiError, decode_params, parse_multipart, text_of
+from xbot.standins._botapi_wire import ApiError, decode_params, text_of
 from xbot.standins._mediabytes import image_size, tiny_jpeg
 from xbot.standins._tgtext import EntityParseError, auto_entities, parse_html, utf16_len
 
@@ -97,6 +96,9 @@ AUTO_CASES = [
     ("command-with-bot", "/help@xbot_standin_bot now", [("bot_command", 0, 22)]),
     ("path-is-no-command", "a/b /c", [("bot_command", 4, 2)]),
     ("nothing", "just words", []),
+    ("mention", "@xbot_standin_bot https://x.com/a", [("mention", 0, 17), ("url", 18, 15)]),
+    ("no-mention-in-a-mail-or-a-url", "a@b_cdef https://x.com/@alice", [("url", 9, 20)]),
+    ("too-short-for-a-username", "@abc hi", []),
 ]
 
 
@@ -139,44 +141,17 @@ def test_decode_params_urlencoded_keeps_string_params_as_text() -> None:
         b"chat_id=42&text=123&reply_markup=%7B%22inline_keyboard%22%3A%5B%5D%7D"
         b"&disable_notification=true"
     )
-    params, files = decode_params("application/x-www-form-urlencoded", body, {})
+    params = decode_params("application/x-www-form-urlencoded", body, {})
     assert params == {
         "chat_id": 42,
         "text": "123",
         "reply_markup": {"inline_keyboard": []},
         "disable_notification": True,
     }
-    assert files == {}
-
-
-def test_decode_params_multipart_with_files() -> None:
-    boundary = "b0undary"
-    body = (
-        (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="chat_id"\r\n\r\n-100\r\n'
-            f'--{boundary}\r\nContent-Disposition: form-data; name="media"\r\n\r\n'
-            + json.dumps([{"type": "photo", "media": "attach://p1"}])
-            + f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="p1"; filename="a.jpg"\r\n'
-            "Content-Type: image/jpeg\r\n\r\n"
-        ).encode()
-        + b"\xff\xd8\r\n--\r\nbinary"
-        + f"\r\n--{boundary}--\r\n".encode()
-    )
-    params, files = decode_params(f"multipart/form-data; boundary={boundary}", body, {})
-    assert params["chat_id"] == -100
-    assert params["media"] == [{"type": "photo", "media": "attach://p1"}]
-    assert files["p1"].filename == "a.jpg"
-    assert files["p1"].content_type == "image/jpeg"
-    assert files["p1"].data == b"\xff\xd8\r\n--\r\nbinary"
-
-
-def test_multipart_without_boundary_is_a_bad_request() -> None:
-    with pytest.raises(ApiError):
-        parse_multipart("multipart/form-data", b"x")
 
 
 def test_decode_params_json_body() -> None:
-    params, _ = decode_params("application/json", b'{"chat_id": 5, "text": "hi"}', {})
+    params = decode_params("application/json", b'{"chat_id": 5, "text": "hi"}', {})
     assert params == {"chat_id": 5, "text": "hi"}
 
 

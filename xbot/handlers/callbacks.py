@@ -1,17 +1,20 @@
-"""Every inline button: decode, check who pressed, answer at once, then do the quick thing.
+"""Every inline button: decode, check who pressed, answer once, then show the result.
 
 Callback data comes from the client and can be forged: it only names which
 button (`xbot.tasks.callback_data`). Whether the button still exists, what it acts
 on and whether this person may press it come from the message Telegram
-shows, our database and the Bot API. Anything that does not add up is
-answered "This button has expired." and changes nothing. What a button
-starts is a durable task (a forward) or one quick database write (a setting).
+shows, our database and the Bot API. Anything that does not add up raises
+`_Refused` (default: "This button has expired."), answered in one place, and
+changes nothing. What a button starts is a durable task (a forward) or one quick
+database write (a setting); the press is answered right after that write, since
+the answer says what it did, and the message is edited after the answer.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TypeVar
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
 from telegram.ext import BaseHandler, CallbackQueryHandler
@@ -32,6 +35,7 @@ from xbot.tasks.callback_data import Action, CallbackData, decode
 from xbot.tasks.prompts import EXPIRED, SKIPPED, find_prompt
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _PROMPT_ACTIONS = frozenset({Action.FORWARD, Action.EDIT, Action.SKIP, Action.CONFIRM})
 
@@ -43,6 +47,21 @@ def carries(message: Message, data: str) -> bool:
     if not isinstance(markup, InlineKeyboardMarkup):
         return False
     return any(b.callback_data == data for row in markup.inline_keyboard for b in row)
+
+
+class _Refused(Exception):
+    """A press that does not add up: answered with ``text`` (a msgid), nothing changed."""
+
+    def __init__(self, text: str = EXPIRED) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def _only_arg(value: T | None, data: CallbackData) -> T:
+    """The button's one argument, read by ``data.int_arg``/``str_arg``; refused otherwise."""
+    if value is None or len(data.args) != 1:
+        raise _Refused
+    return value
 
 
 async def answer(context: XContext, query: CallbackQuery, text: str | None = None) -> None:
@@ -59,33 +78,38 @@ async def on_callback(update: Update, context: XContext) -> None:
     query = update.callback_query
     if query is None:
         return
-    services = context.services
     # Before the chat is known (or trusted): the presser's own language.
     _ = translator(query.from_user.language_code).gettext
-    if query.message is None:  # a button under an inline message: none of ours
-        await answer(context, query, _(EXPIRED))
-        return
-    if not services.settings.is_allowed_chat(query.message.chat.id, query.from_user.id):
-        await answer(context, query, _(NOT_ALLOWED))
-        return
-    data = decode(query.data)
-    message = query.message
-    if data is None or not isinstance(message, Message) or not carries(message, str(query.data)):
-        await answer(context, query, _(EXPIRED))
-        return
     try:
-        _ = translator(await language_of(update, context)).gettext
-        if data.action in _PROMPT_ACTIONS:
-            await _prompt(query, message, data, context, _)
-        elif data.action in (Action.SETTING, Action.MENU):
-            await _settings(query, message, data, context, _)
-        elif data.action == Action.RETRY:
-            await _retry(query, message, data, context, _)
-        else:
-            await answer(context, query, _(EXPIRED))
-    except XbotError as exc:
-        log.warning("button failed %s", kv(chat=message.chat.id, error=exc))
-        await answer(context, query, _("Sorry, something went wrong. Please try again."))
+        message, data = _pressed(query, context)
+        try:
+            _ = translator(await language_of(update, context)).gettext
+            if data.action in _PROMPT_ACTIONS:
+                await _prompt(query, message, data, context, _)
+            elif data.action in (Action.SETTING, Action.MENU):
+                await _settings(query, message, data, context, _)
+            elif data.action == Action.RETRY:
+                await _retry(query, message, data, context)
+            else:
+                raise _Refused
+        except XbotError as exc:
+            log.warning("button failed %s", kv(chat=message.chat.id, error=exc))
+            await answer(context, query, _("Sorry, something went wrong. Please try again."))
+    except _Refused as refused:
+        await answer(context, query, _(refused.text))
+
+
+def _pressed(query: CallbackQuery, context: XContext) -> tuple[Message, CallbackData]:
+    """The message under the button and the button's data, when both add up."""
+    message = query.message
+    if message is None:  # a button under an inline message: none of ours
+        raise _Refused
+    if not context.services.settings.is_allowed_chat(message.chat.id, query.from_user.id):
+        raise _Refused(NOT_ALLOWED)
+    data = decode(query.data)
+    if data is None or not isinstance(message, Message) or not carries(message, str(query.data)):
+        raise _Refused
+    return message, data
 
 
 async def _prompt(
@@ -101,12 +125,10 @@ async def _prompt(
     state = await services.chats.get(chat.id, services.clock())
     prompt = find_prompt(state, prompt_id, services.clock()) if prompt_id is not None else None
     if prompt is None or prompt.message_id != message.message_id:
-        await answer(context, query, _(EXPIRED))
-        return
+        raise _Refused
     presser = query.from_user.id
     if not await services.authority.may(chat.type, chat.id, Actor(presser), prompt.owner):
-        await answer(context, query, _(ONLY_ADMINS))
-        return
+        raise _Refused(ONLY_ADMINS)
     forwarding = services.forwarding
     result = await forwarding.press(chat.id, data, message_id=message.message_id, presser=presser)
     await answer(context, query, _(result.answer))
@@ -131,23 +153,18 @@ async def _settings(
     services = context.services
     chat = message.chat
     if not await services.authority.may(chat.type, chat.id, Actor(query.from_user.id)):
-        await answer(context, query, _(ONLY_ADMINS))
-        return
+        raise _Refused(ONLY_ADMINS)
     if data.action == Action.MENU:
         if data.args != ("close",):
-            await answer(context, query, _(EXPIRED))
-            return
+            raise _Refused
         await answer(context, query)
         menu = await menu_context(services, chat, query.from_user.language_code)
         settings = (await services.chats.get(chat.id, services.clock())).settings
         await edit(context, message, closed_text(settings, menu))
         return
-    code = data.str_arg(0)
+    code = _only_arg(data.str_arg(0), data)
     menu = await menu_context(services, chat, query.from_user.language_code)
     now = services.clock()
-    if code is None or len(data.args) != 1:
-        await answer(context, query, _(EXPIRED))
-        return
     changed: list[bool] = []
 
     def flip(state: ChatState) -> ChatState:
@@ -158,8 +175,7 @@ async def _settings(
 
     new = await services.chats.update(chat.id, flip, now)
     if not changed or not changed[0]:
-        await answer(context, query, _(EXPIRED))
-        return
+        raise _Refused
     await answer(context, query, change_note(new.settings, code, menu))
     await edit(
         context,
@@ -171,20 +187,12 @@ async def _settings(
 
 
 async def _retry(
-    query: CallbackQuery,
-    message: Message,
-    data: CallbackData,
-    context: XContext,
-    _: Callable[[str], str],
+    query: CallbackQuery, message: Message, data: CallbackData, context: XContext
 ) -> None:
     services = context.services
     if not is_operator(services.settings.admin_ids, query.from_user.id):
-        await answer(context, query, _(ONLY_OPERATORS))
-        return
-    task_id = data.int_arg(0)
-    if task_id is None or len(data.args) != 1:
-        await answer(context, query, _(EXPIRED))
-        return
+        raise _Refused(ONLY_OPERATORS)
+    task_id = _only_arg(data.int_arg(0), data)
     if await services.queue.retry(task_id, services.clock()):
         services.workers.wake()
         await answer(context, query, f"Task #{task_id} is queued again.")

@@ -19,17 +19,16 @@ from telegram import (
     Chat,
     ChatMemberAdministrator,
     ChatMemberOwner,
-    InlineKeyboardMarkup,
-    Message,
     Update,
 )
 from telegram.constants import ChatType
 from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 
-from xbot.errors import ChatUnavailable, Permanent, XbotError
+from xbot.errors import ChatUnavailable, Permanent, StoreError, XbotError
 from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.intake import telegram_resends
 from xbot.handlers.language import language_of, translator_of
 from xbot.handlers.messages import NOT_ALLOWED, cmd_get
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
@@ -103,17 +102,6 @@ def actor_of(update: Update) -> Actor:
     return Actor(user.id if user else None, sender_chat.id if sender_chat else None)
 
 
-async def _reply(
-    context: XContext,
-    message: Message,
-    text: str,
-    *,
-    html_text: bool = False,
-    markup: InlineKeyboardMarkup | None = None,
-) -> None:
-    await reply(context, message, text, html=html_text, markup=markup)
-
-
 async def may_manage(update: Update, context: XContext) -> bool:
     """May this message's sender change what the chat does (settings, channel, format)?"""
     chat = update.effective_chat
@@ -153,7 +141,7 @@ async def cmd_start(update: Update, context: XContext) -> None:
     text = _(HELP_TEXT)
     if privacy_on(update, context):
         text += "\n\n" + _(PRIVACY_HINT)
-    await _reply(context, message, text)
+    await reply(context, message, text)
 
 
 def privacy_on(update: Update, context: XContext) -> bool:
@@ -185,7 +173,7 @@ async def cmd_help(update: Update, context: XContext) -> None:
     if message is None:
         return
     lang = await language_of(update, context)
-    await _reply(context, message, help_text(lang, privacy=privacy_on(update, context)))
+    await reply(context, message, help_text(lang, privacy=privacy_on(update, context)))
 
 
 async def cmd_settings(update: Update, context: XContext) -> None:
@@ -194,17 +182,17 @@ async def cmd_settings(update: Update, context: XContext) -> None:
         return
     if not await may_manage(update, context):
         _ = (await translator_of(update, context)).gettext
-        await _reply(context, message, _(ONLY_ADMINS))
+        await reply(context, message, _(ONLY_ADMINS))
         return
     services = context.services
     settings = (await services.chats.get(chat.id, services.clock())).settings
     user = update.effective_user
     ctx = await menu_context(services, chat, user.language_code if user else None)
-    await _reply(
+    await reply(
         context,
         message,
         menu_text(settings, ctx),
-        html_text=True,
+        html=True,
         markup=menu_markup(settings, ctx),
     )
 
@@ -242,34 +230,34 @@ async def cmd_channel(update: Update, context: XContext) -> None:
     if not args:
         settings = (await services.chats.get(chat.id, now)).settings
         if settings.channel_id is None:
-            await _reply(context, message, _("No channel is linked.") + " " + _(CHANNEL_USAGE))
+            await reply(context, message, _("No channel is linked.") + " " + _(CHANNEL_USAGE))
         else:
             title = html.escape(settings.channel_title or str(settings.channel_id))
-            await _reply(
+            await reply(
                 context,
                 message,
                 _("Linked to {channel}. /channel off unlinks it.").format(
                     channel=f"<b>{title}</b>"
                 ),
-                html_text=True,
+                html=True,
             )
         return
     if not await may_manage(update, context):
-        await _reply(context, message, _(ONLY_ADMINS))
+        await reply(context, message, _(ONLY_ADMINS))
         return
     if args[0].lower() == "off":
         await services.chats.set_settings(chat.id, now, channel_id=None, channel_title=None)
-        await _reply(
+        await reply(
             context, message, _("Unlinked: I no longer offer to forward posts to a channel.")
         )
         return
     target = _channel_target(args[0])
     if target is None or len(args) > 1:
-        await _reply(context, message, _(CHANNEL_USAGE))
+        await reply(context, message, _(CHANNEL_USAGE))
         return
     actor = actor_of(update)
     if actor.user_id is None or actor.sender_chat_id is not None:
-        await _reply(
+        await reply(
             context,
             message,
             _(
@@ -280,18 +268,18 @@ async def cmd_channel(update: Update, context: XContext) -> None:
         return
     answer = await _check_channel(context, target, actor.user_id, _)
     if isinstance(answer, str):
-        await _reply(context, message, answer, html_text=True)
+        await reply(context, message, answer, html=True)
         return
     channel_id, title = answer
     await services.chats.set_settings(chat.id, now, channel_id=channel_id, channel_title=title)
     log.info("channel linked %s", kv(chat=chat.id, channel=channel_id, user=actor.user_id))
-    await _reply(
+    await reply(
         context,
         message,
         _("Linked to {channel}. After each post I send here, I offer to forward it there.").format(
             channel=f"<b>{html.escape(title)}</b>"
         ),
-        html_text=True,
+        html=True,
     )
 
 
@@ -392,34 +380,34 @@ async def cmd_format(update: Update, context: XContext) -> None:
     if not template:
         current = (await services.chats.get(chat.id, now)).settings.caption_template
         if current is None:
-            await _reply(
+            await reply(
                 context, message, _("Captions use the built-in format.") + " " + format_usage(lang)
             )
         else:
-            await _reply(
+            await reply(
                 context,
                 message,
                 _("Your caption template:") + f"\n{current}\n\n" + format_usage(lang),
             )
         return
     if not await may_manage(update, context):
-        await _reply(context, message, _(ONLY_ADMINS))
+        await reply(context, message, _(ONLY_ADMINS))
         return
     if template.lower() == "reset":
         await services.chats.set_settings(chat.id, now, caption_template=None)
-        await _reply(context, message, _("Captions use the built-in format again."))
+        await reply(context, message, _("Captions use the built-in format again."))
         return
     problems = validate_template(template)
     if problems:
-        await _reply(context, message, format_problems(problems, lang))
+        await reply(context, message, format_problems(problems, lang))
         return
     await services.chats.set_settings(chat.id, now, caption_template=template)
     preview = render_template(template, SAMPLE)
-    await _reply(
+    await reply(
         context,
         message,
         _("Saved. A caption now looks like this:") + f"\n\n{preview}",
-        html_text=True,
+        html=True,
     )
 
 
@@ -433,9 +421,9 @@ async def cmd_cancel(update: Update, context: XContext) -> None:
         await forwarding.show(chat.id, reopened)
     _ = (await translator_of(update, context)).gettext
     if had:
-        await _reply(context, message, _("Caption edit cancelled; nothing was forwarded."))
+        await reply(context, message, _("Caption edit cancelled; nothing was forwarded."))
     else:
-        await _reply(context, message, _("There is no caption edit to cancel."))
+        await reply(context, message, _("There is no caption edit to cancel."))
 
 
 # --- the chat itself ------------------------------------------------------------------------
@@ -482,16 +470,18 @@ def guarded(command: Command) -> Handler:
         _ = translator(user.language_code if user else None).gettext
         if command.admin:
             if not is_operator(settings.admin_ids, user_id):
-                await _reply(context, message, _(ONLY_OPERATORS))
+                await reply(context, message, _(ONLY_OPERATORS))
                 return
         elif not settings.is_allowed_chat(chat.id, user_id):
-            await _reply(context, message, _(NOT_ALLOWED))
+            await reply(context, message, _(NOT_ALLOWED))
             return
         try:
             await command.handler(update, context)
         except XbotError as exc:
+            if isinstance(exc, StoreError) and telegram_resends():
+                raise  # not stored (/get's links): a webhook's 500 has Telegram send it again
             log.warning("command failed %s", kv(command=command.name, chat=chat.id, error=exc))
-            await _reply(
+            await reply(
                 context,
                 message,
                 # The asker's language: the chat's setting may be what just failed to read.

@@ -409,9 +409,13 @@ def build_caption(
 
 
 def text_fits(post: Post, *, limit: int = CAPTION_LIMIT, lang: str = DEFAULT) -> bool:
-    """Whether the full caption carries the post's whole text, nothing cut."""
+    """Whether the full caption carries the post's whole text, nothing cut.
+
+    A quoted post's text is cut first (`_fit`), so it never decides: a short post
+    quoting a long one fits.
+    """
     _check_limit(limit)
-    return _fits(_render_default, _fields(post, lang), limit)
+    return _fits(_render_default, attrs.evolve(_fields(post, lang), q_text=""), limit)
 
 
 def build_text_reply(post: Post, lang: str = DEFAULT) -> str:

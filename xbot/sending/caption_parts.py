@@ -1,8 +1,8 @@
 """What the link cache keeps to caption a post again, and the post it gives back.
 
 `caption_parts` turns a `Post` into the plain values its caption is rebuilt
-from; `post_from_parts` is the way back (without media). Split from
-`xbot.sending.caption` (issue 11: no module over ~500 lines), which re-exports both.
+from; `post_from_parts` is the way back (without media): the record's shape, apart from
+how a caption is laid out (`xbot.sending.caption`, which re-exports both).
 """
 
 from __future__ import annotations

@@ -118,16 +118,17 @@ def file_id_of(message: Message, kind: OutKind) -> str:
     raise RetryLater(f"Telegram's answer had no {kind} in it")
 
 
-def _input(item: OutMedia) -> str | bytes:
-    """A file_id or URL as it is; a local file as its bytes.
+def _input(item: OutMedia, files: contextlib.ExitStack, *, attach: bool) -> str | InputFile:
+    """A file_id or URL as it is; a local file as an open handle, never its bytes.
 
-    PTB builds the multipart body in memory either way (the download itself
-    streamed to disk, so one copy is in memory at a time). Bytes rather than
-    an `InputFile`: inside `InputMedia*` only raw input gets its
-    ``attach://`` name.
+    ``read_file_handle=False`` keeps PTB from reading the file into memory: the
+    request class streams it from disk (`xbot.sending.upload_request`), so the
+    temp file is the only copy. `files` closes the handle after the call.
+    ``attach`` for `InputMedia*` items, whose media must be an ``attach://`` part.
     """
     if isinstance(item.source, Path):
-        return item.source.read_bytes()
+        handle = files.enter_context(item.source.open("rb"))
+        return InputFile(handle, filename=item.filename, attach=attach, read_file_handle=False)
     return item.source
 
 
@@ -135,7 +136,8 @@ def _thumbnail(item: OutMedia) -> InputFile | None:
     """The video's still, when Telegram will use it: only beside an uploaded video
     (it ignores one sent with a URL or file_id) and only if it is a JPEG within
     200 kB and 320 x 320. A named InputFile with ``attach=True``, so it gets its
-    own ``attach://`` part inside InputMediaVideo too, as ``image/jpeg``."""
+    own ``attach://`` part inside InputMediaVideo too, as ``image/jpeg``. Its bytes
+    are held (read once to check that rule, so at most 200 kB), unlike the media's."""
     if item.thumbnail is None or item.kind != "video" or item.by != "upload":
         return None
     data = thumbnails.read_acceptable(item.thumbnail)
@@ -174,10 +176,11 @@ _ALBUM_ITEM = {
 
 
 def _input_media(
-    item: OutMedia, caption: str | None, spoiler: bool
+    item: OutMedia, caption: str | None, spoiler: bool, files: contextlib.ExitStack
 ) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument:
     media_type: Any = _ALBUM_ITEM[item.kind]
-    return media_type(_input(item), **_media_fields(item, caption, spoiler))  # type: ignore[no-any-return]
+    media = _input(item, files, attach=True)
+    return media_type(media, **_media_fields(item, caption, spoiler))  # type: ignore[no-any-return]
 
 
 def _where(dest: Destination) -> dict[str, Any]:
@@ -192,7 +195,8 @@ def _where(dest: Destination) -> dict[str, Any]:
 
 
 def write_timeout_for(size: int) -> float:
-    """Uploads of tens of MB need more than PTB's 20 s: allow ~1 MB/s plus a floor."""
+    """The time to send an upload's whole body: ~1 MB/s plus a floor (PTB's 20 s would
+    cut a local server's 2 GB upload short); the request class enforces it per body."""
     return max(20.0, size / (1024 * 1024) * 1.0 + 20.0)
 
 
@@ -321,9 +325,24 @@ class Sender:
         """The call itself, on the chat's line (`send_media` translates its errors).
 
         `timeouts`: (write, read) for this send."""
+        with contextlib.ExitStack() as files:  # the uploads' handles, closed after the call
+            return await self._send_open(
+                dest, items, caption, files, spoiler=spoiler, timeouts=timeouts
+            )
+
+    async def _send_open(
+        self,
+        dest: Destination,
+        items: Sequence[OutMedia],
+        caption: str | None,
+        files: contextlib.ExitStack,
+        *,
+        spoiler: bool,
+        timeouts: tuple[float, float],
+    ) -> list[tuple[SentItem, int]]:
         if len(items) == 1:
             message = await self._send_one(
-                dest, items[0], caption, spoiler=spoiler, timeouts=timeouts
+                dest, items[0], caption, files, spoiler=spoiler, timeouts=timeouts
             )
             return [
                 (
@@ -335,7 +354,7 @@ class Sender:
         medias = [
             cast(
                 "InputMediaPhoto | InputMediaVideo | InputMediaDocument",
-                _input_media(item, caption if i == 0 else None, spoiler),
+                _input_media(item, caption if i == 0 else None, spoiler, files),
             )
             for i, item in enumerate(items)
         ]
@@ -356,6 +375,7 @@ class Sender:
         dest: Destination,
         item: OutMedia,
         caption: str | None,
+        files: contextlib.ExitStack,
         *,
         spoiler: bool,
         timeouts: tuple[float, float],
@@ -369,7 +389,7 @@ class Sender:
             "document": self.bot.send_document,
         }
         send = sends[item.kind]
-        message: Message = await send(dest.chat_id, _input(item), **fields)
+        message: Message = await send(dest.chat_id, _input(item, files, attach=False), **fields)
         return message
 
     async def send_text(

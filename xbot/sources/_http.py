@@ -31,10 +31,6 @@ TROUBLE = reason_template(N_("{who} is having trouble."))
 UNREADABLE = reason_template(N_("{who} answered in a way I could not read (HTTP {status})."))
 
 
-def default_timeout() -> httpx.Timeout:
-    return httpx.Timeout(10.0, connect=5.0)
-
-
 async def get_fallback_json(
     client: httpx.AsyncClient,
     url: str,

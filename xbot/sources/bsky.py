@@ -39,7 +39,16 @@ from xbot.errors import FetchError, PostUnavailable
 from xbot.i18n import N_
 from xbot.links import Link, bsky_post_key, bsky_post_url
 from xbot.media.models import MediaItem, Post, Variant
-from xbot.sources.jsonget import USER_AGENT, count, get_json, obj, objs, text, web_url
+from xbot.sources.jsonget import (
+    USER_AGENT,
+    count,
+    get_json,
+    obj,
+    objs,
+    source_timeout,
+    text,
+    web_url,
+)
 from xbot.sources.x_api import with_quote_media
 
 MALFORMED = N_("Bluesky sent an answer I could not read.")
@@ -328,10 +337,6 @@ def _error_name(body: object) -> str:
 # -- the HTTP shell -------------------------------------------------------------------
 
 
-def _default_timeout() -> httpx.Timeout:
-    return httpx.Timeout(15.0, connect=5.0)
-
-
 @attrs.define
 class BskySource:
     """Bluesky posts from the public AppView.
@@ -348,7 +353,7 @@ class BskySource:
     plc_url: str = DEFAULT_BSKY_PLC_URL
     name: str = "bsky"
     clock: Callable[[], float] = time.monotonic
-    timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     _dids: dict[str, tuple[float, str]] = attrs.field(factory=dict)
     _pdses: dict[str, tuple[float, str]] = attrs.field(factory=dict)
 

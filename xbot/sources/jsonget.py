@@ -25,8 +25,17 @@ from xbot.i18n import N_, reason_template
 from xbot.media.download import http_error
 
 MAX_BODY = 4 * 1024 * 1024  # a post or a work is a few KiB; a 200-page work some 100 KiB
+# Who we are, to every source and media host (the app's clients send it); pixiv's
+# ajax wants it inside a browser's shape (`xbot.sources.pixiv`).
 USER_AGENT = f"xbot/{__version__} (Telegram bot)"
 _MAX_INT = 2**63
+
+
+def source_timeout() -> httpx.Timeout:
+    """The one timeout policy of the sources: 5 s to connect, 15 s for each read, write
+    and pool wait. The X chain cuts each of its sources off sooner, at its `deadline`."""
+    return httpx.Timeout(15.0, connect=5.0)
+
 
 StatusCheck = Callable[[int], bool]
 """Told the status before the body is read: may raise, else says whether to read the body."""

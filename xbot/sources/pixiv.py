@@ -24,13 +24,22 @@ from typing import Any
 import attrs
 import httpx
 
-from xbot import __version__
 from xbot.config import DEFAULT_PIXIV_API_URL
 from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.i18n import N_
 from xbot.links import Link, pixiv_work_url
 from xbot.media.models import MediaItem, Post
-from xbot.sources.jsonget import JsonAnswer, count, get_json, obj, objs, text, web_url
+from xbot.sources import jsonget
+from xbot.sources.jsonget import (
+    JsonAnswer,
+    count,
+    get_json,
+    obj,
+    objs,
+    source_timeout,
+    text,
+    web_url,
+)
 
 REFERER = "https://www.pixiv.net/"
 IMAGE_HEADERS = (("Referer", REFERER),)
@@ -44,7 +53,7 @@ MY_PIXIV = N_("The artist shows this pixiv work only to their My pixiv friends."
 LOGIN = N_("pixiv shows this work only to signed-in users.")
 
 # pixiv's ajax refuses clients that do not look like a browser; say who we are inside one.
-USER_AGENT = f"Mozilla/5.0 (compatible; xbot/{__version__}; Telegram bot)"
+USER_AGENT = f"Mozilla/5.0 (compatible; {jsonget.USER_AGENT})"
 
 
 @attrs.frozen
@@ -168,10 +177,6 @@ def to_post(work: Work, media: tuple[MediaItem, ...]) -> Post:
 # -- the HTTP shell -------------------------------------------------------------------
 
 
-def _default_timeout() -> httpx.Timeout:
-    return httpx.Timeout(15.0, connect=5.0)
-
-
 @attrs.define
 class PixivSource:
     """Works from pixiv's ajax API.
@@ -183,7 +188,7 @@ class PixivSource:
     _client: httpx.AsyncClient
     base_url: str = DEFAULT_PIXIV_API_URL
     name: str = "pixiv"
-    timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
 
     async def fetch(self, link: Link) -> Post:
         """The work behind `link`, every page in order.

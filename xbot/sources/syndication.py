@@ -29,14 +29,15 @@ from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources._http import get_fallback_json
 from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote, x_post
 from xbot.sources.x_api import UNAVAILABLE, post_id_of
-from xbot.sources.x_status import _MIME_CONTAINERS, _POST_ID
+from xbot.sources.x_status import MIME_CONTAINERS, POST_ID
 
 NAME = "syndication"
 MALFORMED = N_("X's embed service sent an answer I could not read.")
@@ -111,7 +112,7 @@ def _variants(video_info: Mapping[str, Any]) -> tuple[Variant, ...]:
         if not url:
             continue
         mime = _str(raw.get("content_type")).lower()
-        container = _MIME_CONTAINERS.get(mime) or _container(url)
+        container = MIME_CONTAINERS.get(mime) or _container(url)
         # X names HEVC encodings in the path (BetterTwitFix skips "/hevc/" the same way).
         codec = "hevc" if "/hevc/" in url or "/hvc1/" in url else ""
         bitrate = _int(raw.get("bitrate")) or 0
@@ -191,7 +192,7 @@ def parse_syndication(data: object, *, post_id: str, _depth: int = 0) -> Post:
         raise FetchError(MALFORMED)
     if data.get("__typename") == "TweetTombstone":
         raise PostUnavailable(UNAVAILABLE)
-    if not _POST_ID.fullmatch(_str(data.get("id_str"))):
+    if not POST_ID.fullmatch(_str(data.get("id_str"))):
         raise FetchError(MALFORMED)
     user = data.get("user")
     user = user if isinstance(user, dict) else {}
@@ -225,11 +226,11 @@ class Syndication:
 
     _client: httpx.AsyncClient
     base_url: str
-    timeout: httpx.Timeout = attrs.field(factory=default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     name: str = NAME
 
     def request(self, post_id: str) -> tuple[str, dict[str, str]]:
-        if not _POST_ID.fullmatch(post_id):
+        if not POST_ID.fullmatch(post_id):
             raise UnsupportedLink(N_("That is not a link to a post."))
         url = f"{self.base_url.rstrip('/')}/tweet-result"
         return url, {"id": post_id, "lang": "en", "token": token(post_id)}

@@ -28,13 +28,14 @@ from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
 from xbot.sources import x_api
-from xbot.sources._http import default_timeout, get_fallback_json
+from xbot.sources._http import get_fallback_json
 from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
+from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.x_api import DELETED, post_id_of, status_url
-from xbot.sources.x_status import _HANDLE, _POST_ID, canonical_url
+from xbot.sources.x_status import HANDLE, POST_ID, canonical_url
 
 NAME = "vxtwitter"
 MALFORMED = N_("The vxtwitter API sent an answer I could not read.")
@@ -104,7 +105,7 @@ def x_post(
 ) -> Post:
     """The `Post` an X fallback's answer `data` becomes, keyed and linked by the id the
     user linked (as `x_api.parse_status` does); a handle that is no handle is dropped."""
-    handle = handle if _HANDLE.fullmatch(handle) else ""
+    handle = handle if HANDLE.fullmatch(handle) else ""
     return Post(
         key=f"x:{post_id}",
         url=canonical_url(post_id, handle),
@@ -133,7 +134,7 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
             raise PostUnavailable(DELETED)
         raise TransientFetch(N_("The vxtwitter API could not fetch the post."))
     echoed = data.get("tweetID")
-    if not isinstance(echoed, str | int) or not _POST_ID.fullmatch(str(echoed)):
+    if not isinstance(echoed, str | int) or not POST_ID.fullmatch(str(echoed)):
         raise FetchError(MALFORMED)
     media = tuple(i for i in (_item(r) for r in _dicts(data.get("media_extended"))) if i)
     post = x_post(
@@ -146,7 +147,7 @@ def parse_vx(data: object, *, post_id: str, _depth: int = 0) -> Post:
     )
     quote = None
     qrt = data.get("qrt")
-    if _depth == 0 and isinstance(qrt, dict) and _POST_ID.fullmatch(str(qrt.get("tweetID", ""))):
+    if _depth == 0 and isinstance(qrt, dict) and POST_ID.fullmatch(str(qrt.get("tweetID", ""))):
         try:
             quote = parse_vx(qrt, post_id=str(qrt["tweetID"]), _depth=1)
         except FetchError:
@@ -165,7 +166,7 @@ class VxApi:
 
     _client: httpx.AsyncClient
     base_url: str
-    timeout: httpx.Timeout = attrs.field(factory=default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     name: str = NAME
 
     def status_url(self, post_id: str, handle: str | None) -> str:

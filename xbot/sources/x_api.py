@@ -23,17 +23,17 @@ from xbot.links import Link, classify
 from xbot.media.download import http_error
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sending import video_choice
-from xbot.sources.jsonget import USER_AGENT, get_json
+from xbot.sources.jsonget import USER_AGENT, get_json, source_timeout
 from xbot.sources.x_status import (
-    _HANDLE,
-    _POST_ID,
     AGE_GATED,
     API_TROUBLE,
     BLOCKED,
     DELETED,
+    HANDLE,
     MALFORMED,
     MAX_ALBUM,
     NOT_ANSWERING,
+    POST_ID,
     PRIVATE,
     PROTECTED,
     SUSPENDED,
@@ -46,7 +46,7 @@ from xbot.sources.x_status import (
     with_quote_media,
 )
 
-# The parsing's names stay importable from here (issue 11 moved them to x_status).
+# The parsing's names, with the client: what callers of the X API use, from one place.
 __all__ = [
     "AGE_GATED",
     "API_TROUBLE",
@@ -111,10 +111,6 @@ _READ = frozenset({200, 401, 403, 404, 410, 500, 503})
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
-def _default_timeout() -> httpx.Timeout:
-    return httpx.Timeout(15.0, connect=5.0)
-
-
 def post_id_of(link: Link) -> str:
     """The id of the post `link` names, for the X sources; a profile link is refused."""
     if link.post_id is None:
@@ -124,10 +120,10 @@ def post_id_of(link: Link) -> str:
 
 def status_url(base_url: str, post_id: str, handle: str | None) -> str:
     """``{base}/{handle}/status/{id}``: the route fxtwitter and vxtwitter answer alike."""
-    if not _POST_ID.fullmatch(post_id):
+    if not POST_ID.fullmatch(post_id):
         raise UnsupportedLink(N_("That is not a link to a post."))
     # The handle goes into the path: anything but a plain handle becomes "i".
-    path_handle = handle if handle and _HANDLE.fullmatch(handle) else "i"
+    path_handle = handle if handle and HANDLE.fullmatch(handle) else "i"
     return f"{base_url.rstrip('/')}/{path_handle}/status/{post_id}"
 
 
@@ -145,7 +141,7 @@ class XApi:
     _client: httpx.AsyncClient
     base_url: str
     user_agent: str = USER_AGENT
-    timeout: httpx.Timeout = attrs.field(factory=_default_timeout)
+    timeout: httpx.Timeout = attrs.field(factory=source_timeout)
     max_body: int = 2 * 1024 * 1024
 
     def status_url(self, post_id: str, handle: str | None) -> str:

@@ -6,7 +6,8 @@ quotes, polls, community notes, articles, cards, alt text) and raises nothing bu
 `FetchError` and its subclasses. The reasons it gives (``DELETED``, ``PRIVATE``,
 …) are the sentences every X source answers with. The payload shapes, and where
 each comes from, are the fixtures in ``tests/data/x/``. The client that fetches
-the answer is `xbot.sources.x_api.XApi` (issue 11: no module over ~500 lines).
+the answer is `xbot.sources.x_api.XApi`; the other X sources (`vx_api`, `syndication`)
+answer with the same reasons and check ids and handles with the same patterns.
 """
 
 from __future__ import annotations
@@ -82,10 +83,10 @@ _V1_MESSAGES = {
     "AGE_RESTRICTED": AGE_GATED,
     "NSFW": AGE_GATED,
 }
-_HANDLE = re.compile(r"[A-Za-z0-9_]{1,50}")
-_POST_ID = re.compile(r"[0-9]{1,25}")
+HANDLE = re.compile(r"[A-Za-z0-9_]{1,50}")
+POST_ID = re.compile(r"[0-9]{1,25}")
 _HEVC = frozenset({"hevc", "h265", "hvc1", "hev1"})
-_MIME_CONTAINERS = {
+MIME_CONTAINERS = {
     "video/mp4": "mp4",
     "video/webm": "webm",
     "video/quicktime": "mov",
@@ -142,7 +143,7 @@ def _legacy_variant(raw: Mapping[str, Any]) -> Variant | None:
     mime = _str(raw.get("content_type")).lower()
     return Variant(
         url=url,
-        container=_MIME_CONTAINERS.get(mime) or container_from_url(url),
+        container=MIME_CONTAINERS.get(mime) or container_from_url(url),
         codec=_codec_from_url(url),
         bitrate=_int(raw.get("bitrate")) or 0,
     )
@@ -176,7 +177,7 @@ def _item(raw: object) -> MediaItem | None:
         if kind == "gif" and container_from_url(url) == "" and _str(raw.get("format")) == "":
             # FxEmbed with GIF transcoding on: `url` is the still (a .jpg), no formats.
             return MediaItem(kind="photo", url=url, width=width, height=height, alt_text=alt)
-        container = _MIME_CONTAINERS.get(_str(raw.get("format")).lower())
+        container = MIME_CONTAINERS.get(_str(raw.get("format")).lower())
         variants = (
             Variant(
                 url=url,
@@ -363,7 +364,7 @@ def _author(status: Mapping[str, Any]) -> tuple[str, str]:
     author = status.get("author")
     author = author if isinstance(author, dict) else {}
     handle = _str(author.get("screen_name"))
-    if not _HANDLE.fullmatch(handle):
+    if not HANDLE.fullmatch(handle):
         handle = ""
     return _str(author.get("name")), handle
 
@@ -374,7 +375,7 @@ def _quote(status: Mapping[str, Any]) -> Post | None:
     if not isinstance(raw, dict) or _is_tombstone(raw):
         return None
     quote_id = _str(raw.get("id"))
-    if not _POST_ID.fullmatch(quote_id):
+    if not POST_ID.fullmatch(quote_id):
         return None
     name, handle = _author(raw)
     return Post(

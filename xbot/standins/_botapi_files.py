@@ -9,13 +9,16 @@ says otherwise (Telegram's fetchers live on the public internet).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import ipaddress
+import os
 import secrets
 import shutil
 import tempfile
 import threading
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,15 +210,24 @@ class FileStore:
             )
         return info
 
+    @contextlib.contextmanager
+    def incoming(self) -> Iterator[Path]:
+        """A folder for one request's uploaded parts; what was not stored goes with it."""
+        folder = Path(tempfile.mkdtemp(prefix="incoming-", dir=self._dir))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def _store_upload(self, kind: str, part: Upload, params: JSON) -> StoredFile:
-        size = len(part.data)
+        size = part.size
         if kind == "photo" and size > PHOTO_UPLOAD_LIMIT:
             raise bad_request("Bad Request: PHOTO_SAVE_FILE_INVALID")
         if size > self.upload_limit:
             raise ApiError(413, "Request Entity Too Large")
         return self.store_checked(
             kind,
-            part.data,
+            part,
             filename=part.filename,
             mime=part.content_type,
             source="upload",
@@ -223,15 +235,22 @@ class FileStore:
         )
 
     def store_checked(
-        self, kind: str, data: bytes, *, filename: str, mime: str, source: str, params: JSON
+        self,
+        kind: str,
+        data: bytes | Upload,
+        *,
+        filename: str,
+        mime: str,
+        source: str,
+        params: JSON,
     ) -> StoredFile:
         """Store after Telegram's checks: non-empty, photos decodable and of sane shape."""
-        if not data:
+        if not (data.size if isinstance(data, Upload) else data):
             raise bad_request("Bad Request: file must be non-empty")
         if kind == "document" and mime == "image/gif":
             kind = "animation"
         if kind == "photo":
-            sniffed = image_size(data)
+            sniffed = image_size(data.read() if isinstance(data, Upload) else data)
             if sniffed is None:
                 raise bad_request("Bad Request: IMAGE_PROCESS_FAILED")
             _, w, h = sniffed
@@ -242,30 +261,39 @@ class FileStore:
     def store(
         self,
         kind: str,
-        data: bytes,
+        data: bytes | Upload,
         filename: str,
         mime: str,
         *,
         source: str = "upload",
         params: JSON | None = None,
     ) -> StoredFile:
-        """Store `data` as a new file with fresh ids; no checks."""
+        """Store `data` as a new file with fresh ids; no checks.
+
+        An `Upload` is moved into place, not copied: its digest was taken as it arrived.
+        """
         params = params or {}
         file_id = _FILE_ID_PREFIX[kind] + secrets.token_urlsafe(40)
         unique = ("AQAD" if kind == "photo" else "AgAD") + secrets.token_urlsafe(9)[:12]
         path = self._dir / unique
-        path.write_bytes(data)
+        if isinstance(data, Upload):
+            os.replace(data.path, path)
+            size, digest = data.size, data.sha256
+        else:
+            path.write_bytes(data)
+            size, digest = len(data), hashlib.sha256(data).hexdigest()
         w = h = 0
         sizes: tuple[JSON, ...] = ()
         if kind == "photo":
-            _, w, h = image_size(data) or ("", 1, 1)
-            sizes = _photo_sizes(file_id, unique, w, h, len(data))
+            head = data if isinstance(data, bytes) else path.read_bytes()  # 10 MB at most
+            _, w, h = image_size(head) or ("", 1, 1)
+            sizes = _photo_sizes(file_id, unique, w, h, size)
         info = StoredFile(
             file_id=file_id,
             file_unique_id=unique,
             kind=kind,
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
+            size=size,
+            sha256=digest,
             filename=filename,
             mime_type=mime,
             path=path,
@@ -277,8 +305,8 @@ class FileStore:
         )
         with self._lock:
             self._files[file_id] = info
-            for size in sizes:
-                self._files[size["file_id"]] = info
+            for step in sizes:
+                self._files[step["file_id"]] = info
         return info
 
     async def _fetch(self, url: str, kind: str) -> tuple[bytes, str]:

@@ -5,10 +5,8 @@ Pure functions and values only; the server (`botapi.py`) owns state and I/O.
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
 import json
-from email.message import Message as EmailMessage
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -110,11 +108,21 @@ def bad_request(description: str) -> ApiError:
 
 @attrs.frozen
 class Upload:
-    """A file part of a multipart request."""
+    """A file part of a multipart request, as it landed on disk (never held in memory).
+
+    Attributes:
+        path: where its bytes are; `size` and `sha256` were computed as they arrived.
+    """
 
     filename: str
     content_type: str
-    data: bytes
+    path: Path
+    size: int
+    sha256: str
+
+    def read(self) -> bytes:
+        """The bytes, for the few checks that need them (a photo's header: at most 10 MB)."""
+        return self.path.read_bytes()
 
 
 @attrs.frozen
@@ -160,15 +168,16 @@ def decode_value(name: str, raw: str) -> Any:
         return raw
 
 
-def decode_params(
-    content_type: str, body: bytes, query: dict[str, list[str]]
-) -> tuple[JSON, dict[str, Upload]]:
-    """Parameters of a Bot API request from its query string and body (any of Telegram's forms)."""
+def decode_params(content_type: str, body: bytes, query: dict[str, list[str]]) -> JSON:
+    """Parameters of a Bot API request from its query string and a JSON or urlencoded body.
+
+    A multipart body is read as it arrives instead (`_multipart.read_multipart`),
+    and its fields decoded by `form_params`.
+    """
     params: JSON = {k: decode_value(k, v[-1]) for k, v in query.items()}
-    files: dict[str, Upload] = {}
     ctype = content_type.split(";", 1)[0].strip().lower()
     if not body:
-        return params, files
+        return params
     if ctype == "application/json":
         try:
             data = json.loads(body)
@@ -177,59 +186,20 @@ def decode_params(
         if not isinstance(data, dict):
             raise bad_request("Bad Request: can't parse JSON object")
         params.update(data)
-    elif ctype == "multipart/form-data":
-        fields, files = parse_multipart(content_type, body)
-        params.update({k: decode_value(k, v) for k, v in fields.items()})
     else:  # Telegram treats anything else as a urlencoded form, as PTB sends it.
         try:
             pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True)
         except UnicodeDecodeError:
             raise bad_request("Bad Request: request body is not UTF-8") from None
         params.update({k: decode_value(k, v) for k, v in pairs})
-    return params, files
+    return params
 
 
-_HEADER_PARSER = email.parser.BytesParser(policy=email.policy.HTTP)
-
-
-def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, Upload]]:
-    """Split a multipart/form-data body.
-
-    The part headers go through the standard library's parser; the bodies are
-    cut by the boundary directly, because `email` parses a 20 MB upload in
-    over a second.
-    """
-    holder = EmailMessage()
-    holder["content-type"] = content_type
-    boundary = holder.get_param("boundary")
-    if not isinstance(boundary, str) or not boundary:
-        raise bad_request("Bad Request: multipart boundary is not specified")
-    delimiter = b"--" + boundary.encode("latin-1")
-    fields: dict[str, str] = {}
-    files: dict[str, Upload] = {}
-    for chunk in body.split(delimiter)[1:]:
-        if chunk.startswith(b"--"):
-            break
-        part = chunk.removeprefix(b"\r\n")
-        head, sep, content = part.partition(b"\r\n\r\n")
-        if not sep:
-            raise bad_request("Bad Request: can't parse multipart body")
-        if content.endswith(b"\r\n"):
-            content = content[:-2]
-        headers = _HEADER_PARSER.parsebytes(head + b"\r\n\r\n", headersonly=True)
-        name = headers.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            continue
-        filename = headers.get_filename()
-        if filename is None:
-            fields[name] = content.decode("utf-8", errors="replace")
-        else:
-            files[name] = Upload(
-                filename=filename,
-                content_type=headers.get_content_type(),
-                data=content,
-            )
-    return fields, files
+def form_params(fields: dict[str, str], query: dict[str, list[str]]) -> JSON:
+    """Parameters of a multipart request: the query string's, then the form's fields."""
+    params: JSON = {k: decode_value(k, v[-1]) for k, v in query.items()}
+    params.update({k: decode_value(k, v) for k, v in fields.items()})
+    return params
 
 
 def as_int(value: Any, what: str) -> int:

@@ -9,7 +9,8 @@ demo, a soak harness) as well as from async tests, and stopping it cannot
 deadlock on the caller's loop.
 
 Only what the stand-ins need: keep-alive, Content-Length and chunked request
-bodies, bytes or streamed responses, HEAD. Everything is bounded: header
+bodies (read whole, or streamed to a handler that asks), bytes or streamed
+responses, HEAD. Everything is bounded: header
 size, body size, idle keep-alive time.
 """
 
@@ -32,12 +33,68 @@ import attrs
 _log = logging.getLogger(__name__)
 
 MAX_HEADER_BYTES = 64 * 1024
+STREAM_CHUNK = 1024 * 1024  # a streamed request body arrives in pieces of at most this
 KEEPALIVE_IDLE_S = 60.0
 START_TIMEOUT_S = 10.0
 
 
 class AbortConnection(Exception):
     """Raised by a streamed body to drop the connection with a TCP reset."""
+
+
+class BodyStream:
+    """A request body read as it arrives, for a handler that must not hold it (an upload).
+
+    Iterate it once; whatever the handler leaves unread is drained before the
+    answer goes out, so the connection stays in step.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, length: int | None, max_body: int) -> None:
+        self._reader = reader
+        self._left = length  # None: chunked
+        self._max_body = max_body
+        self._total = 0
+        self._done = length == 0
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        while not self._done:
+            chunk = await (self._next_sized() if self._left is not None else self._next_chunked())
+            if chunk:
+                yield chunk
+
+    async def _next_sized(self) -> bytes:
+        assert self._left is not None
+        chunk = await self._reader.read(min(self._left, STREAM_CHUNK))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", self._left)
+        self._left -= len(chunk)
+        self._done = self._left == 0
+        return chunk
+
+    async def _next_chunked(self) -> bytes:
+        line = await self._reader.readuntil(b"\r\n")
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise BadRequestError(400) from None
+        if size == 0:
+            while (await self._reader.readuntil(b"\r\n")) != b"\r\n":
+                pass
+            self._done = True
+            return b""
+        self._total += size
+        if self._total > self._max_body:
+            raise BadRequestError(413)
+        chunk = await self._reader.readexactly(size)
+        await self._reader.readexactly(2)
+        return chunk
+
+    async def drain(self) -> None:
+        async for _ in self._chunks():
+            pass
 
 
 @attrs.frozen
@@ -49,7 +106,8 @@ class Request:
         path: the percent-decoded path, without the query.
         query: parsed query string (every value a list).
         headers: header names in lower case; repeated headers joined with ", ".
-        body: the whole request body.
+        body: the whole request body (empty when it is streamed).
+        stream: the body as it arrives, for requests the server was told to stream.
     """
 
     method: str
@@ -57,6 +115,7 @@ class Request:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: bytes
+    stream: BodyStream | None = None
 
     def header(self, name: str, default: str = "") -> str:
         return self.headers.get(name.lower(), default)
@@ -156,8 +215,12 @@ class HttpServer:
         name: str = "standin",
         max_body: int = 64 * 1024 * 1024,
         on_stop: Callable[[], Awaitable[None]] | None = None,
+        stream_body: Callable[[dict[str, str]], bool] | None = None,
     ) -> None:
+        """`stream_body(headers)` true: that request's body is not read up front
+        but handed over as `Request.stream`."""
         self._handler = handler
+        self._stream_body = stream_body
         self.host = host
         self.port = port
         self._name = name
@@ -326,6 +389,13 @@ class HttpServer:
                 return
             try:
                 response = await self._handler(request)
+                if request.stream is not None:
+                    await request.stream.drain()
+            except BadRequestError as exc:
+                await self._write_simple(writer, exc.status)
+                return
+            except (ConnectionError, asyncio.IncompleteReadError):
+                raise  # the client went away in the middle of its body: no one to answer
             except AbortConnection:
                 raise  # the handler asks for a reset before any answer: `_on_connection` does it
             except Exception:
@@ -346,7 +416,12 @@ class HttpServer:
         keep_alive = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
         if headers.get("expect", "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+        stream: BodyStream | None = None
+        body = b""
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        if chunked and self._stream_body is not None and self._stream_body(headers):
+            stream = BodyStream(reader, None, self.max_body)
+        elif chunked:
             body = await _read_chunked(reader, self.max_body)
         else:
             try:
@@ -364,7 +439,10 @@ class HttpServer:
                         break
                     remaining -= len(chunk)
                 raise BadRequestError(413)
-            body = await reader.readexactly(length) if length else b""
+            if self._stream_body is not None and self._stream_body(headers):
+                stream = BodyStream(reader, length, self.max_body)
+            elif length:
+                body = await reader.readexactly(length)
         parts = urlsplit(target)
         request = Request(
             method=method,
@@ -372,6 +450,7 @@ class HttpServer:
             query=parse_qs(parts.query, keep_blank_values=True),
             headers=headers,
             body=body,
+            stream=stream,
         )
         return request, keep_alive
 

@@ -42,13 +42,13 @@ or ``python -m xbot.standins.botapi --port N``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import math
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
 
 import attrs
 
@@ -56,7 +56,7 @@ from xbot.standins._botapi_builders import UpdateBuilders
 from xbot.standins._botapi_chats import ChatInfo
 from xbot.standins._botapi_files import StoredFile
 from xbot.standins._botapi_limits import COUNTED_METHODS, Admission, TelegramLimits
-from xbot.standins._botapi_model import TelegramModel
+from xbot.standins._botapi_model import MethodFn, TelegramModel
 from xbot.standins._botapi_outage import (
     FILE_DOWNLOAD,
     MAX_HANG_S,
@@ -72,8 +72,17 @@ from xbot.standins._botapi_wire import (
     EarlyRequest,
     Upload,
     decode_params,
+    form_params,
 )
-from xbot.standins._http import HttpServer, Request, Response, ServerBase, serve_forever_main
+from xbot.standins._http import (
+    STREAM_CHUNK,
+    HttpServer,
+    Request,
+    Response,
+    ServerBase,
+    serve_forever_main,
+)
+from xbot.standins._multipart import MultipartReader
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -105,6 +114,7 @@ SEND_METHODS = COUNTED_METHODS | {
     "editMessageCaption",
     "editMessageReplyMarkup",
 }
+CLIENT_CLOSED = 499  # nginx's status for a request the client abandoned (no answer goes out)
 
 
 def retry_after_seconds(value: object) -> float:
@@ -193,6 +203,8 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
             name="botapi-standin",
             max_body=upload_limit + 1024 * 1024,
             on_stop=self._files.aclose,
+            # Uploads up to 2000 MB (local-server mode) are never held in memory.
+            stream_body=_is_multipart,
         )
         self._outages = OutageSwitch(self._http)
 
@@ -339,9 +351,8 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
 
     def _record_outage(self, method: str, request: Request, mode: str, status: int) -> None:
         try:
-            params, _files = decode_params(
-                request.header("content-type"), request.body, request.query
-            )
+            # A multipart body is not read here (the server drains it): its query alone.
+            params = decode_params(request.header("content-type"), request.body, request.query)
         except ApiError:
             params = {}
         with self._lock:
@@ -365,13 +376,37 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
             return _json_response(ApiError(401, "Unauthorized").body(), 401)
         entry = self._methods.get(method_name.lower())
         canonical = entry[0] if entry else method_name
+        with self._files.incoming() as folder:  # uploaded parts not stored are removed after
+            return await self._run_method(request, entry, canonical, at, folder)
+
+    async def _run_method(
+        self,
+        request: Request,
+        entry: tuple[str, MethodFn] | None,
+        canonical: str,
+        at: float,
+        folder: Path,
+    ) -> Response:
         params: JSON = {}
         files: dict[str, Upload] = {}
         chat_id: int | None = None
         try:
-            params, files = decode_params(
-                request.header("content-type"), request.body, request.query
-            )
+            if request.stream is not None:  # multipart: the parts go to disk as they arrive
+                reader = MultipartReader(request.header("content-type"), folder)
+                try:
+                    async for chunk in request.stream:
+                        reader.feed(chunk)
+                except (ConnectionError, asyncio.IncompleteReadError):
+                    reader.abandon()
+                    self._cut_short(canonical, form_params(reader.fields, request.query), at)
+                    raise
+                except ApiError:
+                    reader.abandon()
+                    raise
+                fields, files = reader.finish()
+                params = form_params(fields, request.query)
+            else:
+                params = decode_params(request.header("content-type"), request.body, request.query)
             if entry is None:
                 raise ApiError(404, "Not Found")
             with self._lock:
@@ -430,12 +465,21 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
         status: int,
         description: str | None,
     ) -> None:
-        summary = {
-            name: (up.filename, len(up.data), hashlib.sha256(up.data).hexdigest())
-            for name, up in files.items()
-        }
+        summary = {name: (up.filename, up.size, up.sha256) for name, up in files.items()}
         with self._lock:
             self._calls.append(Call(method, params, summary, chat_id, at, status, description))
+
+    def _cut_short(self, method: str, params: JSON, at: float) -> None:
+        """An upload the client abandoned (its task cancelled): recorded, then dropped."""
+        with self._lock:
+            try:
+                chat_id = self._chats.resolve_id(params.get("chat_id"))
+            except ApiError:
+                chat_id = None
+        self._record(
+            method, params, {}, chat_id=chat_id, at=at,
+            status=CLIENT_CLOSED, description="upload cut short",
+        )  # fmt: skip
 
     def _gate(self, method: str, chat_id: int | None, at: float) -> Response | None:
         """Rate-limit referee and injected faults, before the method runs."""
@@ -490,7 +534,22 @@ class BotApiServer(UpdateBuilders, TelegramModel, ServerBase):
         info = self._files.by_path(m.group(2))
         if info is None:
             return _json_response(ApiError(404, "Not Found").body(), 404)
-        return Response(200, info.path.read_bytes(), {"content-type": "application/octet-stream"})
+        return Response(
+            200,
+            _file_chunks(info.path),
+            {"content-type": "application/octet-stream", "content-length": str(info.size)},
+        )
+
+
+async def _file_chunks(path: Path) -> AsyncIterator[bytes]:
+    """A stored file as the file URL serves it: read in pieces, never whole."""
+    with path.open("rb") as f:
+        while chunk := f.read(STREAM_CHUNK):
+            yield chunk
+
+
+def _is_multipart(headers: dict[str, str]) -> bool:
+    return headers.get("content-type", "").lower().startswith("multipart/form-data")
 
 
 def _items(method: str, params: JSON) -> int:
