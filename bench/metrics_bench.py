@@ -40,11 +40,70 @@ def one_run(links: int, metrics: bool) -> dict[str, float]:
     return found
 
 
+def hooks_per_link_us(n: int = 20_000) -> tuple[float, float]:
+    """What metrics on adds to one X link, timed alone (no machine noise): the worker's
+    ending hook (the payload read, a counter, the latency histogram), the sender's media
+    counter, and two Bot API calls counted (the send and its share of getUpdates).
+    Also one scrape's rendering, in ms. Returns (µs per link, ms per scrape)."""
+    import time as _time
+
+    sys.path.insert(0, str(BENCH.parent.parent))
+    import attrs
+
+    from xbot.app import count_finished
+    from xbot.links import classify
+    from xbot.metrics import Metrics, Readings, api_method
+    from xbot.sending.api_request import Reachability
+    from xbot.sending.destination import Destination
+    from xbot.sending.sent import SentItem
+    from xbot.storage.queue import Task
+    from xbot.tasks.payloads import DeliverPayload, SentStep
+
+    link = classify("https://x.com/alice/status/1900000000000000001")
+    assert link is not None
+    payload = DeliverPayload.for_link(link, Destination(5, "private"))
+    payload = attrs.evolve(payload, sent=(SentStep(0, (SentItem("photo", "AgADfileid"),)),))
+    task = Task(1, "deliver", 5, payload.to_json(), "done", None, 1, 5, 0.0, None, None, None,
+                0.0, 0.0)  # fmt: skip
+    metrics, reach = Metrics(), Reachability(_time.time)
+    finished = count_finished(metrics, _time.time)
+    url = "http://127.0.0.1:1/bot123:abc/sendPhoto"
+
+    def one_link() -> None:
+        finished(task, "done")
+        metrics.sent(["url"])
+        for _ in range(2):
+            metrics.bot_api(api_method(url), "ok")
+            reach.record("ok")
+
+    started = _time.perf_counter()
+    for _ in range(n):
+        one_link()
+    per_link = (_time.perf_counter() - started) / n * 1e6
+    metrics.readings = Readings(
+        tasks={("deliver", "pending"): 3, ("notice", "dead"): 1},
+        ytdlp_age_seconds=86400.0,
+        breaker_open=dict.fromkeys(("fxtwitter", "vxtwitter", "syndication"), False),
+        source_failures=dict.fromkeys(("fxtwitter", "vxtwitter", "syndication"), 1),
+    )
+    from prometheus_client import generate_latest
+
+    started = _time.perf_counter()
+    for _ in range(200):
+        generate_latest(metrics.registry)
+    return per_link, (_time.perf_counter() - started) / 200 * 1e3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5, help="runs of each side (default 5)")
     ap.add_argument("--links", type=int, default=1000, help="links per phase (default 1000)")
+    ap.add_argument("--micro", action="store_true", help="only the hooks' cost, timed alone")
     args = ap.parse_args(argv)
+    per_link, per_scrape = hooks_per_link_us()
+    print(f"hooks per link: {per_link:.1f} µs; one scrape rendered: {per_scrape:.2f} ms")
+    if args.micro:
+        return 0
     runs: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     for n in range(args.rounds):
         for metrics in (False, True):

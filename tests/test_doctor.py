@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -16,9 +17,13 @@ from xbot.ops.doctor import (
     EXIT_FAILED,
     EXIT_OK,
     Report,
+    adjtimex_synchronized,
+    check_clock,
     check_database,
+    clock_finding,
     diagnose,
     telegram_findings,
+    timedatectl_synchronized,
 )
 from xbot.sending.telegram_health import RECORD_NAME, TelegramHealth
 from xbot.standins.botapi import BotApiServer
@@ -280,6 +285,93 @@ def test_doctor_says_since_when_the_running_bot_finds_telegram_unreachable(
     )
 
 
+# --- the clock ------------------------------------------------------------------------------
+
+CLOCK_ANSWERS = [
+    pytest.param(True, "ok", id="synchronised"),
+    pytest.param(False, "warn", id="not-synchronised"),
+    pytest.param(None, None, id="cannot-tell-is-quiet"),
+]
+
+
+@pytest.mark.parametrize(("answer", "level"), CLOCK_ANSWERS)
+def test_clock_finding(answer: bool | None, level: str | None) -> None:
+    found = clock_finding(answer, "test")
+    assert [f.level for f in found] == ([] if level is None else [level])
+
+
+def test_the_clock_check_asks_systemd_first_then_the_kernel() -> None:
+    asked: list[str] = []
+
+    def probe(name: str, answer: bool | None) -> Callable[[], bool | None]:
+        def run() -> bool | None:
+            asked.append(name)
+            return answer
+
+        return run
+
+    found = check_clock(probe("timedatectl", False), probe("adjtimex", True))
+    assert (asked, [f.level for f in found]) == (["timedatectl"], ["warn"])
+    assert "timedatectl NTPSynchronized" in found[0].text
+    asked.clear()
+    found = check_clock(probe("timedatectl", None), probe("adjtimex", True))
+    assert (asked, [f.level for f in found]) == (["timedatectl", "adjtimex"], ["ok"])
+    assert check_clock(probe("timedatectl", None), probe("adjtimex", None)) == []
+
+
+def _fake_timedatectl(tmp_path: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    program = bin_dir / "timedatectl"
+    program.write_text(f"#!/bin/sh\n{script}\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
+@pytest.mark.parametrize(
+    ("script", "answer"),
+    [
+        pytest.param('[ "$3" = NTPSynchronized ] && echo yes', True, id="yes"),
+        pytest.param("echo no", False, id="no"),
+        pytest.param("echo 'Failed to connect to bus' >&2; exit 1", None, id="no-systemd"),
+        pytest.param("echo maybe", None, id="not-an-answer"),
+    ],
+)
+def test_timedatectl_is_asked_for_ntp_synchronized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, answer: bool | None
+) -> None:
+    _fake_timedatectl(tmp_path, script, monkeypatch)
+    assert timedatectl_synchronized() is answer
+
+
+def test_no_timedatectl_is_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert timedatectl_synchronized() is None
+
+
+def test_the_kernels_answer_needs_no_root() -> None:
+    assert adjtimex_synchronized() in (True, False, None)
+
+
+@pytest.mark.parametrize(
+    ("due_in", "warned"),
+    [
+        pytest.param(600.0, False, id="a-retry-ten-minutes-out"),
+        pytest.param(3600.0, False, id="the-longest-hold"),
+        pytest.param(5 * 3600.0, True, id="five-hours-ahead"),
+    ],
+)
+def test_times_far_in_the_future_are_a_warning(tmp_path: Path, due_in: float, warned: bool) -> None:
+    path = _db(tmp_path)
+    conn = connect(path)
+    now = time.time()
+    SyncQueue(conn).enqueue("deliver", "{}", 5, now=now, run_after=now + due_in)
+    conn.execute("UPDATE tasks SET run_after = ?", (now + due_in,))  # past the queue's own cap
+    conn.close()
+    found = [f for f in check_database(path) if "further ahead" in f.text]
+    assert [f.level for f in found] == (["warn"] if warned else [])
+
+
 @pytest.mark.parametrize(
     ("content", "level", "words"),
     [
@@ -310,3 +402,27 @@ def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
     assert report.exit_code == EXIT_CONFIG
     assert any(f.subject == "XBOT_GALLERYDL_CONFIG" and "no such file" in f.text
                for f in report.findings)  # fmt: skip
+
+
+def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(
+    tmp_path: Path, api: BotApiServer
+) -> None:
+    from xbot.standins.fxapi import FxApiServer
+    from xbot.standins.vxapi import VxApiServer
+
+    with FxApiServer() as fx, VxApiServer() as vx:
+        for source in (fx, vx):
+            source.add_post("20", author=("jack", "jack"), text="just setting up my twttr")
+        status = vx.add_post("77", author=("Ellen", "ellen"), photos=["https://example.com/a.jpg"])
+        del status
+        fx.add_raw("77", {"code": 200, "message": "OK", "post": {"id": "77"}})  # renamed fields
+        env = _env(
+            tmp_path, api, XBOT_X_API_URL=fx.url, XBOT_VX_API_URL=vx.url,
+            XBOT_X_SYNDICATION_URL="", XBOT_CANARY_INTERVAL_S="600",
+            XBOT_CANARY_POSTS="https://x.com/ellen/status/77",
+        )  # fmt: skip
+        report = diagnose(env, timeout=5)
+    lines = _text(report).splitlines()
+    (broken,) = [line for line in lines if "broken" in line]
+    assert broken.startswith("warn  X source fxtwitter: broken: answered in a shape")
+    assert not any("vxtwitter: broken" in line for line in lines)

@@ -224,6 +224,19 @@ def _sample(text: str) -> str:
         "host": "'example.invalid'",
         "who": "the X API",
         "note": "Context &amp; sources",
+        # The alerts to the operators (xbot.tasks.alerts).
+        "start": "12:03",
+        "end": "12:19",
+        "minutes": "16",
+        "delayed": "37",
+        "lost": "0",
+        "waiting": "12",
+        "count": "5",
+        "free": "180",
+        "version": "2025.01.15",
+        "days": "320",
+        "command": "/opt/xbot/venv/bin/python -m pip install -U yt-dlp",
+        "sources": "fxtwitter, vxtwitter",
     }
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 

@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "base values",
         (
             "xbot",
+            "xbot.clock",  # the clock pair and the time line every layer reads `now` from
             "xbot.config",
             "xbot.errors",
             "xbot.i18n",

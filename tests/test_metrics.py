@@ -59,6 +59,7 @@ def test_metrics_addr(env: dict[str, str], addr: tuple[str, int] | None) -> None
         ({"XBOT_METRICS_ADDR": "127.0.0.1:http"}, "XBOT_METRICS_ADDR", "whole number"),
         ({"XBOT_METRICS_ADDR": "127.0.0.1:70000"}, "XBOT_METRICS_ADDR", "out of range"),
         ({"XBOT_METRICS_PUBLIC": "maybe"}, "XBOT_METRICS_PUBLIC", "yes/no"),
+        ({"XBOT_ALERT_AFTER_S": "0"}, "XBOT_ALERT_AFTER_S", "out of range"),
     ],
     ids=[
         "public-refused",
@@ -68,6 +69,7 @@ def test_metrics_addr(env: dict[str, str], addr: tuple[str, int] | None) -> None
         "port-word",
         "port-range",
         "public-word",
+        "alert-zero",
     ],
 )
 def test_each_bad_value_is_one_line_naming_the_setting(
@@ -82,6 +84,8 @@ def test_each_bad_value_is_one_line_naming_the_setting(
 
 def test_defaults_are_off() -> None:
     assert load_settings({}).metrics_addr is None
+    assert load_settings({}).alert_after == 300.0
+    assert load_settings({"XBOT_ALERT_AFTER_S": "60"}).alert_after == 60.0
 
 
 # -- names and labels ---------------------------------------------------------------------

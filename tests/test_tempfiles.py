@@ -148,6 +148,22 @@ def test_sweep_keeps_a_folder_whose_contents_are_fresh(tmp_path: Path) -> None:
     assert busy.exists()
 
 
+def test_the_sweep_never_removes_what_this_process_has_open(tmp_path: Path) -> None:
+    """A forward step of the wall clock makes a download begun a minute ago look hours
+    old; the files and folders in use are left alone whatever their mtime says."""
+    with temp_path(tmp_path, ".jpg") as photo, temp_folder(tmp_path) as folder:
+        (folder / "video.mp4.part").write_bytes(b"x")
+        for entry in (photo, folder, folder / "video.mp4.part"):
+            age(entry, 5 * HOUR)
+        assert sweep_temp(tmp_path, NOW) == 0
+        assert photo.exists()
+        assert folder.exists()
+    left = temp_dir(tmp_path) / f"{TEMP_PREFIX}left-by-a-crash"
+    left.write_bytes(b"x")
+    age(left, 5 * HOUR)
+    assert sweep_temp(tmp_path, NOW) == 1
+
+
 def test_sweep_respects_max_age(tmp_path: Path) -> None:
     f = temp_dir(tmp_path) / f"{TEMP_PREFIX}x"
     f.write_bytes(b"x")

@@ -9,9 +9,10 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import httpx
 from telegram import Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
@@ -26,6 +27,7 @@ from telegram.ext import (
 from telegram.request import BaseRequest, HTTPXRequest
 
 from xbot import __version__, versions
+from xbot.clock import Clocks, SteppedClocks, StepWatch, SystemClocks
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
@@ -33,6 +35,7 @@ from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
+from xbot.links import classify
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.tempfiles import sweep_temp
@@ -50,6 +53,7 @@ from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
+from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.jsonget import USER_AGENT, source_timeout
@@ -58,6 +62,10 @@ from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
+from xbot.storage.time_line import mark as mark_time_line
+from xbot.storage.time_line import resume as resume_time_line
+from xbot.tasks.alerts import KIND as ALERT
+from xbot.tasks.alerts import Alerts, AlertWatch
 from xbot.tasks.delivery import KIND as DELIVER
 from xbot.tasks.delivery import Delivery
 from xbot.tasks.forwarding import KIND as FORWARD
@@ -75,6 +83,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SWEEP_EVERY = 300.0
+CLOCK_CHECK_EVERY = 5.0  # how often the two clocks are compared (a step is logged, and marked)
 STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
 START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer means a hang
 
@@ -124,18 +133,59 @@ def build_application(
     return builder.build()
 
 
+class OneClock:
+    """A test's clock that is one number (``now``): wall and monotonic alike, never a step."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+
+    def wall(self) -> float:
+        return self._now()
+
+    def mono(self) -> float:
+        return self._now()
+
+    def boot_id(self) -> str:
+        return "one-clock"
+
+
+def clock_pair(clock: Clocks | Callable[[], float]) -> Clocks:
+    """The pair to build the time line on: given, or a test's one-number clock wrapped."""
+    if isinstance(clock, Clocks):
+        return clock
+    return OneClock(clock)
+
+
+def _default_clocks(settings: Settings) -> Clocks:
+    """The real clock pair; with XBOT_TEST_WALL_CLOCK_FILE, a test's stepped wall clock."""
+    if settings.wall_clock_file is not None:
+        return SteppedClocks(settings.wall_clock_file)
+    return SystemClocks()
+
+
 async def build_services(
     settings: Settings,
     application: AppType,
     *,
-    clock: Callable[[], float] = time.time,
+    clocks: Clocks | None = None,
     pacer: Pacer | None = None,
     health: TelegramHealth | None = None,
     telegram_budget: float = TELEGRAM_BUDGET,
     read_timeout: float = 30.0,
     metrics: Metrics | None = None,
+    requests: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
+    # Before anything reads a stored time: what is stored goes back onto the wall
+    # clock, and this process's time line starts (xbot.clock's rule).
+    resumed = await resume_time_line(pool, clocks or SystemClocks())
+    if resumed.shift or resumed.clamped:
+        log.warning(
+            "stored times rebased %s",
+            kv(shift=f"{resumed.shift:+.1f}", clamped=resumed.clamped),
+        )
+    line = resumed.line
+    clock = line.now
     queue = TaskQueue(pool)
     chats = ChatStore(pool)
     cache = LinkCache(pool)
@@ -180,7 +230,7 @@ async def build_services(
     # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
     sources = SourceRouter(
         {
-            "x": SourceChain(x_sources(settings, x_client), clock=clock),
+            "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=line.wall),
             # Bluesky and pixiv: posts like X posts, on in every chat.
             "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
             "pixiv": PixivSource(x_client, settings.pixiv_api_url),
@@ -200,11 +250,56 @@ async def build_services(
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
+    # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
+    telegram = TelegramView(health, requests or Reachability(time.time))
+    chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
+    canary = None
+    if settings.canary_interval > 0:
+        canary = Canary(
+            canary_targets(settings.canary_posts, sources),
+            settings.canary_interval,
+            clock=clock,
+            on_result=None if metrics is None else metrics.canary,
+        )
+    alerts = None
+    if settings.admin_ids:
+        alerts = AlertWatch(
+            admins=settings.admin_ids,
+            after=settings.alert_after,
+            queue=queue,
+            chats=chats,
+            chains=chains,
+            reachable=telegram.reachable,
+            down_since=telegram.down_since,
+            ytdlp_version=versions.installed().ytdlp,
+            data_dir=settings.data_dir,
+            broken=canary.broken if canary is not None else dict,
+            # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
+            every=min(10.0, max(0.05, settings.alert_after / 10)),
+            wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+            on_alert=None if metrics is None else metrics.alert,
+            clock=clock,
+        )
+    hooks: list[FinishedHook] = []
+    if metrics is not None:
+        hooks.append(count_finished(metrics, clock))
+    if alerts is not None:
+        hooks.append(alerts.on_finished)
+
+    def finished(task: Task, outcome: str) -> None:
+        for hook in hooks:
+            hook(task, outcome)
+
     # A forward's failure is told on its prompt, a delivery's by a message.
     notices = Notices(sender, {FORWARD: forwarding.report_failure})
     workers = Workers(
         queue,
-        {DELIVER: delivery.run, FORWARD: forwarding.run, NOTICE: notices.run},
+        {
+            DELIVER: delivery.run,
+            FORWARD: forwarding.run,
+            NOTICE: notices.run,
+            ALERT: Alerts(sender).run,
+        },
         notify,
         count=settings.workers,
         clock=clock,
@@ -212,7 +307,7 @@ async def build_services(
         # Nothing is leased while Telegram's hold stands but the probe; its end wakes them.
         telegram_wait=health.lease_wait,
         telegram_budget=telegram_budget,
-        on_finished=None if metrics is None else count_finished(metrics, clock),
+        on_finished=finished if hooks else None,
     )
     health.add_listener(lambda reachable: workers.wake() if reachable else None)
     services = Services(
@@ -232,10 +327,45 @@ async def build_services(
         guarded=guarded,
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
         inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
+        alerts=alerts,
+        canary=canary,
         clock=clock,
+        line=line,
+        started_at=clock(),
     )
     services.attach(application)
     return services
+
+
+@attrs.frozen
+class TelegramView:
+    """Whether Telegram answers, for the metrics, /readyz and the alerts: the bot's hold
+    (`TelegramHealth`, moved by the sends) or, between sends, the last Bot API call of
+    any kind (getUpdates included: `Reachability`) that got no answer."""
+
+    health: TelegramHealth
+    requests: Reachability
+
+    def reachable(self) -> bool:
+        return self.health.reachable and self.requests.reachable
+
+    def down_since(self) -> float | None:
+        times = [t for t in (self.health.down_since, self.requests.down_since) if t is not None]
+        return min(times) if times else None
+
+
+def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
+    """The canary's (source, post) pairs: an X post for every X source, a Bluesky or
+    pixiv post for its site's source; a post of a site the bot does not serve is left out."""
+    targets: list[CanaryTarget] = []
+    for url in posts:
+        link = classify(url)
+        source = router.by_kind.get(link.kind) if link is not None else None
+        if link is None or source is None:
+            continue
+        each = source.sources if isinstance(source, SourceChain) else [source]
+        targets.extend(CanaryTarget(s, link) for s in each)
+    return targets
 
 
 SITES = frozenset({"x", "bsky", "pixiv", "other"})
@@ -288,6 +418,9 @@ async def sweep_once(services: Services) -> dict[str, int]:
     """The periodic sweep: every step cheap because each is served by an index."""
     now = services.clock()
     done: dict[str, int] = {}
+    # How far the line has got, and how far from the wall clock: what a start in
+    # another boot resumes from (xbot.storage.time_line).
+    await mark_time_line(services.pool, services.line)
     done["cache_pruned"] = await services.cache.prune(now, services.settings.cache_ttl)
     expired = await services.chats.prune_expired(now)
     done["records_expired"] = len(expired)
@@ -295,7 +428,9 @@ async def sweep_once(services: Services) -> dict[str, int]:
     done["prompts_expired"] = sum(
         [await services.forwarding.expire(chat_id, record) for chat_id, record in expired]
     )
-    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, now)
+    # A file's mtime is the wall clock's: compared with the wall clock.
+    wall = services.line.wall()
+    done["temp_removed"] = await asyncio.to_thread(sweep_temp, services.settings.data_dir, wall)
     done["leases_repaired"] = await services.queue.repair_expired(now)
     done["holds_released"] = await services.queue.release_expired_holds(now)
     done["tasks_pruned"] = await services.queue.prune_done(now)
@@ -310,6 +445,18 @@ async def _sweep_loop(services: Services, every: float) -> None:
             log.info("sweep %s", kv(**await sweep_once(services)))
         except StoreError as exc:
             log.warning("sweep failed %s", kv(error=exc))
+
+
+async def _watch_clock(services: Services, every: float) -> None:
+    """Compare the two clocks now and then: a step is logged and marked, never followed."""
+    watch = StepWatch(services.line)
+    while True:
+        await asyncio.sleep(every)
+        if watch.check():
+            try:
+                await mark_time_line(services.pool, services.line)
+            except StoreError as exc:
+                log.warning("time line mark failed %s", kv(error=exc))
 
 
 T = TypeVar("T")
@@ -357,7 +504,7 @@ class Bot:
         self,
         settings: Settings,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clocks | Callable[[], float] | None = None,
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
@@ -375,7 +522,8 @@ class Bot:
         self.webhook = webhook
         self.poller: DurablePoller | None = None
         self.hook_listener: WebhookListener | None = None
-        self.clock = clock
+        # The clock pair the time line is built on (a test's one-number clock, wrapped).
+        self.clocks = _default_clocks(settings) if clock is None else clock_pair(clock)
         self.pacer = pacer
         self.poll_timeout = poll_timeout
         # Counting costs a little CPU per link: only with a listener to read it
@@ -388,6 +536,7 @@ class Bot:
         self.listener: Listener | None = None
         self.services: Services | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._clock_watch: asyncio.Task[None] | None = None
         self._menus: asyncio.Task[None] | None = None
         self.on_waiting: Callable[[str], None] | None = None
         self.phase = STARTING
@@ -486,22 +635,24 @@ class Bot:
             lambda: build_services(
                 self.settings,
                 self.application,
-                clock=self.clock,
+                clocks=self.clocks,
                 pacer=self.pacer,
                 health=self.health,
                 telegram_budget=self.telegram_budget,
                 read_timeout=self.read_timeout,
                 metrics=self.metrics,
+                requests=self.reachability,
             )
         )
         self.services = services
-        orphans = await _patiently(lambda: services.queue.reclaim_orphans(self.clock()))
+        orphans = await _patiently(lambda: services.queue.reclaim_orphans(services.clock()))
         swept = await _patiently(lambda: sweep_once(services))
         log.info("startup sweep %s", kv(leases_reclaimed=orphans, **swept))
         # The command menu is cosmetic: set in the background, never holding up polling.
         self._menus = asyncio.create_task(self._set_menus(), name="xbot-menus")
         services.workers.start()
         self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
+        self._clock_watch = asyncio.create_task(_watch_clock(services, CLOCK_CHECK_EVERY))
         await self.application.start()
         if self.webhook is None:
             # getUpdates fails while a webhook is set (a former `--webhook` run).
@@ -558,12 +709,16 @@ class Bot:
             )
         if self.metrics is not None:
             await self._start_telemetry(services, self.metrics)
+        if services.alerts is not None:
+            services.alerts.start()
+        if services.canary is not None:
+            services.canary.start()
         return services
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
         chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
-        health = self.reachability
+        telegram = TelegramView(services.sender.health, self.reachability)
         self.telemetry = Telemetry(
             metrics=metrics,
             queue=services.queue,
@@ -571,11 +726,12 @@ class Bot:
             cache=services.cache,
             db_path=self.settings.db_path,
             chains=chains,
-            reachable=lambda: health.reachable,
-            down_since=lambda: health.down_since,
+            reachable=telegram.reachable,
+            down_since=telegram.down_since,
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
-            clock=self.clock,
+            broken=services.canary.broken if services.canary is not None else dict,
+            clock=services.clock,
         )
         self.telemetry.start()
         if self.settings.metrics_addr is not None:
@@ -636,22 +792,28 @@ class Bot:
             await self.listener.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()
+        if self.services is not None and self.services.alerts is not None:
+            await self.services.alerts.stop()
+        if self.services is not None and self.services.canary is not None:
+            await self.services.canary.stop()
         if self.poller is not None:
             await self.poller.stop()
         if self.hook_listener is not None:
             await self.hook_listener.stop()  # the updates in progress are queued first
-        for task in (self._sweeper, self._menus):
+        for task in (self._sweeper, self._menus, self._clock_watch):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        self._sweeper = self._menus = None
+        self._sweeper = self._menus = self._clock_watch = None
         if self.services is not None:
             await self.services.workers.stop(STOP_GRACE)
         if app.running:
             await app.stop()
         await app.shutdown()
         if self.services is not None:
+            with contextlib.suppress(StoreError):  # where the line got: a reboot resumes there
+                await mark_time_line(self.services.pool, self.services.line)
             await self.services.inline.aclose()
             await self.services.x_client.aclose()
             await self.services.guarded.aclose()

@@ -22,6 +22,7 @@ import attrs
 import platformdirs
 
 from xbot.errors import ConfigError
+from xbot.links import classify
 
 T = TypeVar("T")
 
@@ -33,6 +34,9 @@ DEFAULT_PIXIV_API_URL = "https://www.pixiv.net"
 DEFAULT_X_API_URL = "https://api.fxtwitter.com"
 DEFAULT_VX_API_URL = "https://api.vxtwitter.com"
 DEFAULT_X_SYNDICATION_URL = "https://cdn.syndication.twimg.com"
+# The canary's post: public since 2014, one photo, an author everyone knows (the Oscars
+# selfie); an operator may name others (XBOT_CANARY_POSTS).
+DEFAULT_CANARY_POSTS = "https://x.com/TheEllenShow/status/440322224407314432"
 
 # A bot token as @BotFather hands it out: the bot's numeric id, a colon, 35 URL-safe
 # characters (accept a few more, Telegram has not promised the length).
@@ -75,6 +79,26 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
     if not lo <= value <= hi:
         raise ConfigError(f"{name}: {value} is out of range ({lo}..{hi})")
     return value
+
+
+def _canary_interval(name: str, raw: str) -> float:
+    value = _int(name, raw or "0", 0, 86400)
+    if 0 < value < 60:
+        raise ConfigError(f"{name}: {value} is too often (0 turns it off; else 60..86400)")
+    return float(value)
+
+
+def _post_links(name: str, raw: str) -> tuple[str, ...]:
+    """Links to posts (X, Bluesky, pixiv), comma-separated, as given."""
+    out = []
+    for part in (p.strip() for p in raw.split(",")):
+        if not part:
+            continue
+        link = classify(part)
+        if link is None or link.kind not in ("x", "bsky", "pixiv"):
+            raise ConfigError(f"{name}: {part!r} is not a link to an X, Bluesky or pixiv post")
+        out.append(part)
+    return tuple(out)
 
 
 def _whole(lo: int, hi: int, *, times: float = 1.0) -> Callable[[str, str], float]:
@@ -159,6 +183,11 @@ def _data_dir(name: str, raw: str) -> Path:
         # Under systemd the working directory is / (read-only): say so now, not at open.
         raise ConfigError(f"{name}: {str(path)!r} must be an absolute path")
     return path
+
+
+def _test_file(name: str, raw: str) -> Path | None:
+    """A file a test writes while the bot runs (it need not exist yet)."""
+    return Path(raw.strip()).expanduser() if raw.strip() else None
 
 
 def _optional_file(name: str, raw: str) -> Path | None:
@@ -412,12 +441,42 @@ class Settings:
         _bool,
         shown="off",
     )
+    alert_after: float = setting(  # seconds
+        "XBOT_ALERT_AFTER_S",
+        "seconds a condition (every X source down, Telegram unreachable) lasts before the admins "
+        "(`XBOT_ADMIN_IDS`) get an alert in their private chat (1-86400)",
+        "300",
+        _whole(1, 86400),
+    )
+    canary_interval: float = setting(  # seconds; 0: no canary
+        "XBOT_CANARY_INTERVAL_S",
+        "seconds between the canary's fetches of a known post from every source, to tell a "
+        'source whose answers changed shape ("broken") from one that is down (0: off; else '
+        "60-86400)",
+        "0",
+        _canary_interval,
+    )
+    canary_posts: tuple[str, ...] = setting(
+        "XBOT_CANARY_POSTS",
+        "comma-separated links to public posts with media the canary asks for, one per site "
+        "(an X post is asked of every X source)",
+        DEFAULT_CANARY_POSTS,
+        _post_links,
+    )
     time_scale: float = setting(  # tests only: shorter reconnect waits
         "XBOT_TEST_TIME_SCALE",
         "tests only: multiplies the waits between tries to reach Telegram at start-up and "
         "while polling (0.001-1), so a test of a long outage takes seconds",
         "1",
         _scale,
+    )
+    wall_clock_file: Path | None = setting(  # tests only: a stepped wall clock
+        "XBOT_TEST_WALL_CLOCK_FILE",
+        "tests only: a file holding seconds the bot adds to the wall clock, read at each "
+        "look, so a test steps the wall clock (as NTP does) while the monotonic clock runs on",
+        "",
+        _test_file,
+        shown="none",
     )
 
     @property

@@ -294,6 +294,14 @@ class Metrics:
         for how in by:
             self.media_sent.labels(how).inc()
 
+    def alert(self, condition: str, phase: str) -> None:
+        """An alert was queued for the admins (`xbot.tasks.alerts`)."""
+        self.alerts.labels(condition, phase).inc()
+
+    def canary(self, source: str, result: str) -> None:
+        """One canary fetch's verdict (`xbot.sources.canary.RESULTS`)."""
+        self.canary_checks.labels(source, result).inc()
+
     def bot_api(self, method: str, result: str, retry_after: float = 0.0) -> None:
         """One Bot API call's result (one of `BOT_API_RESULTS`)."""
         self.bot_api_requests.labels(method, result).inc()

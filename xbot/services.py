@@ -7,12 +7,13 @@ reach it as ``context.services`` (typed), never through string keys.
 from __future__ import annotations
 
 import logging
-import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from telegram.ext import Application, CallbackContext, ExtBot
 
+from xbot.clock import SystemClocks, TimeLine
 from xbot.config import Settings
 from xbot.logs import kv
 
@@ -25,10 +26,12 @@ if TYPE_CHECKING:
     from xbot.handlers.inline_fetch import InlineFetches
     from xbot.sending.sender import Sender
     from xbot.sources import SourceRouter
+    from xbot.sources.canary import Canary
     from xbot.storage.db import DbPool
     from xbot.storage.link_cache import LinkCache
     from xbot.storage.queue import TaskQueue
     from xbot.storage.state import ChatStore
+    from xbot.tasks.alerts import AlertWatch
     from xbot.tasks.delivery import Delivery
     from xbot.tasks.forwarding import Forwarding
     from xbot.tasks.worker import Workers
@@ -46,8 +49,11 @@ class Services:
         sources: which source fetches a link (/debug asks it too).
         mover: moves everything a chat owns when a group becomes a supergroup.
         inline: posts fetched for inline queries, within Telegram's answer window.
-        started_at: wall-clock start, for /stats' uptime.
-        clock: the wall clock (injected in tests).
+        alerts: watches the bot for the operators' alerts (None: no XBOT_ADMIN_IDS).
+        canary: fetches a known post from every source now and then (None: off).
+        line: the bot's time line (`xbot.clock`): stored times and ``now`` are on it.
+        clock: ``now`` on the line (``line.now``; a test's clock in tests).
+        started_at: when the bot started, on the line (/stats' uptime).
     """
 
     settings: Settings
@@ -65,8 +71,15 @@ class Services:
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
     inline: InlineFetches
-    started_at: float = attrs.field(factory=time.time)
-    clock: Any = time.time
+    alerts: AlertWatch | None = None
+    canary: Canary | None = None
+    line: TimeLine = attrs.field(factory=lambda: TimeLine.from_wall(SystemClocks()))
+    clock: Callable[[], float] = attrs.field(
+        default=attrs.Factory(lambda self: self.line.now, takes_self=True)
+    )
+    started_at: float = attrs.field(
+        default=attrs.Factory(lambda self: self.clock(), takes_self=True)
+    )
 
     def attach(self, application: Application[Any, Any, Any, Any, Any, Any]) -> None:
         application.bot_data[_KEY] = self
@@ -85,7 +98,7 @@ class ChatMover:
     queue: TaskQueue
     chats: ChatStore
     authority: Authority
-    clock: Any = time.time
+    clock: Callable[[], float]
 
     async def move(self, old_id: int, new_id: int) -> None:
         moved = await self.queue.move_chat(old_id, new_id)

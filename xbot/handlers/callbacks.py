@@ -23,20 +23,23 @@ from xbot.errors import XbotError
 from xbot.handlers.answers import edit
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.commands import menu_context
-from xbot.handlers.language import language_of
+from xbot.handlers.language import language_of, remember_operator_language
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.operator import DEAD_SHOWN, dead_view
 from xbot.handlers.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
-from xbot.i18n import translator
+from xbot.i18n import normalize, translator
 from xbot.logs import kv
 from xbot.services import XContext
 from xbot.storage.state import ChatState
+from xbot.tasks.alert_rules import Condition
+from xbot.tasks.alerts import MUTED, UNMUTED, mute_markup, muted
 from xbot.tasks.callback_data import Action, CallbackData, decode
 from xbot.tasks.prompts import EXPIRED, SKIPPED, find_prompt
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+CONDITIONS = frozenset(c.value for c in Condition)
 _PROMPT_ACTIONS = frozenset({Action.FORWARD, Action.EDIT, Action.SKIP, Action.CONFIRM})
 
 
@@ -90,6 +93,8 @@ async def on_callback(update: Update, context: XContext) -> None:
                 await _settings(query, message, data, context, _)
             elif data.action == Action.RETRY:
                 await _retry(query, message, data, context)
+            elif data.action == Action.MUTE:
+                await _mute(query, message, data, context, _)
             else:
                 raise _Refused
         except XbotError as exc:
@@ -200,6 +205,39 @@ async def _retry(
         await answer(context, query, f"Task #{task_id} is no longer a dead letter.")
     text, markup = dead_view(await services.queue.list(state="dead", limit=DEAD_SHOWN))
     await edit(context, message, text, markup=markup)
+
+
+async def _mute(
+    query: CallbackQuery,
+    message: Message,
+    data: CallbackData,
+    context: XContext,
+    _: Callable[[str], str],
+) -> None:
+    """The button under an alert: mute (or unmute) its condition for the operator who
+    pressed it, in their own private chat; anyone else's press changes nothing."""
+    services = context.services
+    presser = query.from_user.id
+    if not is_operator(services.settings.admin_ids, presser) or message.chat.id != presser:
+        await answer(context, query, _(ONLY_OPERATORS))
+        return
+    condition = data.str_arg(0)
+    on = data.int_arg(1)
+    if condition not in CONDITIONS or on not in (0, 1) or len(data.args) != 2:
+        await answer(context, query, _(EXPIRED))
+        return
+    await remember_operator_language(context, presser, query.from_user.language_code)
+    now = services.clock()
+    current = muted((await services.chats.get(presser, now)).settings.muted_alerts)
+    wanted = current | {condition} if on else current - {condition}
+    value = ",".join(sorted(wanted)) or None
+    await services.chats.set_settings(presser, now, muted_alerts=value)
+    log.info("alerts muted %s", kv(user=presser, condition=condition, muted=bool(on)))
+    await answer(context, query, _(MUTED) if on else _(UNMUTED))
+    lang = normalize(query.from_user.language_code)
+    await edit(
+        context, message, message.text or "", markup=mute_markup(condition, lang, is_muted=bool(on))
+    )
 
 
 def handlers() -> list[BaseHandler[Update, XContext, None]]:

@@ -29,7 +29,7 @@ from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
 from xbot.handlers.intake import telegram_resends
-from xbot.handlers.language import language_of, translator_of
+from xbot.handlers.language import language_of, remember_operator_language, translator_of
 from xbot.handlers.messages import NOT_ALLOWED, cmd_get
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
 from xbot.handlers.settings_menu import MenuContext, menu_markup, menu_text
@@ -472,6 +472,8 @@ def guarded(command: Command) -> Handler:
             if not is_operator(settings.admin_ids, user_id):
                 await reply(context, message, _(ONLY_OPERATORS))
                 return
+            if user is not None:
+                await remember_operator_language(context, user.id, user.language_code)
         elif not settings.is_allowed_chat(chat.id, user_id):
             await reply(context, message, _(NOT_ALLOWED))
             return

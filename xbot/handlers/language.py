@@ -38,6 +38,20 @@ async def language_of(update: Update, context: XContext) -> str:
     )
 
 
+async def remember_operator_language(
+    context: XContext, user_id: int, language_code: str | None
+) -> None:
+    """An operator's Telegram language, kept in their private chat for the alerts sent
+    to them later (`xbot.tasks.alerts`), when no update tells it. Written only on change."""
+    if not language_code:
+        return
+    services = context.services
+    lang = normalize(language_code)
+    now = services.clock()
+    if (await services.chats.get(user_id, now)).settings.operator_language != lang:
+        await services.chats.set_settings(user_id, now, operator_language=lang)
+
+
 async def translator_of(update: Update, context: XContext) -> Translator:
     return translator(await language_of(update, context))
 

@@ -52,7 +52,7 @@ async def cmd_stats(update: Update, context: XContext) -> None:
     by_state = ", ".join(f"{state} {n}" for state, n in counts.items())
     lines = [
         versions.installed().one_line(),
-        f"Uptime: {_age(time.time() - services.started_at)}",
+        f"Uptime: {_age(now - services.started_at)}",
         f"Tasks: {by_state}",
         f"Oldest pending: {_age(stats.oldest_pending_age)}",
         f"Dead letters: {stats.dead} (/dead lists them)",
@@ -65,6 +65,11 @@ async def cmd_stats(update: Update, context: XContext) -> None:
     x_chain = services.sources.by_kind.get("x")
     if isinstance(x_chain, SourceChain):
         lines += ["X sources:", *(f"  {r.line()}" for r in x_chain.report())]
+    if services.canary is not None and services.canary.results:
+        lines += [
+            "Canary (ok, down, broken: answers in a changed shape):",
+            *services.canary.lines(),
+        ]
     await reply(context, message, "\n".join(lines))
 
 

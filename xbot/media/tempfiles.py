@@ -20,6 +20,9 @@ from pathlib import Path
 
 TEMP_PREFIX = "xbot-"
 DEFAULT_MAX_AGE = 3600.0
+# What this process has open right now: the sweep never removes these, whatever
+# their mtime says (a forward step of the wall clock makes a fresh file look old).
+_in_use: set[Path] = set()
 
 _SUFFIX = re.compile(r"[.a-z0-9]{0,8}")
 
@@ -52,9 +55,11 @@ def temp_path(base: Path, suffix: str = "") -> Iterator[Path]:
     )
     os.close(fd)
     path = Path(name)
+    _in_use.add(path)
     try:
         yield path
     finally:
+        _in_use.discard(path)
         path.unlink(missing_ok=True)
 
 
@@ -62,9 +67,11 @@ def temp_path(base: Path, suffix: str = "") -> Iterator[Path]:
 def temp_folder(base: Path) -> Iterator[Path]:
     """A fresh private folder under `temp_dir` (for yt-dlp's files), removed with its contents."""
     path = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=temp_dir(base)))
+    _in_use.add(path)
     try:
         yield path
     finally:
+        _in_use.discard(path)
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -84,14 +91,16 @@ def _newest_mtime(path: Path) -> float:
 def sweep_temp(base: Path, now: float, max_age: float = DEFAULT_MAX_AGE) -> int:
     """Remove prefixed temp files and folders untouched for `max_age` seconds; return how many.
 
-    Entries without the prefix are never touched. Symlinks are removed, not followed.
+    Entries without the prefix are never touched, nor those this process has open
+    (`temp_path`, `temp_folder`). Symlinks are removed, not followed. ``now`` is the
+    wall clock: mtimes are.
     """
     folder = base / "tmp"
     if not folder.is_dir():
         return 0
     removed = 0
     for entry in folder.iterdir():
-        if not entry.name.startswith(TEMP_PREFIX):
+        if not entry.name.startswith(TEMP_PREFIX) or entry in _in_use:
             continue
         try:
             is_dir = stat.S_ISDIR(entry.lstat().st_mode)

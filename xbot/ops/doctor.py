@@ -4,8 +4,9 @@ Checks, in order: the versions a bug report needs (and whether yt-dlp is
 more than 90 days old, `xbot.versions`), the configuration (every problem,
 naming the setting), gallery-dl (its version and age, whether its process
 starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), the data directory (there,
-writable, free space), the database (opens, schema version, integrity, queue),
-what the running bot last found of Telegram (the record
+writable, free space), the database (opens, schema version, integrity, queue,
+times stored far ahead of now), the clock (synchronised, where the host can
+tell), what the running bot last found of Telegram (the record
 `xbot.sending.telegram_health` writes at each change: unreachable since when, and
 why), the token's shape, and, unless told to stay offline, the Bot API itself
 (``getMe`` with a timeout: the token works, the bot's name, whether privacy mode
@@ -19,13 +20,15 @@ otherwise (warnings included). The token never appears in a finding.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Literal
@@ -35,13 +38,16 @@ import attrs
 import httpx
 
 from xbot import versions
+from xbot.clock import SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.errors import StoreError
+from xbot.links import classify
 from xbot.logs import redact
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
 from xbot.storage import migrations
 from xbot.storage.db import read_only
+from xbot.storage.time_line import LONGEST_DELAY, line_now
 
 Level = Literal["ok", "warn", "fail"]
 
@@ -122,6 +128,8 @@ def diagnose(
     found += check_gallerydl(settings, date.today())
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
+    found += check_clock()
+    # The record's written_at is the wall clock's, so is this now.
     found += telegram_findings(settings.data_dir, time.time())
     problem = token_problem(settings.token)
     if problem is not None:
@@ -161,6 +169,7 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
     A source that fails is a warning, not a failure: links go to the next one.
     """
     # Here: the sources load PTB, which an offline doctor never needs.
+    from xbot.sources.canary import CanaryTarget, check
     from xbot.sources.chain import PROBE_POST, probe, x_sources
 
     async def run() -> list[Finding]:
@@ -178,6 +187,22 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
             # An outage, or a firewall: a warning still, the bot itself is fine and waits.
             text = "none answered: X links wait (up to an hour) until one does"
             found.append(Finding("warn", "X sources", text))
+            return found
+        if settings.canary_interval <= 0:
+            return found
+        # With the canary on, its post (one with media): a source that answers it in a
+        # shape xbot does not read is "broken", which no breaker sees (links fail as junk).
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            for link in (classify(u) for u in settings.canary_posts):
+                if link is None or link.kind != "x":
+                    continue
+                for source in x_sources(settings, client):
+                    said, detail = await check(CanaryTarget(source, link), within=timeout)
+                    if said == "broken":
+                        subject = f"X source {source.name}"
+                        found.append(Finding("warn", subject, f"broken: {detail}"))
+                    elif said == "gone":
+                        found.append(Finding("warn", "XBOT_CANARY_POSTS", detail))
         return found
 
     return asyncio.run(run())
@@ -325,7 +350,119 @@ def _database_findings(path: Path, conn: apsw.Connection) -> list[Finding]:
         )
     if version > 0:
         found.append(_queue_finding(conn))
+    if version == latest:  # an older schema may lack a table the look needs
+        found += _future_findings(conn, line_now(conn, SystemClocks()))
     return found
+
+
+# Stored times further ahead than this are not the bot's own (it never writes a due
+# time or a hold more than LONGEST_DELAY out): the clock went back, or ran ahead once.
+FAR_AHEAD = LONGEST_DELAY + 60.0
+
+_FUTURE_SQL = """
+SELECT max(
+    coalesce((SELECT max(run_after) FROM tasks WHERE state = 'pending') - :far, -1e300),
+    coalesce((SELECT max(not_before) FROM chat_holds) - :far, -1e300),
+    coalesce((SELECT max(created_at) FROM tasks) - :now, -1e300),
+    coalesce((SELECT max(updated_at) FROM tasks) - :now, -1e300))
+"""
+
+
+def _future_findings(conn: apsw.Connection, now: float) -> list[Finding]:
+    """Times stored far ahead of the bot's now (on its time line, `xbot.clock`)."""
+    row = conn.execute(_FUTURE_SQL, {"now": now + 60.0, "far": now + FAR_AHEAD}).fetchall()
+    ahead = float(row[0][0]) if row and row[0][0] is not None else -1.0
+    if ahead <= 0:
+        return []
+    return [
+        Finding(
+            "warn",
+            "database",
+            f"holds times up to {_span(ahead)} further ahead than the bot ever writes: the "
+            "clock went back (or ran ahead once); the next start clamps them "
+            '(docs/reliability.md, "The wall clock")',
+        )
+    ]
+
+
+def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# --- the clock: synchronised? ------------------------------------------------------------
+
+TIME_ERROR = 5  # adjtimex(2): the clock is not synchronised (STA_UNSYNC)
+
+
+def timedatectl_synchronized(timeout: float = 3.0) -> bool | None:
+    """systemd's answer (``NTPSynchronized``); None when it cannot be asked."""
+    program = shutil.which("timedatectl")
+    if program is None:
+        return None
+    try:
+        done = subprocess.run(  # noqa: S603 - a fixed command, found on PATH above
+            [program, "show", "-p", "NTPSynchronized", "--value"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    answer = done.stdout.strip()
+    if done.returncode != 0 or answer not in ("yes", "no"):
+        return None  # no systemd as init, no D-Bus: not an answer
+    return answer == "yes"
+
+
+def adjtimex_synchronized() -> bool | None:
+    """The kernel's answer: adjtimex(2) with no modes reads the clock's state (no root needed);
+    None where there is no adjtimex."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        adjtimex = libc.adjtimex
+    except (OSError, AttributeError, TypeError):
+        return None
+    # struct timex is about 208 bytes on 64-bit Linux; zeroed, `modes` is 0: read only.
+    buffer = ctypes.create_string_buffer(512)
+    state = int(adjtimex(buffer))
+    if state < 0:
+        return None
+    return state != TIME_ERROR
+
+
+def clock_finding(synchronized: bool | None, how: str) -> list[Finding]:
+    """One line, or none when the host cannot tell (a container without either answer)."""
+    if synchronized is None:
+        return []
+    if synchronized:
+        return [Finding("ok", "clock", f"synchronised ({how})")]
+    return [
+        Finding(
+            "warn",
+            "clock",
+            f"not synchronised ({how}): NTP may step it later; the bot copes, but what it "
+            'stores is off until its next start (docs/reliability.md, "The wall clock")',
+        )
+    ]
+
+
+Probe = Callable[[], bool | None]
+
+
+def check_clock(
+    timedatectl: Probe = timedatectl_synchronized, adjtimex: Probe = adjtimex_synchronized
+) -> list[Finding]:
+    """systemd's NTPSynchronized where systemd answers, else the kernel's adjtimex state."""
+    answer = timedatectl()
+    if answer is not None:
+        return clock_finding(answer, "timedatectl NTPSynchronized")
+    return clock_finding(adjtimex(), "the kernel's adjtimex state")
 
 
 def _queue_finding(conn: apsw.Connection) -> Finding:

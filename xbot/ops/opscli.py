@@ -18,11 +18,12 @@ import json
 import os
 import re
 import sys
-import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO, TextIO, TypeVar
 
+from xbot.clock import SystemClocks
 from xbot.config import Settings
 from xbot.errors import SchemaTooNew, StoreError
 from xbot.storage import db, migrations
@@ -31,6 +32,7 @@ from xbot.storage.db import DbPool, prepare_store
 from xbot.storage.link_cache import LinkCache, link_key
 from xbot.storage.lost_leases import lost_lease_budget
 from xbot.storage.queue import STATES, Task, TaskQueue
+from xbot.storage.time_line import line_now
 from xbot.tasks.payloads import payload_identity
 
 T = TypeVar("T")
@@ -131,9 +133,19 @@ def _run(settings: Settings, fn: Callable[[DbPool], Awaitable[T]]) -> T:
 # --- queue ------------------------------------------------------------------------------------
 
 
+async def _line(pool: DbPool, now: float | None) -> float:
+    """``now`` on the bot's time line (a running bot's, even after a step), unless given."""
+    if now is not None:
+        return now
+    return await pool.read(partial(line_now, clocks=SystemClocks()))
+
+
+async def _on_line(pool: DbPool, now: float | None, fn: Callable[[float], Awaitable[T]]) -> T:
+    return await fn(await _line(pool, now))
+
+
 def queue_stats(settings: Settings, out: TextIO, *, now: float | None = None) -> int:
-    at = time.time() if now is None else now
-    stats = _run(settings, lambda pool: TaskQueue(pool).stats(at))
+    stats = _run(settings, lambda pool: _on_line(pool, now, TaskQueue(pool).stats))
     for state in STATES:
         out.write(f"{state:<8} {stats.counts_by_state.get(state, 0)}\n")
     oldest = stats.oldest_pending_age
@@ -161,8 +173,10 @@ def queue_list(
     limit: int = 50,
     now: float | None = None,
 ) -> int:
-    at = time.time() if now is None else now
-    tasks = _run(settings, lambda pool: TaskQueue(pool).list(state, chat_id, limit))
+    async def listing(pool: DbPool) -> tuple[float, list[Task]]:
+        return await _line(pool, now), await TaskQueue(pool).list(state, chat_id, limit)
+
+    at, tasks = _run(settings, listing)
     if not tasks:
         out.write("no tasks\n")
         return EXIT_OK
@@ -185,8 +199,10 @@ def queue_list(
 
 
 def queue_show(settings: Settings, out: TextIO, task_id: int, *, now: float | None = None) -> int:
-    at = time.time() if now is None else now
-    task = _run(settings, lambda pool: TaskQueue(pool).get(task_id))
+    async def getting(pool: DbPool) -> tuple[float, Task | None]:
+        return await _line(pool, now), await TaskQueue(pool).get(task_id)
+
+    at, task = _run(settings, getting)
     if task is None:
         out.write(f"no task {task_id}\n")
         return EXIT_NO
@@ -231,10 +247,9 @@ def _relative(when: float, now: float) -> str:
 
 
 def queue_retry(settings: Settings, out: TextIO, task_id: int, *, now: float | None = None) -> int:
-    at = time.time() if now is None else now
-
     async def _retry(pool: DbPool) -> tuple[bool, Task | None]:
         queue = TaskQueue(pool)
+        at = await _line(pool, now)
         return await queue.retry(task_id, at), await queue.get(task_id)
 
     done, task = _run(settings, _retry)
@@ -256,8 +271,10 @@ def queue_retry(settings: Settings, out: TextIO, task_id: int, *, now: float | N
 def queue_purge_dead(
     settings: Settings, out: TextIO, *, older_than: float | None = None, now: float | None = None
 ) -> int:
-    at = time.time() if now is None else now
-    n = _run(settings, lambda pool: TaskQueue(pool).purge_dead(at, older_than))
+    async def purging(pool: DbPool) -> int:
+        return await TaskQueue(pool).purge_dead(await _line(pool, now), older_than)
+
+    n = _run(settings, purging)
     scope = "" if older_than is None else f" older than {format_age(older_than)}"
     out.write(f"purged {n} dead task{'' if n == 1 else 's'}{scope}\n")
     return EXIT_OK

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from xbot.clock import SystemClocks, TimeLine
 from xbot.errors import (
     AllSourcesDown,
     FetchError,
@@ -158,7 +159,10 @@ class SourceChain:
 
     sources: Sequence[PostSource]
     policy: BreakerPolicy = attrs.field(factory=BreakerPolicy)
-    clock: Callable[[], float] = time.time
+    # Breakers and hedges measure durations: the bot's time line (xbot.clock), not the
+    # wall clock. `wall` is for dates from outside (a post's snowflake time); None: `clock`.
+    clock: Callable[[], float] = attrs.field(factory=lambda: TimeLine.from_wall(SystemClocks()).now)
+    wall: Callable[[], float] | None = None
     deadline: float = 12.0
     hedge_after: float = 2.0
     recent: float = 600.0
@@ -308,7 +312,8 @@ class SourceChain:
 
     def _may_lag(self, link: Link) -> bool:
         made = snowflake_time(link.post_id or "")
-        return made is not None and self.clock() - made < self.recent
+        now = (self.wall or self.clock)()  # X's date: compared with the wall clock
+        return made is not None and now - made < self.recent
 
     def next_probe_in(self) -> float | None:
         """Seconds until the soonest skipped source may be probed (None: none is skipped)."""
@@ -323,6 +328,8 @@ class SourceChain:
             health = self.health[source.name]
             ok, failed = health.counts(now)
             until = health.skipped_until(now)
+            if until is not None and self.wall is not None:
+                until += self.wall() - now  # shown as a wall-clock time (a step since start)
             out.append(SourceReport(source.name, until, ok, failed, health.last_error))
         return out
 

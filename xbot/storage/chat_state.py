@@ -61,6 +61,10 @@ class ChatSettings:
             channels; a private chat follows the user's Telegram language).
         adder_language: the Telegram language of whoever added the bot here,
             the group's language until an admin picks one (`xbot.i18n`).
+        operator_language: in an operator's private chat, their Telegram language,
+            learnt from their last admin command or alert button: alerts are in it.
+        muted_alerts: in an operator's private chat, the alert conditions they
+            muted, comma-separated (`xbot.tasks.alert_rules.Condition`).
         long_text: a post whose text does not fit its caption gets the whole text
             as text messages after its media (`xbot.sending.caption_long`).
     """
@@ -78,6 +82,8 @@ class ChatSettings:
     caption_template: str | None = attrs.field(default=None, validator=_optional_str)
     language: str | None = attrs.field(default=None, validator=_optional_str)
     adder_language: str | None = attrs.field(default=None, validator=_optional_str)
+    operator_language: str | None = attrs.field(default=None, validator=_optional_str)
+    muted_alerts: str | None = attrs.field(default=None, validator=_optional_str)
     long_text: bool = attrs.field(default=True, validator=_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:

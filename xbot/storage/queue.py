@@ -36,7 +36,20 @@ The rules, each pinned by tests in tests/test_queue*.py:
   `xbot.tasks.payloads.payload_identity` reads what it can for the notice.
 
 Time is always passed in (``now``, float epoch seconds); nothing here reads a
-clock. `TaskQueue` runs the operations on the `DbPool`, several concurrent
+clock. The rule for what ``now`` is (`xbot.clock`): the bot's time line, the
+wall clock at start-up plus monotonic seconds since, never the wall clock read
+again. So every stored time (``run_after``, ``lease_expires``, a hold's
+``not_before``, ``created_at``, ``updated_at``) and every ``now`` compared with
+it are on one line that a step of the wall clock does not move: a retry due in
+30 s runs 30 s later, a live worker's lease never looks expired because NTP
+stepped forward, a task never looks hours old. No write puts a task's due time
+or its chat's hold more than ``LONGEST_DELAY`` after its ``now`` (a longer
+``retry_after`` is held that long, then asked again), which is what lets the
+start-up clamp bound what a clock that went back while the bot was down can hold:
+the start-up rebase that puts the line back onto the wall clock
+(`xbot.storage.time_line`) runs before any worker, under the instance lock.
+
+`TaskQueue` runs the operations on the `DbPool`, several concurrent
 callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue` runs
 the same functions on one connection (other processes, tests). SQL here is assembled only from
 this module's constants, never from input (hence the ``noqa: S608``).
@@ -86,10 +99,12 @@ from xbot.storage.task_rows import (
     _enqueue_fields,
     _task,
 )
+from xbot.storage.time_line import LONGEST_DELAY
 
 # The queue's names, wherever they live (see the module docstring).
 __all__ = [
     "DEFAULT_LEASE",
+    "LONGEST_DELAY",
     "NOTICE_KIND",
     "NOTICE_MAX_ATTEMPTS",
     "PRUNE_CHUNK",
@@ -220,7 +235,7 @@ def _reschedule(
         run_after = :run_after, last_error = :error, {_FREE}"""
     params = {
         "give_back": 0 if count else 1,
-        "run_after": now + max(0.0, delay),
+        "run_after": now + min(max(0.0, delay), LONGEST_DELAY),
         "error": error,
         "now": now,
     }
@@ -282,6 +297,7 @@ def _rate_limited(
     conn: apsw.Connection, lease: Lease, now: float, until: float, error: str
 ) -> Task | None:
     """Hold the chat, then put the task back; None (hold kept) if the lease was lost."""
+    until = min(until, now + LONGEST_DELAY)
     row = conn.execute("SELECT chat_id FROM tasks WHERE id = ?", (lease.task_id,)).fetchall()
     if row:
         # The hold stands even if this lease was lost: Telegram said so for the chat.

@@ -15,6 +15,8 @@ from typing import Any, Final
 import apsw
 import attrs
 
+from xbot.storage.time_line import LONGEST_DELAY
+
 STATES: Final = ("pending", "running", "done", "dead")
 
 # The columns of tasks in table order, which is also the field order of Task.
@@ -114,7 +116,8 @@ def _enqueue_fields(
         "payload": _encode(payload),
         "chat_id": chat_id,
         "now": now,
-        "run_after": now if run_after is None else run_after,
+        # Never due further out than the longest delay (the start-up clamp's bound).
+        "run_after": now if run_after is None else min(run_after, now + LONGEST_DELAY),
         "dedup_key": dedup_key,
         "max_attempts": max_attempts,
     }

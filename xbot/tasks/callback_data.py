@@ -54,6 +54,7 @@ class Action(enum.StrEnum):
     SETTING = "set"  # toggle a chat setting (arg: the setting's code)
     RETRY = "retry"  # retry a dead task (arg: the task id)
     MENU = "menu"  # open or navigate the settings menu
+    MUTE = "mute"  # mute (1) or unmute (0) an alert condition (args: condition, 1|0)
 
 
 def _to_action(value: str) -> Action:

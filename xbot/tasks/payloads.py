@@ -17,6 +17,7 @@ downgrade.
     deliver     DeliverPayload   a link to answer with its media
     forward     ForwardPayload   a delivered post to copy to the linked channel
     notice      NoticePayload    the one sentence about a task that finally failed
+    alert       AlertPayload     an alert to one of the bot's admins (xbot.tasks.alerts)
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ if TYPE_CHECKING:
     from xbot.storage.queue import Task
 
 __all__ = [
+    "ALERT",
     "DELIVER",
     "FORWARD",
     "NOTICE",
+    "AlertPayload",
     "DeliverPayload",
     "ForwardPayload",
     "NoticePayload",
@@ -56,6 +59,7 @@ __all__ = [
 DELIVER: Final = "deliver"
 FORWARD: Final = "forward"
 NOTICE: Final = "notice"
+ALERT: Final = "alert"
 
 
 @attrs.frozen
@@ -375,6 +379,36 @@ class NoticePayload:
     @classmethod
     def from_task(cls, task: Task) -> NoticePayload:
         return cls.from_json(task.payload, chat_id=task.chat_id)
+
+
+@attrs.frozen
+class AlertPayload:
+    """An alert to one admin, worded when it was queued (in the admin's language).
+
+    Attributes:
+        text: what the admin reads.
+        condition: which condition (`xbot.tasks.alert_rules.Condition`): the mute button's.
+        lang: the language it is in (the button's label follows it).
+    """
+
+    text: str
+    condition: str
+    lang: str = attrs.field(default=DEFAULT, converter=normalize)
+
+    def to_json(self) -> str:
+        return _dumps({"v": 1, "text": self.text, "condition": self.condition, "lang": self.lang})
+
+    @classmethod
+    def from_json(cls, raw: str) -> AlertPayload:
+        with reading_payload("alert"):
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("v") != 1:
+                raise PayloadError("unknown alert payload version")
+            return cls(str(data["text"]), str(data["condition"]), str(data.get("lang", DEFAULT)))
+
+    @classmethod
+    def from_task(cls, task: Task) -> AlertPayload:
+        return cls.from_json(task.payload)
 
 
 # --- any payload --------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from xbot.clock import SystemClocks, TimeLine
 from xbot.errors import (
     ChatMoved,
     ChatUnavailable,
@@ -124,6 +125,7 @@ class Workers:
         lease_for: seconds a lease lasts without a heartbeat.
         heartbeat_every: seconds between heartbeats (a third of the lease).
         idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
+        clock: ``now`` on the bot's time line, for every queue call.
         on_chat_moved: after a group became a supergroup and its tasks moved,
             moves the rest of what the chat owns (settings, records): (old, new).
         telegram_wait: seconds before work that talks to Telegram may start (0: now);
@@ -142,7 +144,8 @@ class Workers:
     lease_for: float = 90.0
     heartbeat_every: float = 30.0
     idle_poll: float = 1.0
-    clock: Callable[[], float] = time.time
+    # The bot's time line (xbot.clock): monotonic seconds, never the wall clock read again.
+    clock: Callable[[], float] = attrs.field(factory=lambda: TimeLine.from_wall(SystemClocks()).now)
     on_chat_moved: ChatMovedHook | None = None
     telegram_wait: Callable[[], float] = lambda: 0.0
     telegram_budget: float = TELEGRAM_BUDGET
