@@ -404,6 +404,31 @@ def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
                for f in report.findings)  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("offset", "said"),
+    [
+        pytest.param(0.0, None, id="no-step"),
+        pytest.param(0.5, None, id="noise"),
+        pytest.param(3 * 3600.0, "3.0 h back", id="stepped-back"),
+        pytest.param(-600.0, "10 min forward", id="stepped-forward"),
+    ],
+)
+def test_a_step_the_running_bot_saw_is_said(
+    tmp_path: Path, offset: float, said: str | None
+) -> None:
+    path = _db(tmp_path)
+    conn = connect(path)
+    conn.execute(
+        "INSERT INTO time_line (id, boot_id, mono, line, seen, offset) VALUES (1, 'b', 1, 1, 1, ?)",
+        (offset,),
+    )
+    conn.close()
+    found = [f for f in check_database(path) if "stepped" in f.text]
+    assert [f.text.split(" while")[0] for f in found] == (
+        [] if said is None else [f"the wall clock stepped {said}"]
+    )
+
+
 def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(
     tmp_path: Path, api: BotApiServer
 ) -> None:
