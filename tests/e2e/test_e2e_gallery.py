@@ -268,3 +268,85 @@ async def test_one_run_for_two_chats_asking_at_once(
     await h.wait_idle(30)
     assert gallery(h).runs == 1, "single flight: the second waited, then used the cache"
     assert masto.file_hits(FILES) == 3
+
+
+def _gallerydl_processes(data_dir: Path) -> list[int]:
+    """Our gallery-dl processes: their command line names a temp folder in `data_dir`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if "gallery_dl" in cmdline and str(data_dir) in cmdline and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+async def test_stopping_the_bot_kills_a_running_gallery_dl(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    masto.add_status(STATUS)
+    masto.hang = True
+    h.api.user_message(CHAT, masto.status_url(STATUS))
+    await h.api.wait_for(lambda: masto.hits["/api/v1/statuses/" + STATUS] > 0, 30)
+    assert _gallerydl_processes(h.data_dir), "gallery-dl is running, waiting for the site"
+    await h.stop_bot()  # SIGTERM's path: running tasks are cancelled after the grace
+    assert _gallerydl_processes(h.data_dir) == []
+
+
+async def test_the_configs_cookies_go_with_the_sites_own_files(
+    start_harness: Callable[..., Awaitable[Harness]],
+    sites: tuple[MastodonServer, BooruServer],
+    tmp_path: Path,
+) -> None:
+    masto, booru = sites
+    config = tmp_path / "with-cookies.json"
+    config.write_text(json.dumps(gallerydl_config(masto, booru, cookies={"sid": "s3cret"})))
+    h = await start_harness(gallerydl_config=config)
+    masto.file_cookie = "sid=s3cret"
+    masto.add_status(STATUS, photos=2)
+    await settle(h, CHAT, masto.status_url(STATUS))
+    (call,) = media_calls(h, CHAT)
+    assert call.method == "sendMediaGroup"
+    assert masto.refused == 0, "every file was asked for with the session cookie"
+    booru.file_cookie = "sid=s3cret"  # another site: the cookie never goes there
+    booru.add_post(77)
+    await settle(h, CHAT + 1, booru.post_url(77))
+    assert booru.refused == 1
+    assert media_calls(h, CHAT + 1) == []
+
+
+async def test_a_gallery_post_is_forwarded_to_the_linked_channel_by_file_id(
+    h: Harness, sites: tuple[MastodonServer, BooruServer]
+) -> None:
+    masto, _ = sites
+    channel, user = -1009701, 1701
+    h.api.add_chat(channel, "channel", title="My Channel", username="mychan", creator=user)
+    await h.services.chats.set_settings(user, h.clock(), channel_id=channel,
+                                        channel_title="My Channel")  # fmt: skip
+    masto.add_status(STATUS, photos=3, name="Alice A")
+    h.api.user_message(user, masto.status_url(STATUS))
+
+    def prompt() -> dict[str, Any] | None:
+        found = [m for m in h.sent(user) if "Forward this post" in m.get("text", "")]
+        return found[-1] if found else None
+
+    await h.api.wait_for(lambda: prompt() is not None, 30)
+    message = prompt()
+    assert message is not None
+    rows = message["reply_markup"]["inline_keyboard"]
+    data = next(
+        b["callback_data"] for row in rows for b in row if b["text"] == "Forward to channel"
+    )
+    hits = masto.file_hits(FILES)
+    h.api.callback_query(user, message["message_id"], data, user)
+    await h.api.wait_for(lambda: len(h.sent(channel)) == 3, 30)
+    posts = h.sent(channel)
+    assert len({p["media_group_id"] for p in posts}) == 1
+    assert posts[0]["caption"].startswith("Alice A (@alice)")
+    assert masto.file_hits(FILES) == hits, "copied by file_id, nothing downloaded again"

@@ -31,7 +31,8 @@ Shapes as the real services answer an anonymous client:
   "message": "That record was not found."}``.
 
 Both can misbehave on purpose for the tests: `hang` (the API never answers)
-and `junk` (a 200 page that is not JSON). `hits` counts requests per path.
+and `junk` (a 200 page that is not JSON); `file_cookie` makes the files want a
+session cookie (`refused` counts the 403s). `hits` counts requests per path.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ class _Site(ServerBase):
         self.hits: collections.Counter[str] = collections.Counter()
         self.hang = False
         self.junk = False
+        # A file is refused (403) without this "name=value" in its Cookie header, as a
+        # site that serves its files to signed-in sessions only does.
+        self.file_cookie: str | None = None
+        self.refused = 0
         self._http = HttpServer(self._handle, host=host, port=port, name=name)
 
     def add_file(self, path: str, data: bytes, content_type: str = "image/jpeg") -> str:
@@ -88,6 +93,11 @@ class _Site(ServerBase):
             self.hits[request.path] += 1
             file = self._files.get(request.path)
         if file is not None:
+            cookies = [c.strip() for c in request.header("cookie").split(";")]
+            if self.file_cookie is not None and self.file_cookie not in cookies:
+                with self._lock:
+                    self.refused += 1
+                return Response(403, b"403 Forbidden", {"content-type": "text/html"})
             return Response(200, file[0], {"content-type": file[1]})
         if self.hang:
             await asyncio.sleep(HANG_FOR)
@@ -233,12 +243,18 @@ class BooruServer(_Site):
 
 
 def gallerydl_config(
-    mastodon: MastodonServer | None = None, booru: BooruServer | None = None
+    mastodon: MastodonServer | None = None,
+    booru: BooruServer | None = None,
+    *,
+    cookies: dict[str, str] | None = None,
 ) -> JSON:
-    """A gallery-dl config that knows the stand-ins as instances of their sites."""
+    """A gallery-dl config that knows the stand-ins as instances of their sites
+    (``standin``, ``standbooru``); `cookies` for the Mastodon one."""
     extractor: JSON = {}
     if mastodon is not None:
         extractor["mastodon"] = {"standin": {"root": mastodon.url}}
+        if cookies is not None:
+            extractor["standin"] = {"cookies": cookies}
     if booru is not None:
         extractor["Danbooru"] = {"standbooru": {"root": booru.url}}
     return {"extractor": extractor}
