@@ -92,6 +92,19 @@ def test_a_span_longer_than_a_message_is_split_and_each_part_kept() -> None:
     ]
 
 
+def test_no_message_holds_more_spans_than_telegram_keeps() -> None:
+    """Telegram keeps a message's first 100 entities (the blockquote is one): 150 links
+    in 900 characters go as two messages, every link whole."""
+    text = " ".join(f"l{i:03d}" for i in range(150))
+    links = tuple(TextSpan("text_link", 5 * i, 4, f"https://e.x/{i}") for i in range(150))
+    pieces = split_text(RichText(text, links))
+    assert [len(p.spans) for p in pieces] == [99, 51]
+    assert {s.url for p in pieces for s in p.spans} == {s.url for s in links}
+    for piece in pieces:
+        _, entities = parse_html(piece_html(piece))
+        assert len(entities) <= 100
+
+
 def test_mixed_rtl_text_is_cut_at_its_own_sentence_ends() -> None:
     text = (FA + HE + SENTENCE) * 60  # about 4,500 characters of Persian, Hebrew, English
     pieces = _pieces(text)

@@ -22,8 +22,10 @@ from xbot.ops.doctor import (
     check_database,
     clock_finding,
     diagnose,
+    telegram_findings,
     timedatectl_synchronized,
 )
+from xbot.sending.telegram_health import RECORD_NAME, TelegramHealth
 from xbot.standins.botapi import BotApiServer
 from xbot.standins.queue_sync import SyncQueue
 from xbot.storage import migrations
@@ -267,6 +269,22 @@ def test_doctor_probes_each_x_source_once(tmp_path: Path, api: BotApiServer) -> 
     assert sum(fx.hits.values()) == 1
 
 
+def test_doctor_says_since_when_the_running_bot_finds_telegram_unreachable(
+    tmp_path: Path,
+) -> None:
+    assert telegram_findings(tmp_path, 0.0) == []  # no record: nothing to say
+    health = TelegramHealth(wall=lambda: 1_800_000_000.0, record_path=tmp_path / RECORD_NAME)
+    health.write_record()  # what a start writes
+    (found,) = telegram_findings(tmp_path, 1_800_000_600.0)
+    assert (found.level, found.subject) == ("ok", "telegram")
+    health.failed("NetworkError: Bad Gateway (502)")
+    (found,) = telegram_findings(tmp_path, 1_800_000_600.0)
+    assert found.level == "warn"
+    assert "unreachable since 2027-01-15 08:00:00 UTC (10 min; NetworkError: Bad Gateway" in (
+        found.text
+    )
+
+
 # --- the clock ------------------------------------------------------------------------------
 
 CLOCK_ANSWERS = [
@@ -384,6 +402,31 @@ def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
     assert report.exit_code == EXIT_CONFIG
     assert any(f.subject == "XBOT_GALLERYDL_CONFIG" and "no such file" in f.text
                for f in report.findings)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("offset", "said"),
+    [
+        pytest.param(0.0, None, id="no-step"),
+        pytest.param(0.5, None, id="noise"),
+        pytest.param(3 * 3600.0, "3.0 h back", id="stepped-back"),
+        pytest.param(-600.0, "10 min forward", id="stepped-forward"),
+    ],
+)
+def test_a_step_the_running_bot_saw_is_said(
+    tmp_path: Path, offset: float, said: str | None
+) -> None:
+    path = _db(tmp_path)
+    conn = connect(path)
+    conn.execute(
+        "INSERT INTO time_line (id, boot_id, mono, line, seen, offset) VALUES (1, 'b', 1, 1, 1, ?)",
+        (offset,),
+    )
+    conn.close()
+    found = [f for f in check_database(path) if "stepped" in f.text]
+    assert [f.text.split(" while")[0] for f in found] == (
+        [] if said is None else [f"the wall clock stepped {said}"]
+    )
 
 
 def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(

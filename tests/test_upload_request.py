@@ -229,11 +229,13 @@ async def test_an_upload_the_server_stops_reading_times_out(tmp_path: Path) -> N
         try:
             bot = bot_for(server.url)
             bot._request = (request, request)  # no getMe: it only stalls
-            with path.open("rb") as f, pytest.raises(TimedOut):
-                await bot.send_document(
+            with path.open("rb") as f:
+                send = bot.send_document(
                     CHAT,
                     telegram.InputFile(f, filename="big.bin", read_file_handle=False),
                     write_timeout=0.5,
                 )
+                with pytest.raises(TimedOut):
+                    await asyncio.wait_for(send, 15)  # a bound, should the stall go unnoticed
         finally:
             await request.shutdown()

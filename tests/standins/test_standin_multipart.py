@@ -3,6 +3,7 @@ land on disk with their size and digest, and a body cut short is a bad request."
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from xbot.sending.upload_request import MultipartBody
 from xbot.standins._botapi_wire import ApiError, form_params
 from xbot.standins._multipart import MultipartReader
+from xbot.standins.botapi import CLIENT_CLOSED, BotApiServer
 
 BOUNDARY = "b0undary"
 CTYPE = f"multipart/form-data; boundary={BOUNDARY}"
@@ -111,3 +113,28 @@ async def test_reads_what_the_bots_request_class_writes(tmp_path: Path) -> None:
     assert files["video"].content_type == "video/mp4"
     assert files["thumb"].read() == b"\xff\xd8jpeg"
     assert files["thumb"].filename == "thumb.jpg"
+
+
+async def test_an_upload_the_client_abandons_is_recorded_as_cut_short() -> None:
+    """A bot whose task was cancelled closes the connection mid-body: the stand-in
+    records the call (nginx's 499), stores nothing, and goes on serving."""
+    async with BotApiServer(upload_limit=2000 * 2**20) as srv:
+        head = (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="chat_id"\r\n\r\n77\r\n'
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="video"; filename="v.mp4"\r\n'
+            "Content-Type: video/mp4\r\n\r\n"
+        ).encode()
+        _, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+        writer.write(
+            f"POST /bot{srv.token}/sendVideo HTTP/1.1\r\nHost: x\r\n"
+            f"Content-Type: {CTYPE}\r\nContent-Length: {len(head) + 64 * 2**20}\r\n\r\n".encode()
+            + head
+            + b"\0" * 2**20
+        )
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+        await srv.wait_for(lambda: srv.calls_for("sendVideo"), 10)
+        (call,) = srv.calls_for("sendVideo")
+        assert (call.status, call.chat_id, call.files) == (CLIENT_CLOSED, 77, {})
+        assert srv.sent_messages(77) == []

@@ -161,3 +161,13 @@ def test_tiny_jpeg_has_the_size_asked_for(width: int, height: int) -> None:
     assert data.startswith(b"\xff\xd8")
     assert data.endswith(b"\xff\xd9")
     assert image_size(data) == ("jpeg", width, height)
+
+
+def test_a_message_keeps_its_first_hundred_entities() -> None:
+    """Telegram drops entities past the 100th without an error (xbot's long texts keep
+    each message under it: `xbot.sending.caption_long.SPAN_ROOM`)."""
+    source = " ".join(f"<b>{i}</b>" for i in range(120))
+    text, entities = text_of({"text": source, "parse_mode": "HTML"}, "text", "entities", 4096)
+    assert text == " ".join(str(i) for i in range(120))
+    assert len(entities) == 100
+    assert entities[-1]["offset"] == text.index("99")

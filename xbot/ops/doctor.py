@@ -38,7 +38,7 @@ import attrs
 import httpx
 
 from xbot import versions
-from xbot.clock import SystemClocks
+from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.errors import StoreError
 from xbot.links import classify
@@ -47,7 +47,7 @@ from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
 from xbot.storage import migrations
 from xbot.storage.db import read_only
-from xbot.storage.time_line import LONGEST_DELAY, line_now
+from xbot.storage.time_line import LONGEST_DELAY, line_now, stored_offset
 
 Level = Literal["ok", "warn", "fail"]
 
@@ -352,7 +352,24 @@ def _database_findings(path: Path, conn: apsw.Connection) -> list[Finding]:
         found.append(_queue_finding(conn))
     if version == latest:  # an older schema may lack a table the look needs
         found += _future_findings(conn, line_now(conn, SystemClocks()))
+        found += _offset_findings(stored_offset(conn))
     return found
+
+
+def _offset_findings(offset: float) -> list[Finding]:
+    """The bot saw its wall clock step since it started (marked at the step)."""
+    if abs(offset) <= STEP_TOLERANCE:
+        return []
+    way = "back" if offset > 0 else "forward"
+    return [
+        Finding(
+            "warn",
+            "database",
+            f"the wall clock stepped {_span(abs(offset))} {way} while the bot ran: waits are "
+            "unaffected, stored times follow the bot's own time line until its next start "
+            'rebases them (docs/reliability.md, "The wall clock")',
+        )
+    ]
 
 
 # Stored times further ahead than this are not the bot's own (it never writes a due

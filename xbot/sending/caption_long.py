@@ -12,9 +12,10 @@ units of visible text, as Telegram counts), preferring, within the last half of 
 message's room, a paragraph break, then a line break, then a sentence's end, then a
 space, and only then any place that splits no character (surrogate pairs, joined
 emoji, combining marks). It never cuts inside a formatting span unless the span
-alone is longer than a message: then each piece keeps its part of it. The pieces are
-slices of the text; only the whitespace at each cut is dropped (Telegram trims a
-message's text anyway).
+alone is longer than a message: then each piece keeps its part of it. A piece holds
+at most `SPAN_ROOM` spans: Telegram keeps a message's first 100 entities and drops the
+rest without a word (the blockquote is one). The pieces are slices of the text; only
+the whitespace at each cut is dropped (Telegram trims a message's text anyway).
 
 Each piece goes as HTML (`piece_html`) inside an expandable blockquote
 (``<blockquote expandable>``, Bot API 7.4's ``expandable_blockquote`` entity): the
@@ -45,6 +46,7 @@ from xbot.sending.caption import (
 )
 
 __all__ = [
+    "SPAN_ROOM",
     "Piece",
     "long_messages",
     "long_text",
@@ -53,6 +55,8 @@ __all__ = [
     "split_text",
 ]
 
+# Telegram keeps 100 entities of a message; one is the expandable blockquote.
+SPAN_ROOM = 99
 # Where a cut may fall, best first.
 _PARAGRAPH, _LINE, _SENTENCE, _SPACE, _ANYWHERE = range(5)
 _ENDS = frozenset(".!?…;")
@@ -170,8 +174,11 @@ def _inside(n: int, ranges: Sequence[tuple[int, int]]) -> list[int]:
     return out
 
 
-def split_text(rich: RichText, limit: int = TEXT_LIMIT) -> list[Piece]:
-    """`rich` cut into pieces of at most `limit` UTF-16 units each (see the module)."""
+def split_text(
+    rich: RichText, limit: int = TEXT_LIMIT, *, max_spans: int = SPAN_ROOM
+) -> list[Piece]:
+    """`rich` cut into pieces of at most `limit` UTF-16 units and `max_spans` spans each
+    (see the module)."""
     if limit < 2:
         raise ValueError(f"a piece needs room for a surrogate pair, got {limit}")
     text = rich.text
@@ -187,20 +194,35 @@ def split_text(rich: RichText, limit: int = TEXT_LIMIT) -> list[Piece]:
     fits = [(a, b) for a, b, span in spans if span.length <= limit]
     longer = [(a, b) for a, b, span in spans if span.length > limit]
     inside = (_inside(n, fits), _inside(n, longer))
+    starts = sorted(a for a, _, _ in spans)
     pieces: list[Piece] = []
     start = _skip_space(text, 0)
     while start < n:
-        if u16[n] - u16[start] <= limit:
-            cut = n
-        else:
-            end = bisect.bisect_right(u16, u16[start] + limit) - 1
-            cut = _cut(text, u16, inside, span=(start, end), room=limit)
+        end = (
+            n if u16[n] - u16[start] <= limit else bisect.bisect_right(u16, u16[start] + limit) - 1
+        )
+        end = _span_bound(spans, starts, start, end, max_spans)
+        cut = n if end == n else _cut(text, u16, inside, span=(start, end), room=limit)
         stop = cut
         while stop > start and text[stop - 1].isspace():
             stop -= 1
         pieces.append(_piece(text, u16, spans, start, stop))
         start = _skip_space(text, cut)
     return pieces
+
+
+def _span_bound(
+    spans: Sequence[tuple[int, int, TextSpan]], starts: list[int], start: int, end: int, most: int
+) -> int:
+    """`end`, or earlier: where the piece from `start` would take in more than `most` spans
+    (the start of the first span too many; those open at `start` count as well)."""
+    open_at_start = sum(1 for a, b, _ in spans if a < start < b)
+    first = bisect.bisect_left(starts, start)
+    room = most - open_at_start
+    if room < 0 or first + room >= len(starts):
+        return end
+    bound = starts[first + room]
+    return min(end, bound) if bound > start else end
 
 
 def _skip_space(text: str, i: int) -> int:

@@ -24,6 +24,9 @@ URL_LIMIT = 20 * 1024 * 1024
 GETFILE_LIMIT = 20 * 1024 * 1024
 CAPTION_LIMIT = 1024
 TEXT_LIMIT = 4096
+# A message keeps its first 100 entities; Telegram drops the rest without an error
+# (tdlib/telegram-bot-api#820, rubenlagus/TelegramBots#854).
+ENTITY_LIMIT = 100
 CALLBACK_DATA_LIMIT = 64
 
 # Well-known service accounts Telegram shows as `from` of anonymous posts.
@@ -296,4 +299,5 @@ def text_of(params: JSON, key: str, entities_key: str, limit: int) -> tuple[str,
         entities = list(given) if isinstance(given, list) else []
     if utf16_len(plain) > limit:
         raise bad_request(CAPTION_TOO_LONG if key == "caption" else TEXT_TOO_LONG)
+    entities = sorted(entities, key=lambda e: (e["offset"], -e["length"]))[:ENTITY_LIMIT]
     return plain, entities

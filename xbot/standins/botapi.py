@@ -9,7 +9,10 @@ Start it, point PTB at it, and drive the conversation from the test::
         await srv.wait_for(lambda: srv.sent_messages(42), timeout=5)
 
 What it does like Telegram (`_botapi_model`): the request forms PTB uses
-(urlencoded, multipart with ``attach://`` parts), the response shapes
+(urlencoded, multipart with ``attach://`` parts; a multipart body is taken as it
+arrives, its files to disk with their SHA-256, so 2000 MB uploads in local-server
+mode, ``upload_limit=2000 * 2**20``, need no memory; an upload the client abandons
+is recorded with status 499), the response shapes
 (Message, PhotoSize, Video, ChatMember...), Telegram's error texts and
 statuses, its limits (caption 1024 and text 4096 UTF-16 units after entity
 parsing, albums of 2-10, photo URLs 5 MB, other URLs 20 MB), fetching media

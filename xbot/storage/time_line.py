@@ -221,6 +221,12 @@ async def mark(pool: DbPool, line: TimeLine) -> None:
     await pool.write(lambda conn: _mark(conn, line))
 
 
+def stored_offset(conn: apsw.Connection) -> float:
+    """How far the line was ahead of the wall clock at its last mark (0: no step seen)."""
+    anchor = _anchor(conn) if _has_table(conn) else None
+    return 0.0 if anchor is None else anchor.offset
+
+
 def line_now(conn: apsw.Connection, clocks: Clocks) -> float:
     """The stored line's now, for a process that does not own it (``xbot queue``, doctor)."""
     anchor = _anchor(conn) if _has_table(conn) else None
