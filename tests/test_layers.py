@@ -283,16 +283,9 @@ def test_no_import_circle() -> None:
     assert found == [], "import circles:\n" + "\n\n".join(found)
 
 
-# Private names still taken across modules, being made public or folded away; this
-# number only goes down (issue 21), and the test asks for none once it is 0.
-PRIVATE_NAMES_LEFT = 41
-
-
 def test_no_private_name_crosses_a_module() -> None:
     bad = private_names(FOUND)
-    assert len(bad) <= PRIVATE_NAMES_LEFT, "private names imported across modules:\n" + "\n".join(
-        bad
-    )
+    assert bad == [], "private names imported across modules:\n" + "\n".join(bad)
 
 
 # --- the checks see what they are for --------------------------------------------------------

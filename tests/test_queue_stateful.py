@@ -256,7 +256,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule(lease=leases)
     def progress(self, lease: Lease) -> None:
-        m = self.fenced(lease, lambda: self.q.save_progress(lease, self.now, '{"sent": 1}'))
+        m = self.fenced(lease, lambda: self.q.save_progress(lease, self.now, payload='{"sent": 1}'))
         if m is not None:
             m.progressed = True
 

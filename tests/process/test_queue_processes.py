@@ -155,7 +155,7 @@ def check_after_kill(path: Path, next_now: float) -> int:
         )
         assert lanes == heads, "the chat lanes disagree with the tasks after a crash"
         conn.execute("BEGIN IMMEDIATE")
-        queue_mod._repair(conn, next_now)
+        queue_mod.repair(conn, next_now)
         stuck = conn.execute("SELECT count(*) FROM tasks WHERE state = 'running'").fetchall()
         conn.execute("ROLLBACK")
         assert stuck == [(0,)]

@@ -30,8 +30,7 @@ from xbot.storage import db, migrations
 from xbot.storage.backup import backup, backup_to_stream
 from xbot.storage.db import DbPool, prepare_store
 from xbot.storage.link_cache import LinkCache, link_key
-from xbot.storage.lost_leases import lost_lease_budget
-from xbot.storage.queue import STATES, Task, TaskQueue
+from xbot.storage.queue import STATES, Task, TaskQueue, lost_lease_budget
 from xbot.storage.time_line import line_now
 from xbot.tasks.payloads import payload_identity
 

@@ -1,6 +1,6 @@
 """Dead letters: every task that goes dead gets its one notice, in the same transaction.
 
-The rule (see `xbot.storage.queue`): every way into ``dead`` goes through `_bury`,
+The rule (see `xbot.storage.queue`): every way into ``dead`` goes through `bury`,
 and the front door logs one ``dead-lettered`` line per burial (`log_burials`)
 once the transaction committed.
 """
@@ -18,7 +18,7 @@ import attrs
 
 from xbot.errors import reading_payload
 from xbot.logs import kv
-from xbot.storage.task_rows import Task, _enqueue, _enqueue_fields
+from xbot.storage.task_rows import Task, enqueue, enqueue_fields
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ NOTICE_MAX_ATTEMPTS: Final = 8
 @attrs.frozen
 class BuriedNotice:
     """The payload of the notice the queue writes with a dead mark, in the same
-    transaction (`_bury`): which task died, why, and its kind and payload, so that
+    transaction (`bury`): which task died, why, and its kind and payload, so that
     `xbot.tasks.notices` words the sentence when it runs and the queue needs no
     knowledge of task kinds.
     """
@@ -69,7 +69,7 @@ class Burial:
     notice: str  # "queued", or "none: <why>" (a notice itself, the chat is gone, …)
 
 
-def _bury(
+def bury(
     conn: apsw.Connection,
     task: Task,
     reason: str,
@@ -103,7 +103,7 @@ def queue_notice(
     dedup_key: str,
 ) -> None:
     """A ``notice`` task to `task`'s chat, in the caller's transaction (once per key)."""
-    fields = _enqueue_fields(
+    fields = enqueue_fields(
         kind=NOTICE_KIND,
         payload=payload,
         chat_id=task.chat_id,
@@ -112,7 +112,7 @@ def queue_notice(
         dedup_key=dedup_key,
         max_attempts=NOTICE_MAX_ATTEMPTS,
     )
-    _enqueue(conn, fields)
+    enqueue(conn, fields)
 
 
 def log_burials(burials: builtins.list[Burial], path: str) -> None:

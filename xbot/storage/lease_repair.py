@@ -2,8 +2,8 @@
 
 `xbot.storage.lost_leases.judge_lost_lease` (pure) decides; this writes its
 verdict under the lost lease's own token, so a holder that came back in the
-meantime is never overwritten. `xbot.storage.queue` runs `_repair` before every
-claim and from the sweep, `_reclaim` at startup. SQL here is assembled only from
+meantime is never overwritten. `xbot.storage.queue` runs `repair` before every
+claim and from the sweep, `reclaim` at startup. SQL here is assembled only from
 this module's constants (hence the ``noqa: S608``).
 """
 
@@ -14,15 +14,15 @@ from typing import Final
 
 import apsw
 
-from xbot.storage.dead_letters import Burial, _bury
+from xbot.storage.dead_letters import Burial, bury
 from xbot.storage.lost_leases import POISON_TELL, judge_lost_lease
-from xbot.storage.task_rows import _COLUMNS, Task, _task
+from xbot.storage.task_rows import COLUMNS, Task, task_from_row
 
 # Expired leases are found through tasks_running_chat, whose rows are the
 # live leases (one per busy worker, a handful): the repair runs at every
 # lease, so it has no index of its own to keep up. Usually it finds nothing.
 _EXPIRED_SQL: Final = f"""
-SELECT {_COLUMNS} FROM tasks INDEXED BY tasks_running_chat
+SELECT {COLUMNS} FROM tasks INDEXED BY tasks_running_chat
 WHERE state = 'running' AND lease_expires <= +:now
 """  # noqa: S608
 
@@ -38,7 +38,7 @@ UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = 
     progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
     updated_at = :now
 WHERE id = :id AND lease_token = :token AND state = 'running'
-RETURNING {_COLUMNS}
+RETURNING {COLUMNS}
 """  # noqa: S608
 
 
@@ -50,7 +50,7 @@ def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
     """Judge every lost lease ``sql`` finds; returns (rows written, the buried among them)."""
     written: builtins.list[Task] = []
     buried: builtins.list[Burial] = []
-    for found in [_task(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
+    for found in [task_from_row(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
         verdict = judge_lost_lease(
             progressed=bool(found.progressed),
             lost_leases=found.lost_leases,
@@ -67,18 +67,16 @@ def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
         rows = conn.execute(_LOST_SQL, params).fetchall()
         if not rows:
             continue
-        task = _task(rows[0])
+        task = task_from_row(rows[0])
         written.append(task)
         if verdict.state == "dead":
-            buried.append(_bury(conn, task, verdict.reason, now, tell=POISON_TELL))
+            buried.append(bury(conn, task, verdict.reason, now, tell=POISON_TELL))
     return written, buried
 
 
-def _repair(conn: apsw.Connection, now: float) -> Handed:
+def repair(conn: apsw.Connection, now: float) -> Handed:
     return _hand_back_lost(conn, _EXPIRED_SQL, now)
 
 
-def _reclaim(
-    conn: apsw.Connection, now: float
-) -> tuple[builtins.list[Task], builtins.list[Burial]]:
+def reclaim(conn: apsw.Connection, now: float) -> tuple[builtins.list[Task], builtins.list[Burial]]:
     return _hand_back_lost(conn, _ORPHANS_SQL, now)

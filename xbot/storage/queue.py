@@ -25,7 +25,7 @@ The rules, each pinned by tests in tests/test_queue*.py:
 - Progress: `save_progress` (an album recorded) marks the lease as having
   made progress; the lost lease of a task that progressed is not held
   against it and its ``lost_leases`` starts again from 0.
-- Every way into ``dead`` goes through `_bury`: the failed attempt, the dead
+- Every way into ``dead`` goes through `bury`: the failed attempt, the dead
   letter, the inline repair, the sweep's repair, the startup reclaim. In the
   same transaction it queues the task's one dead-letter notice (a ``notice``
   task in the same chat, dedup key ``notice:<id>``), unless the dead task is
@@ -54,11 +54,12 @@ callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync
 the same functions on one connection (other processes, tests). SQL here is assembled only from
 this module's constants, never from input (hence the ``noqa: S608``).
 
-This module is the claim, the lease and the fence, and the front door. Beside it:
-`xbot.storage.task_rows` (the row and its insert), `xbot.storage.dead_letters`
-(`_bury` and its log line), `xbot.storage.lease_repair` (lost leases judged and
+This module is the claim, the lease and the fence, and the front door. Beside it,
+each a set of functions of a connection that this module calls by their public
+names: `xbot.storage.task_rows` (the row and its insert), `xbot.storage.dead_letters`
+(`bury` and its log line), `xbot.storage.lease_repair` (lost leases judged and
 written back), `xbot.storage.chat_holds` and `xbot.storage.queue_admin` (the
-operator's queries); importers take every name from here.
+operator's queries). Product code takes the queue's names from here (`__all__`).
 """
 
 from __future__ import annotations
@@ -75,29 +76,38 @@ import attrs
 
 from xbot.errors import LeaseLost
 from xbot.storage import queue_admin
-from xbot.storage.chat_holds import _hold_chat, _move_chat, _release_expired_holds
-from xbot.storage.db import DbPool
+from xbot.storage.chat_holds import hold_chat, move_chat, release_expired_holds
+from xbot.storage.db import DbPool, read_sync, write_sync
 from xbot.storage.dead_letters import (
     NOTICE_KIND,
     NOTICE_MAX_ATTEMPTS,
     Burial,
-    _bury,
+    BuriedNotice,
+    bury,
     log_burials,
     queue_notice,
 )
 from xbot.storage.group_commit import GroupCommit
-from xbot.storage.lease_repair import _reclaim, _repair
-from xbot.storage.queue_admin import QueueStats, _get, _list, _purge_dead, _retry, _stats
+from xbot.storage.lease_repair import reclaim, repair
+from xbot.storage.lost_leases import lost_lease_budget
+from xbot.storage.queue_admin import (
+    QueueStats,
+    get_task,
+    list_tasks,
+    purge_dead,
+    read_stats,
+    retry_dead,
+)
 from xbot.storage.task_rows import (
-    _COLUMNS,
-    _FREE,
+    COLUMNS,
+    FREE,
     STATES,
     Lease,
     Task,
-    _encode,
-    _enqueue,
-    _enqueue_fields,
-    _task,
+    encode_payload,
+    enqueue,
+    enqueue_fields,
+    task_from_row,
 )
 from xbot.storage.time_line import LONGEST_DELAY
 
@@ -110,12 +120,15 @@ __all__ = [
     "PRUNE_CHUNK",
     "STATES",
     "Burial",
+    "BuriedNotice",
     "Effect",
     "Lease",
+    "OneConnection",
     "QueueStats",
     "Task",
     "TaskQueue",
     "log_burials",
+    "lost_lease_budget",
 ]
 
 T = TypeVar("T")
@@ -159,7 +172,7 @@ WHERE state = 'pending' AND id = (
         SELECT 1 FROM chat_holds AS h WHERE h.chat_id = l.chat_id AND h.not_before > +:now)
     ORDER BY l.head_run_after, l.head_id
     LIMIT 1)
-RETURNING {_COLUMNS}
+RETURNING {COLUMNS}
 """  # noqa: S608
 
 _FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
@@ -170,22 +183,22 @@ Leased = tuple[Task | None, builtins.list[Burial]]
 
 def _lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Leased:
     """The inline repair, then the claim; returns the task and whatever the repair buried."""
-    _, buried = _repair(conn, now)
+    _, buried = repair(conn, now)
     params = {"token": secrets.token_hex(16), "expires": now + lease_for, "now": now}
     # fetchall(), always: an unfinished RETURNING statement keeps the write lock.
     rows = conn.execute(_CLAIM_SQL, params).fetchall()
-    return (_task(rows[0]) if rows else None), buried
+    return (task_from_row(rows[0]) if rows else None), buried
 
 
 def _fenced(
     conn: apsw.Connection, lease: Lease, op: str, sets: str, params: dict[str, Any]
 ) -> Task:
     """One fenced UPDATE; 0 rows matched means someone else holds the task now."""
-    sql = f"UPDATE tasks SET {sets} WHERE {_FENCE} RETURNING {_COLUMNS}"  # noqa: S608
+    sql = f"UPDATE tasks SET {sets} WHERE {_FENCE} RETURNING {COLUMNS}"  # noqa: S608
     rows = conn.execute(sql, {"id": lease.task_id, "token": lease.token, **params}).fetchall()
     if not rows:
         raise LeaseLost(lease.task_id, op)
-    return _task(rows[0])
+    return task_from_row(rows[0])
 
 
 def _heartbeat(conn: apsw.Connection, lease: Lease, now: float, lease_for: float) -> float:
@@ -196,7 +209,7 @@ def _heartbeat(conn: apsw.Connection, lease: Lease, now: float, lease_for: float
 
 
 _DONE_SQL: Final = (
-    f"UPDATE tasks SET state = 'done', payload = coalesce(:payload, payload), {_FREE}"  # noqa: S608
+    f"UPDATE tasks SET state = 'done', payload = coalesce(:payload, payload), {FREE}"  # noqa: S608
     f" WHERE {_FENCE}"
 )
 
@@ -232,7 +245,7 @@ def _reschedule(
     # than being leased once more than it may be.
     sets = f"""attempts = attempts - :give_back,
         state = CASE WHEN attempts - :give_back >= max_attempts THEN 'dead' ELSE 'pending' END,
-        run_after = :run_after, last_error = :error, {_FREE}"""
+        run_after = :run_after, last_error = :error, {FREE}"""
     params = {
         "give_back": 0 if count else 1,
         "run_after": now + min(max(0.0, delay), LONGEST_DELAY),
@@ -241,7 +254,7 @@ def _reschedule(
     }
     task = _fenced(conn, lease, "reschedule", sets, params)
     if task.state == "dead":
-        return task, _bury(conn, task, error, now)
+        return task, bury(conn, task, error, now)
     if notice is not None:
         queue_notice(conn, task, notice, now, dedup_key=f"told:{task.id}")
     return task, None
@@ -257,9 +270,9 @@ def _dead_letter(
     tell: str | None = None,
     untold: str | None = None,
 ) -> Burial:
-    sets = f"state = 'dead', last_error = :error, {_FREE}"
+    sets = f"state = 'dead', last_error = :error, {FREE}"
     task = _fenced(conn, lease, op, sets, {"error": error, "now": now})
-    return _bury(conn, task, error, now, tell=tell, untold=untold)
+    return bury(conn, task, error, now, tell=tell, untold=untold)
 
 
 def _replace_payload(conn: apsw.Connection, lease: Lease, payload: str, now: float) -> None:
@@ -301,7 +314,7 @@ def _rate_limited(
     row = conn.execute("SELECT chat_id FROM tasks WHERE id = ?", (lease.task_id,)).fetchall()
     if row:
         # The hold stands even if this lease was lost: Telegram said so for the chat.
-        until = _hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
+        until = hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
     try:
         task, _ = _reschedule(conn, lease, now=now, delay=until - now, error=error, count=False)
     except LeaseLost:
@@ -313,7 +326,7 @@ def _put_back(conn: apsw.Connection, lease: Lease, now: float, error: str, ambig
     """Back to pending in its place (``run_after`` kept: first of its chat again), its
     attempt given back; an ambiguous send counted (``ambiguous_sends``)."""
     sets = f"""attempts = attempts - 1, state = 'pending', last_error = :error,
-        ambiguous_sends = ambiguous_sends + :ambiguous, {_FREE}"""
+        ambiguous_sends = ambiguous_sends + :ambiguous, {FREE}"""
     params = {"error": error, "ambiguous": int(ambiguous), "now": now}
     return _fenced(conn, lease, "put_back", sets, params)
 
@@ -331,18 +344,44 @@ def _prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
 
 
 @attrs.define
-class TaskQueue:
-    """The queue on the asyncio pool, as the bot uses it.
+class OneConnection:
+    """The queue's transactions on one plain connection, on the caller's thread.
+
+    For sync code (`xbot.standins.queue_sync.SyncQueue`: other processes, tests):
+    each operation in a transaction of its own. The methods are coroutines only so
+    that `TaskQueue`'s one front door runs on them too; none of them ever waits.
 
     Attributes:
-        pool: the open `DbPool`.
+        conn: an open, migrated connection (`xbot.storage.db.connect`).
     """
 
-    _pool: DbPool
-    _commits: GroupCommit = attrs.field(init=False)
+    conn: apsw.Connection
+
+    async def write(self, fn: Callable[[apsw.Connection], T]) -> T:
+        return write_sync(self.conn, fn)
+
+    async def read(self, fn: Callable[[apsw.Connection], T]) -> T:
+        return read_sync(self.conn, fn)
+
+    async def run(self, fn: Callable[[apsw.Connection], T]) -> T:
+        return fn(self.conn)
+
+
+@attrs.define
+class TaskQueue:
+    """The queue on the asyncio pool, as the bot uses it (or on `OneConnection`).
+
+    Attributes:
+        pool: the open `DbPool`; concurrent writes share a transaction (`GroupCommit`).
+            On `OneConnection` nothing is concurrent and each write is its own.
+    """
+
+    _pool: DbPool | OneConnection
+    _commits: GroupCommit | OneConnection = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self._commits = GroupCommit(self._pool)
+        pool = self._pool
+        self._commits = GroupCommit(pool) if isinstance(pool, DbPool) else pool
 
     async def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run ``fn`` in a write transaction, batched with concurrent callers."""
@@ -360,7 +399,7 @@ class TaskQueue:
         max_attempts: int = 5,
     ) -> Task:
         """Add a task; with a ``dedup_key`` already pending or running, return that task."""
-        fields = _enqueue_fields(
+        fields = enqueue_fields(
             kind=kind,
             payload=payload,
             chat_id=chat_id,
@@ -369,7 +408,7 @@ class TaskQueue:
             dedup_key=dedup_key,
             max_attempts=max_attempts,
         )
-        return await self._write(partial(_enqueue, fields=fields))
+        return await self._write(partial(enqueue, fields=fields))
 
     async def lease_next(self, now: float, lease_for: float = DEFAULT_LEASE) -> Task | None:
         """Hand back expired leases, then claim the oldest runnable task (or None)."""
@@ -486,7 +525,7 @@ class TaskQueue:
         self, lease: Lease, payload: Mapping[str, Any] | str, now: float
     ) -> None:
         """Rewrite a running task's payload (two-phase delivery); the lease goes on."""
-        fn = partial(_replace_payload, lease=lease, payload=_encode(payload), now=now)
+        fn = partial(_replace_payload, lease=lease, payload=encode_payload(payload), now=now)
         await self._write(fn)
 
     async def delete(self, lease: Lease) -> None:
@@ -494,7 +533,7 @@ class TaskQueue:
 
     async def hold_chat(self, chat_id: int, until: float) -> float:
         """No task of the chat starts before ``until`` (the later of old and new); returns it."""
-        return await self._write(partial(_hold_chat, chat_id=chat_id, until=until))
+        return await self._write(partial(hold_chat, chat_id=chat_id, until=until))
 
     async def rate_limited(self, lease: Lease, now: float, until: float, error: str) -> Task:
         """Telegram said retry_after: hold the chat and put the task back, attempt not counted.
@@ -508,11 +547,11 @@ class TaskQueue:
         return task
 
     async def release_expired_holds(self, now: float) -> int:
-        return await self._write(partial(_release_expired_holds, now=now))
+        return await self._write(partial(release_expired_holds, now=now))
 
     async def repair_expired(self, now: float) -> int:
         """Hand expired leases back (`judge_lost_lease`); returns how many."""
-        written, buried = await self._write(partial(_repair, now=now))
+        written, buried = await self._write(partial(repair, now=now))
         log_burials(buried, "sweep repair")
         return len(written)
 
@@ -524,7 +563,7 @@ class TaskQueue:
         process every time still dies, with its notice, and one caught in a
         crash loop does not.
         """
-        written, buried = await self._write(partial(_reclaim, now=now))
+        written, buried = await self._write(partial(reclaim, now=now))
         log_burials(buried, "startup reclaim")
         return len(written)
 
@@ -539,7 +578,7 @@ class TaskQueue:
                 return total
 
     async def stats(self, now: float) -> QueueStats:
-        return await self._pool.read(partial(_stats, now=now))
+        return await self._pool.read(partial(read_stats, now=now))
 
     async def counts_by_kind(self) -> dict[tuple[str, str], int]:
         """(kind, state) -> tasks, for the states still in the queue (not done)."""
@@ -549,22 +588,22 @@ class TaskQueue:
         self, state: str | None = None, chat_id: int | None = None, limit: int = 50
     ) -> builtins.list[Task]:
         """Newest first, filtered by state and/or chat."""
-        return await self._pool.read(partial(_list, state=state, chat_id=chat_id, limit=limit))
+        return await self._pool.read(partial(list_tasks, state=state, chat_id=chat_id, limit=limit))
 
     async def get(self, task_id: int) -> Task | None:
-        return await self._pool.run(partial(_get, task_id=task_id))
+        return await self._pool.run(partial(get_task, task_id=task_id))
 
     async def retry(self, task_id: int, now: float) -> bool:
         """A dead task back to pending with fresh attempts.
 
         False if it is not dead, or a live task with its dedup key does its job.
         """
-        return await self._write(partial(_retry, task_id=task_id, now=now))
+        return await self._write(partial(retry_dead, task_id=task_id, now=now))
 
     async def purge_dead(self, now: float, older_than: float | None = None) -> int:
         """Delete dead tasks (those older than ``older_than`` seconds, if given)."""
-        return await self._write(partial(_purge_dead, now=now, older_than=older_than))
+        return await self._write(partial(purge_dead, now=now, older_than=older_than))
 
     async def move_chat(self, old_chat_id: int, new_chat_id: int) -> int:
-        fn = partial(_move_chat, old_chat_id=old_chat_id, new_chat_id=new_chat_id)
+        fn = partial(move_chat, old_chat_id=old_chat_id, new_chat_id=new_chat_id)
         return await self._write(fn)

@@ -13,7 +13,7 @@ from typing import Any, Final
 import apsw
 import attrs
 
-from xbot.storage.task_rows import _COLUMNS, _FREE, STATES, Task, _task
+from xbot.storage.task_rows import COLUMNS, FREE, STATES, Task, task_from_row
 
 
 @attrs.frozen
@@ -47,7 +47,7 @@ _COUNT_SQL: Final = {
 }
 
 
-def _stats(conn: apsw.Connection, now: float) -> QueueStats:
+def read_stats(conn: apsw.Connection, now: float) -> QueueStats:
     counts = {state: int(_scalar(conn, sql)) for state, sql in _COUNT_SQL.items()}
     # A lane's head is its chat's first pending task by (run_after, id), so
     # the oldest head is the oldest pending task: one seek in chat_lanes_order.
@@ -75,7 +75,7 @@ def counts_by_kind(conn: apsw.Connection) -> dict[tuple[str, str], int]:
     }
 
 
-def _list(
+def list_tasks(
     conn: apsw.Connection, state: str | None, chat_id: int | None, limit: int
 ) -> builtins.list[Task]:
     where: builtins.list[str] = []
@@ -92,20 +92,20 @@ def _list(
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     # Newest first; for done and dead, their (updated_at) index serves the order.
     order = "updated_at DESC, id DESC" if state is not None else "id DESC"
-    sql = f"SELECT {_COLUMNS} FROM tasks {clause} ORDER BY {order} LIMIT ?"  # noqa: S608
-    return [_task(r) for r in conn.execute(sql, (*params, limit)).fetchall()]
+    sql = f"SELECT {COLUMNS} FROM tasks {clause} ORDER BY {order} LIMIT ?"  # noqa: S608
+    return [task_from_row(r) for r in conn.execute(sql, (*params, limit)).fetchall()]
 
 
-def _get(conn: apsw.Connection, task_id: int) -> Task | None:
-    rows = conn.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchall()  # noqa: S608
-    return _task(rows[0]) if rows else None
+def get_task(conn: apsw.Connection, task_id: int) -> Task | None:
+    rows = conn.execute(f"SELECT {COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchall()  # noqa: S608
+    return task_from_row(rows[0]) if rows else None
 
 
-def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
+def retry_dead(conn: apsw.Connection, task_id: int, now: float) -> bool:
     # If a live task with the same dedup key already does this job, leave the dead one.
     rows = conn.execute(
         f"""UPDATE tasks SET state = 'pending', attempts = 0, lost_leases = 0,
-               run_after = :now, {_FREE}
+               run_after = :now, {FREE}
            WHERE id = :id AND state = 'dead' AND (dedup_key IS NULL OR NOT EXISTS (
                SELECT 1 FROM tasks AS o WHERE o.dedup_key = tasks.dedup_key
                AND o.state IN ('pending', 'running')))
@@ -115,7 +115,7 @@ def _retry(conn: apsw.Connection, task_id: int, now: float) -> bool:
     return bool(rows)
 
 
-def _purge_dead(conn: apsw.Connection, now: float, older_than: float | None) -> int:
+def purge_dead(conn: apsw.Connection, now: float, older_than: float | None) -> int:
     before = float("inf") if older_than is None else now - older_than
     rows = conn.execute(
         "DELETE FROM tasks WHERE state = 'dead' AND updated_at < ? RETURNING 1", (before,)

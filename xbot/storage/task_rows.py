@@ -20,7 +20,7 @@ from xbot.storage.time_line import LONGEST_DELAY
 STATES: Final = ("pending", "running", "done", "dead")
 
 # The columns of tasks in table order, which is also the field order of Task.
-_COLUMNS: Final = (
+COLUMNS: Final = (
     "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
     "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed, "
     "ambiguous_sends"
@@ -64,42 +64,40 @@ class Task:
         return Lease(self.id, self.lease_token)
 
 
-def _task(row: apsw.SQLiteValues) -> Task:
+def task_from_row(row: apsw.SQLiteValues) -> Task:
     return Task(*row)  # type: ignore[arg-type]
 
 
-def _encode(payload: Mapping[str, Any] | str) -> str:
+def encode_payload(payload: Mapping[str, Any] | str) -> str:
     if isinstance(payload, str):
         return payload
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 # A write-back's release of the lease (every way out of ``running``).
-_FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
+FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
 
 _INSERT_SQL: Final = f"""
 INSERT INTO tasks (kind, chat_id, payload, state, dedup_key, attempts, max_attempts,
                    run_after, created_at, updated_at)
 VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now)
-RETURNING {_COLUMNS}
+RETURNING {COLUMNS}
 """  # noqa: S608
 
 
-def _enqueue(conn: apsw.Connection, fields: dict[str, Any]) -> Task:
+def enqueue(conn: apsw.Connection, fields: dict[str, Any]) -> Task:
     if fields["dedup_key"] is not None:
         # Inside BEGIN IMMEDIATE nobody slips in between this look-up and the
         # insert; the unique partial index tasks_dedup_live is the backstop.
-        sql = (
-            f"SELECT {_COLUMNS} FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')"  # noqa: S608
-        )
+        sql = f"SELECT {COLUMNS} FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')"  # noqa: S608
         existing = conn.execute(sql, (fields["dedup_key"],)).fetchall()
         if existing:
-            return _task(existing[0])
+            return task_from_row(existing[0])
     rows = conn.execute(_INSERT_SQL, fields).fetchall()
-    return _task(rows[0])
+    return task_from_row(rows[0])
 
 
-def _enqueue_fields(
+def enqueue_fields(
     *,
     kind: str,
     payload: Mapping[str, Any] | str,
@@ -113,7 +111,7 @@ def _enqueue_fields(
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
     return {
         "kind": kind,
-        "payload": _encode(payload),
+        "payload": encode_payload(payload),
         "chat_id": chat_id,
         "now": now,
         # Never due further out than the longest delay (the start-up clamp's bound).

@@ -25,8 +25,7 @@ from xbot.errors import PayloadError, Permanent
 from xbot.i18n import N_, translate_reason, translator
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
-from xbot.storage.dead_letters import BuriedNotice
-from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
+from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, BuriedNotice, Task
 from xbot.tasks.payloads import (
     DELIVER,
     DeliverPayload,
@@ -70,7 +69,7 @@ def read_notice(notice: Task) -> tuple[Task | None, str, str, Destination]:
     """What a notice task says: (the dead task it is about, if named; the reason; the
     text; where it goes).
 
-    The queue writes a `BuriedNotice` with the dead mark (`xbot.storage.dead_letters._bury`);
+    The queue writes a `BuriedNotice` with the dead mark (`xbot.storage.dead_letters.bury`);
     notices queued before that carry their text and destination ready-made
     (`NoticePayload`). Raises `Permanent` for neither.
     """
