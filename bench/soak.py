@@ -33,6 +33,11 @@ dozens of chats while the scenarios misbehave on a timeline drawn from
 - ``crashloop``: a crash loop: six SIGKILLs about 2 s apart, each soon after
   the restart, faster than the slowest task (posts of 12 photos from a slow
   media host, sent just before): a lost lease must not dead-letter them.
+- ``tgdown``: a Telegram outage (issue 20): every send answered with nginx's HTML
+  502 while getUpdates works (100 s; 10 s with ``--fast``), then every method,
+  getUpdates included (60 s; 5 s with ``--fast``), links arriving all along: each
+  is delivered once after, no notice, and the table says how long the backlog took
+  to start and to finish draining after Telegram came back.
 
 Everything is counted from the Bot API stand-in's records (and the bot's logs),
 never from what the bot says about itself: links delivered, links lost, albums
@@ -80,7 +85,10 @@ from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 
 SCENARIOS = (
     "kill9", "sigterm", "storm", "botapi", "media", "fxapi", "dblock", "diskfull", "crashloop",
+    "tgdown",
 )  # fmt: skip
+# The dead-letter notice's words (xbot.tasks.notices.SORRY): a Telegram outage sends none.
+NOTICE = "Sorry, I could not deliver"
 # The handler's answer when the database stays locked or full (xbot.handlers.messages).
 STORE_REFUSAL = "my storage is busy or full"
 # The one sentence of the outage path: every X source down (xbot.sources.chain.DOWN).
@@ -144,6 +152,8 @@ class Config:
     crashloop_kills: int = 6
     crashloop_gap: float = 2.0
     crashloop_slow_links: int = 3
+    tgdown_sends_seconds: float = 100.0  # the issue's stretches; --fast: 10 s and 5 s
+    tgdown_all_seconds: float = 60.0
 
     def has(self, scenario: str) -> bool:
         return scenario in self.scenarios
@@ -607,6 +617,21 @@ def dead_letters(db: Path) -> list[str]:
         conn.close()
 
 
+def ambiguous_sends(db: Path) -> int:
+    """Sends the bot counted as ambiguous (timed out: may have reached the chat)."""
+    if not db.exists():
+        return 0
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.set_busy_timeout(2000)
+        rows = conn.execute("SELECT coalesce(sum(ambiguous_sends), 0) FROM tasks").fetchall()
+        return int(str(rows[0][0]))
+    except apsw.SQLError:
+        return 0  # a database from before migration 0006
+    finally:
+        conn.close()
+
+
 def silent_dead_letters(db: Path, outs: list[LinkOutcome]) -> list[str]:
     """Dead tasks whose chat heard nothing about them: no media, no sentence (no notice)."""
     if not db.exists():
@@ -677,6 +702,8 @@ def build_timeline(cfg: Config, rng: random.Random) -> list[Event]:
         events.append(Event(span * rng.uniform(0.55, 0.75), "diskfull", cfg.diskfull_seconds))
     if cfg.has("crashloop"):
         events.append(Event(span * rng.uniform(0.3, 0.5), "crashloop", cfg.crashloop_kills))
+    if cfg.has("tgdown"):
+        events.append(Event(span * 0.3, "tgdown", None))
     events.sort(key=lambda e: e.at)
     return events
 
@@ -703,6 +730,7 @@ class LinkOutcome:
     media_items: int = 0
     sentences: int = 0
     down_sentences: int = 0  # of them, the outage path's "X is not answering"
+    notices: int = 0  # of them, dead-letter notices ("Sorry, I could not deliver")
     refused: bool = False  # told the database could not take it, and to send it again
     ok_at: list[float] = attrs.Factory(list)  # when each confirmed media send arrived
 
@@ -743,6 +771,8 @@ def outcomes(api: BotApiServer, links: list[SentLink]) -> list[LinkOutcome]:
                 out.refused = True
             if SOURCE_DOWN in text:
                 out.down_sentences += 1
+            if NOTICE in text:
+                out.notices += 1
     return list(by_key.values())
 
 
@@ -824,6 +854,7 @@ class Soak:
     kills_aimed: list[tuple[int, int | None]] = attrs.Factory(list)  # (chat, reply_to)
     timeout_windows: list[tuple[float, float]] = attrs.Factory(list)
     store_windows: list[tuple[float, float]] = attrs.Factory(list)  # lock held, disk full
+    tg_windows: list[tuple[float, float]] = attrs.Factory(list)  # Telegram down: from, back
     blows: list[float] = attrs.Factory(list)  # moments a kill or a stop's cancel landed
     notes: list[str] = attrs.Factory(list)
     disk: str = "off"
@@ -1006,6 +1037,8 @@ class Soak:
             self.timeout_windows.append((start, time.monotonic()))
         elif event.what == "dblock":
             threading.Thread(target=self._dblock, args=(float(event.arg),), daemon=True).start()
+        elif event.what == "tgdown":
+            threading.Thread(target=self._tgdown, daemon=True).start()
         elif event.what == "diskfull" and self.disk.startswith("tmpfs"):
             threading.Thread(target=self._diskfull, args=(float(event.arg),), daemon=True).start()
 
@@ -1024,6 +1057,33 @@ class Soak:
             self.bot.kill9()
             self.kills_crashloop += 1
             self.restart()
+
+    def _tgdown(self) -> None:
+        """Sends fail with nginx's 502 page (getUpdates works), then every method fails."""
+        api, cfg = self.s.api, self.cfg
+        sends = 10.0 if cfg.fast else cfg.tgdown_sends_seconds
+        every = 5.0 if cfg.fast else cfg.tgdown_all_seconds
+        start = time.monotonic()
+        api.set_outage("502")
+        time.sleep(sends)
+        api.set_outage("502", methods="all")
+        time.sleep(every)
+        api.set_outage(None)
+        back = time.monotonic()
+        self.tg_windows.append((start, back))
+        self.notes.append(f"Telegram down {sends:.0f} s for sends, then {every:.0f} s for all")
+
+    def _drain_after_outage(self, outs: list[LinkOutcome]) -> tuple[float | None, float | None]:
+        """Seconds from Telegram's recovery to the first confirmed media send, and to the
+        last one of the links that arrived before it came back (None: no outage)."""
+        if not self.tg_windows:
+            return None, None
+        start, back = self.tg_windows[-1]
+        after = [t for o in outs for t in o.ok_at if t >= back]
+        waiting = [o for o in outs if o.link.sent_at < back and o.ok_at]
+        last = [max(o.ok_at) for o in waiting if max(o.ok_at) >= start]
+        first = min(after) - back if after else None
+        return first, (max(last) - back if last else None)
 
     def _dblock(self, seconds: float) -> None:
         db = self.data_dir / "xbot.sqlite3"
@@ -1125,6 +1185,7 @@ class Soak:
         calls = self.s.api.calls
         statuses = Counter(c.status for c in calls)
         db = self.data_dir / "xbot.sqlite3"
+        drain_first, drain_last = self._drain_after_outage(outs)
         return Report(
             cfg=self.cfg,
             wall=wall,
@@ -1165,6 +1226,11 @@ class Soak:
             disk=self.disk,
             notes=list(self.notes),
             log_dir=self.bot.log_dir,
+            tg_down=[b - a for a, b in self.tg_windows],
+            drain_first=drain_first,
+            drain_last=drain_last,
+            notices=sum(o.notices for o in outs if o.link.expect == "media"),
+            ambiguous_sends=ambiguous_sends(db),
         )
 
     @staticmethod
@@ -1263,6 +1329,11 @@ class Report:
     disk: str
     notes: list[str]
     log_dir: Path
+    tg_down: list[float] = attrs.Factory(list)
+    drain_first: float | None = None
+    drain_last: float | None = None
+    notices: int = 0
+    ambiguous_sends: int = 0
 
     @property
     def unhandled(self) -> list[Traceback]:
@@ -1301,6 +1372,10 @@ class Report:
             out.append(f"{len(self.silent_dead)} dead letters without a word to their chat")
         if self.cfg.has("crashloop") and self.kills_crashloop < self.cfg.crashloop_kills:
             out.append(f"only {self.kills_crashloop} crash-loop kills")
+        if self.cfg.has("tgdown") and self.notices:
+            out.append(f"{self.notices} links that should get their media got a notice")
+        if self.cfg.has("tgdown") and self.drain_first is not None and self.drain_first > 60:
+            out.append(f"the backlog started draining {self.drain_first:.0f} s after recovery")
         return out
 
     def table(self) -> str:
@@ -1360,6 +1435,16 @@ class Report:
              str(len(self.silent_dead)), "0"),
             ("crash-loop kills (about 2 s apart, slow 12-photo posts in flight)",
              str(self.kills_crashloop), f"{cfg.crashloop_kills}" if cfg.has("crashloop") else ""),
+            ("Telegram outage: sends, then every method, down for (s)",
+             " + ".join(f"{d:.0f}" for d in self.tg_down) or "off", ""),
+            ("**Telegram outage: from recovery to the first delivery (s)**",
+             "-" if self.drain_first is None else f"{self.drain_first:.1f}", "≤ 60"),
+            ("Telegram outage: from recovery to the backlog drained (s)",
+             "-" if self.drain_last is None else f"{self.drain_last:.1f}", ""),
+            ("**dead-letter notices to links that should get their media**",
+             str(self.notices), "0"),
+            ("sends that timed out and may have reached the chat (tasks.ambiguous_sends)",
+             str(self.ambiguous_sends), ""),
             ("tasks by state at the end", " ".join(f"{k}={v}" for k, v in
                                                    sorted(self.db_counts.items())), ""),
             ("wall time (s)", f"{self.wall:.0f}", f"≤ {cfg.deadline:.0f}"),

@@ -505,3 +505,18 @@ def test_the_installed_entry_point_runs(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == "xbot: XBOT_WORKERS: 0 is out of range (1..64)\n"
     assert SECRET_PART not in proc.stdout + proc.stderr
+
+
+def test_queue_show_counts_sends_that_may_have_reached_the_chat(
+    capsys: pytest.CaptureFixture[str], env: Path
+) -> None:
+    prepare_store(env)
+    conn = connect(env)
+    q = SyncQueue(conn)
+    task = q.enqueue("deliver", {"url": "https://x.com/d/status/4"}, 8, now=1000.0)
+    # What the worker's put_back writes after two sends timed out (migration 0006).
+    conn.execute("UPDATE tasks SET ambiguous_sends = 2 WHERE id = ?", (task.id,))
+    conn.close()
+    code, out, _ = run(capsys, "queue", "show", str(task.id))
+    assert code == 0
+    assert "ambiguous:    2 sends timed out and may have reached the chat" in out

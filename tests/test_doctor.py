@@ -22,8 +22,10 @@ from xbot.ops.doctor import (
     check_database,
     clock_finding,
     diagnose,
+    telegram_findings,
     timedatectl_synchronized,
 )
+from xbot.sending.telegram_health import RECORD_NAME, TelegramHealth
 from xbot.standins.botapi import BotApiServer
 from xbot.standins.queue_sync import SyncQueue
 from xbot.storage import migrations
@@ -265,6 +267,22 @@ def test_doctor_probes_each_x_source_once(tmp_path: Path, api: BotApiServer) -> 
     assert syndication.startswith("warn  X source syndication: ")
     assert "links go to the next source" in syndication
     assert sum(fx.hits.values()) == 1
+
+
+def test_doctor_says_since_when_the_running_bot_finds_telegram_unreachable(
+    tmp_path: Path,
+) -> None:
+    assert telegram_findings(tmp_path, 0.0) == []  # no record: nothing to say
+    health = TelegramHealth(wall=lambda: 1_800_000_000.0, record_path=tmp_path / RECORD_NAME)
+    health.write_record()  # what a start writes
+    (found,) = telegram_findings(tmp_path, 1_800_000_600.0)
+    assert (found.level, found.subject) == ("ok", "telegram")
+    health.failed("NetworkError: Bad Gateway (502)")
+    (found,) = telegram_findings(tmp_path, 1_800_000_600.0)
+    assert found.level == "warn"
+    assert "unreachable since 2027-01-15 08:00:00 UTC (10 min; NetworkError: Bad Gateway" in (
+        found.text
+    )
 
 
 # --- the clock ------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ EXPECTED_COLUMNS = {
     "link_cache": ["key", "entry", "created_at"],
     "chat_holds": ["chat_id", "not_before"],
     "chat_lanes": ["chat_id", "head_run_after", "head_id"],
+    "webhook_updates": ["update_id", "answered_at"],
 }  # fmt: skip
 
 EXPECTED_INDEXES = {
@@ -67,6 +68,7 @@ EXPECTED_INDEXES = {
     "link_cache_created",
     "tasks_chat_pending",
     "chat_lanes_order",
+    "webhook_updates_by_age",
 }
 
 

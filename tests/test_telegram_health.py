@@ -144,6 +144,7 @@ def test_the_shell_logs_once_per_change_and_tells_listeners(
     assert rec is not None
     assert not rec.reachable
     assert rec.down_since == 1.7e9
+    assert record.stat().st_mode & 0o777 == 0o600, "private, like the rest of the data dir"
 
     clock.now += PROBE_CAP  # the probe is due
     assert health.lease_wait() == 0.0

@@ -141,6 +141,67 @@ async def test_what_is_no_update_is_refused(hooked: Hooked) -> None:
     assert hooked.tasks() == 0
 
 
+async def test_a_redelivered_update_is_answered_not_handled_again(hooked: Hooked) -> None:
+    """Telegram sends an update again when our 200 got lost: after its task is done the
+    tasks' dedup key no longer covers it, the answered mark does."""
+    h = hooked.h
+    await hooked.start_bot()
+    h.fx.add_post("903", text="once", photos=[h.photo("once")])
+    update = link_update(11, 35, "903")
+    async with httpx.AsyncClient() as client:
+        assert (await hooked.post(client, update)).status_code == 200
+        await h.api.wait_for(lambda: h.api.calls_for("sendPhoto", 35), 10)
+        await h.wait_idle()
+        again = await hooked.post(client, update)
+    assert again.status_code == 200
+    assert again.text == "ok, already handled\n"
+    assert hooked.tasks() == 1  # answered after its handling: nothing new was queued
+
+
+async def test_a_handler_that_cannot_store_its_work_fails_the_request(
+    tmp_path: Path, hooked: Hooked
+) -> None:
+    """The handler's side of the 500: the real PTB Application, our error handler, and a
+    handler whose enqueue met a StoreError (xbot.handlers.intake)."""
+    from telegram.ext import ApplicationBuilder, MessageHandler, filters
+
+    from xbot.app import on_error
+    from xbot.errors import StoreBusy
+    from xbot.handlers.intake import telegram_resends
+    from xbot.handlers.webhook import WebhookListener
+    from xbot.storage.db import open_store
+    from xbot.storage.webhook_updates import AnsweredUpdates
+
+    seen: list[bool] = []
+
+    async def enqueue_fails(update: object, context: object) -> None:
+        seen.append(telegram_resends())
+        raise StoreBusy("database is locked")
+
+    api = hooked.h.api
+    app = ApplicationBuilder().token(api.token).base_url(f"{api.url}/bot").build()
+    app.add_handler(MessageHandler(filters.ALL, enqueue_fails))
+    app.add_error_handler(on_error)  # type: ignore[arg-type]
+    await app.initialize()  # getMe, from the stand-in
+    pool = await open_store(tmp_path / "x.sqlite3")
+    listener = WebhookListener(app, AnsweredUpdates(pool), path="/hook", secret_token=SECRET)
+    try:
+        answers: list[tuple[int, str]] = []
+
+        async def answer(status: int, text: str) -> None:
+            answers.append((status, text))
+
+        await listener.start()
+        await listener.receive(json.dumps(link_update(5, 36, "904")).encode(), answer)
+        assert answers == [(500, "not stored; send it again")]
+        assert seen == [True]
+        assert not await AnsweredUpdates(pool).answered(5)
+    finally:
+        await listener.stop()
+        await pool.close()
+        await app.shutdown()
+
+
 async def test_an_update_that_cannot_be_stored_gets_a_500_and_comes_again(
     hooked: Hooked,
 ) -> None:

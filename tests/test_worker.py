@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 from conftest import ManualClock as Clock
 
-from xbot.errors import LeaseLost, Permanent, RateLimited, RetryLater, StoreError
+from xbot.errors import (
+    LeaseLost,
+    Permanent,
+    RateLimited,
+    RetryLater,
+    StoreError,
+    TelegramUnreachable,
+)
 from xbot.storage.db import DbPool
 from xbot.storage.queue import Task, TaskQueue
 from xbot.tasks.notices import notice_text
@@ -406,3 +413,98 @@ async def test_a_settling_write_that_fails_is_not_logged_as_done(
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("task ")]
     assert len(lines) == 1
     assert "outcome=write_back_failed" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("ambiguous", "counted"), [(False, 0), (True, 1)], ids=["502", "timeout"])
+async def test_telegram_unreachable_puts_the_task_back_in_its_place(
+    pool: DbPool, ambiguous: bool, counted: int
+) -> None:
+    async def down(ctx: TaskContext) -> None:
+        raise TelegramUnreachable("Telegram did not answer (NetworkError)", ambiguous=ambiguous)
+
+    queue = TaskQueue(pool)
+    row, notices, clock = await run_one(pool, down, queue=queue, attempts_before=2)
+    assert row.state == "pending"
+    assert row.attempts == 2, "no attempt counted for Telegram's outage"
+    assert row.run_after == clock(), "its place kept: first of its chat when Telegram is back"
+    assert row.ambiguous_sends == counted
+    assert notices == []
+
+
+async def test_telegram_unreachable_past_the_budget_dead_letters_with_one_notice(
+    pool: DbPool,
+) -> None:
+    clock = Clock()
+    queue = TaskQueue(pool)
+    notices: list[tuple[Task, str]] = []
+
+    async def notify(task: Task, reason: str) -> None:
+        notices.append((task, reason))
+
+    async def down(ctx: TaskContext) -> None:
+        raise TelegramUnreachable("Telegram did not answer (TimedOut)", held=True)
+
+    workers = Workers(queue, {"t": down}, notify, count=1, clock=clock, telegram_budget=3600.0)
+    task = await queue.enqueue("t", '{"url": "https://x.com/a/status/9"}', 42, now=clock())
+    for _ in range(3):  # younger than the budget: back each time, never dead
+        leased = await queue.lease_next(clock())
+        assert leased is not None
+        await workers._execute(leased)
+        clock.now += 1000
+    leased = await queue.lease_next(clock())  # 3000 s old: still waits
+    assert leased is not None
+    await workers._execute(leased)
+    assert (await queue.get(task.id)).state == "pending"  # type: ignore[union-attr]
+    clock.now += 600
+    leased = await queue.lease_next(clock())
+    assert leased is not None
+    await workers._execute(leased)
+    row = await queue.get(task.id)
+    assert row is not None
+    assert row.state == "dead"
+    assert "Telegram did not answer for 1 h" in (row.last_error or "")
+    assert [reason for _, reason in notices] == ["Telegram did not answer for too long"]
+
+
+async def test_workers_lease_nothing_while_telegram_is_held(pool: DbPool) -> None:
+    clock = Clock()
+    queue = TaskQueue(pool)
+    ran: list[int] = []
+    wait = [3600.0]
+    looked = [0]
+
+    def telegram_wait() -> float:
+        looked[0] += 1
+        return wait[0]
+
+    async def note(ctx: TaskContext) -> None:
+        ran.append(ctx.task.id)
+
+    async def notify(task: Task, reason: str) -> None:
+        pass
+
+    workers = Workers(queue, {"t": note}, notify, count=2, clock=clock,
+                      telegram_wait=telegram_wait, idle_poll=0.01)  # fmt: skip
+    task = await queue.enqueue("t", "{}", 42, now=clock())
+    workers.start()
+    try:
+        for _ in range(3):  # woken (an enqueue), each looks at the hold, not at the queue
+            before = looked[0]
+            workers.wake()
+            for _ in range(500):
+                if looked[0] > before:
+                    break
+                await asyncio.sleep(0.001)
+            assert looked[0] > before
+        row = await queue.get(task.id)
+        assert row is not None
+        assert (row.state, row.attempts, ran) == ("pending", 0, [])
+        wait[0] = 0.0  # the hold ends; the app's listener wakes them
+        workers.wake()
+        for _ in range(500):
+            if ran:
+                break
+            await asyncio.sleep(0.01)
+        assert ran == [task.id]
+    finally:
+        await workers.stop(1.0)

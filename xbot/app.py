@@ -64,6 +64,7 @@ from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.storage.time_line import mark as mark_time_line
 from xbot.storage.time_line import resume as resume_time_line
+from xbot.storage.webhook_updates import AnsweredUpdates
 from xbot.tasks.alerts import KIND as ALERT
 from xbot.tasks.alerts import Alerts, AlertWatch
 from xbot.tasks.delivery import KIND as DELIVER
@@ -434,6 +435,7 @@ async def sweep_once(services: Services) -> dict[str, int]:
     done["leases_repaired"] = await services.queue.repair_expired(now)
     done["holds_released"] = await services.queue.release_expired_holds(now)
     done["tasks_pruned"] = await services.queue.prune_done(now)
+    done["webhook_updates_pruned"] = await AnsweredUpdates(services.pool).prune(now)
     await services.pool.checkpoint()
     return done
 
@@ -678,11 +680,13 @@ class Bot:
             hook = self.webhook
             self.hook_listener = WebhookListener(
                 self.application,
+                AnsweredUpdates(services.pool),
                 path="/" + hook.url_path,
                 secret_token=hook.secret_token,
                 listen=hook.listen,
                 port=hook.port,
                 max_connections=hook.max_connections,
+                clock=services.clock,  # the line stored times are on (xbot.clock)
             )
             await self.hook_listener.start()  # listening before Telegram is told to post
             # setWebhook tells Telegram the URL, the secret and how many at once.

@@ -337,6 +337,7 @@ async def test_a_gallery_post_is_forwarded_to_the_linked_channel_by_file_id(
         return found[-1] if found else None
 
     await h.api.wait_for(lambda: prompt() is not None, 30)
+    await h.wait_idle(30)  # the prompt's record is written when the task is done
     message = prompt()
     assert message is not None
     rows = message["reply_markup"]["inline_keyboard"]

@@ -103,14 +103,15 @@ async def test_counters_move_with_deliveries_a_429_and_a_source_outage(h: Harnes
             assert "://" not in label, (name, labels)
 
 
-async def test_readyz_is_503_while_the_bot_api_is_down_and_200_after(h: Harness) -> None:
+@pytest.mark.parametrize("mode", ["502", "refuse"], ids=["nginx-502", "port-refused"])
+async def test_readyz_is_503_while_the_bot_api_is_down_and_200_after(h: Harness, mode: str) -> None:
     live = await get(h, "/livez")
     assert live.status_code == 200
     assert live.text.startswith("ok")
     ready = await get(h, "/readyz")
     assert ready.status_code == 200, ready.text
 
-    h.api.set_5xx(1.0, methods=["getUpdates", "sendMessage", "sendPhoto"])
+    h.api.set_outage(mode, methods="all")  # getUpdates too: no send is needed to notice
 
     async def not_ready() -> bool:
         return (await get(h, "/readyz")).status_code == 503
@@ -121,14 +122,15 @@ async def test_readyz_is_503_while_the_bot_api_is_down_and_200_after(h: Harness)
     assert down.text.count("\n") == 1
     assert value(await scrape(h), "xbot_telegram_reachable") == 0
 
-    h.api.set_5xx(0.0)
+    h.api.set_outage(None)
 
     async def ready_again() -> bool:
         return (await get(h, "/readyz")).status_code == 200
 
     await wait_until(ready_again, within=15)
+    failed = "5xx" if mode == "502" else "network"
     assert value(await scrape(h), "xbot_bot_api_requests_total", method="getUpdates",
-                 result="5xx") >= 1  # fmt: skip
+                 result=failed) >= 1  # fmt: skip
 
 
 async def test_unknown_paths_and_methods_get_plain_answers(h: Harness) -> None:

@@ -52,6 +52,7 @@ from xbot.standins.fxapi import FxApiServer
 from xbot.standins.harness import Harness
 from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 from xbot.tasks.callback_data import Action
+from xbot.tasks.payloads import AlertPayload
 
 # --- SSRF -------------------------------------------------------------------------------------
 
@@ -663,6 +664,22 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
         refusal = None if role == "operator" else ONLY_OPERATORS
         expect(f"retry by {role}", answer, refusal, before != after)
 
+    # The mute button under an alert: the operator's alone, in their own private chat.
+    alert = AlertPayload("Disk nearly full (test)", "disk", "en")
+    await h.services.queue.enqueue("alert", alert.to_json(), OPERATOR, now=h.clock())
+    h.services.workers.wake()
+    await h.api.wait_for(
+        lambda: any("(test)" in m.get("text", "") for m in h.api.sent_messages(OPERATOR)), 10
+    )
+    shown = [m for m in h.api.sent_messages(OPERATOR) if "(test)" in m.get("text", "")][-1]
+    (mute,) = [v for v in _buttons(shown).values() if ":mute:" in v]
+    for role in ("allowed user", "stranger", "group member", "group admin", "operator"):
+        before_mute = (await h.services.chats.get(OPERATOR, h.clock())).settings.muted_alerts
+        answer = await _press(h, OPERATOR, shown["message_id"], mute, ROLES[role][1])
+        after_mute = (await h.services.chats.get(OPERATOR, h.clock())).settings.muted_alerts
+        refusal = None if role == "operator" else ONLY_OPERATORS
+        expect(f"mute by {role}", answer, refusal, before_mute != after_mute)
+
     # The forward prompt under a post in the group: its sender's and the admins' only.
     # (The toggles above left "edit before forwarding" on: a forward would ask for a caption,
     # and moved the group off English: the prompt's labels matched below are English.)
@@ -717,7 +734,7 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
     third = await new_prompt("12")
     await press_prompt(third, "Skip", ADMIN, None)
     # Every kind of button there is was pressed by someone allowed and someone not.
-    assert {a.value for a in Action} <= pressed | {"set", "menu", "retry"}
+    assert {a.value for a in Action} <= pressed | {"set", "menu", "retry", "mute"}
     assert problems == []
 
 

@@ -33,9 +33,12 @@ What the listener answers:
 `max_connections` is also what setWebhook tells Telegram (its default 40, 1-100), so
 Telegram itself never opens more.
 
-Not covered: an update acknowledged, then redelivered by Telegram (a lost answer)
-after its task already finished is queued again, as with long polling: the dedup
-key spans only tasks still queued.
+Once only: Telegram sends an update again whenever it got no 2xx (a 500, a crash,
+an answer lost on its way). Each update answered 200 is marked in the database
+first (`xbot.storage.webhook_updates`), and a marked update is answered 200 again
+without running its handlers, even once its task is done; the handlers' dedup key
+(message and link) covers the rest: a redelivery of an update whose work is queued
+but whose mark is not (a crash between the two writes) finds its task still queued.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import asyncio
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -55,8 +59,10 @@ from tornado.netutil import bind_sockets
 from tornado.web import Application as TornadoApplication
 from tornado.web import RequestHandler, stream_request_body
 
+from xbot.errors import StoreError
 from xbot.handlers.intake import redeliverable
 from xbot.logs import kv
+from xbot.storage.webhook_updates import AnsweredUpdates
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,7 @@ class WebhookListener:
 
     Attributes:
         application: PTB's Application whose handlers take each update.
+        answered: the updates already answered 200 (a redelivery is not handled again).
         path: the URL path Telegram posts to ("/" + the webhook URL's path).
         secret_token: what Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``.
         max_connections: requests handled at once; more get a 503.
@@ -87,11 +94,13 @@ class WebhookListener:
     """
 
     application: Application[Any, Any, Any, Any, Any, Any]
+    answered: AnsweredUpdates
     path: str
     secret_token: str = attrs.field(repr=False)
     listen: str = "127.0.0.1"
     port: int = 0
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    clock: Callable[[], float] = time.time  # wall clock: when an update was answered
     in_progress: int = attrs.field(default=0, init=False)
     refused: int = attrs.field(default=0, init=False)
     _server: HTTPServer | None = attrs.field(default=None, init=False)
@@ -168,12 +177,18 @@ class WebhookListener:
             return 400, "not an update"
         if update is None:
             return 400, "not an update"
-        with redeliverable() as intake:
-            await self.application.process_update(update)
-        if intake.failure is not None:
+        try:
+            if await self.answered.answered(update.update_id):
+                return 200, "ok, already handled"
+            with redeliverable() as intake:
+                await self.application.process_update(update)
+            if intake.failure is not None:
+                raise intake.failure
+            # Marked before the 200: a redelivery after it finds the mark.
+            await self.answered.mark(update.update_id, self.clock())
+        except StoreError as exc:
             log.warning(
-                "webhook update not stored %s",
-                kv(update=update.update_id, error=intake.failure, answer=500),
+                "webhook update not stored %s", kv(update=update.update_id, error=exc, answer=500)
             )
             return 500, "not stored; send it again"
         return 200, "ok"

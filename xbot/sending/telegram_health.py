@@ -24,6 +24,12 @@ the backlog drains at the pacer's pace, each chat's tasks in their order (the
 queue's lanes), the oldest chats first: no herd either, since the workers are
 few and the pacer spaces what they send.
 
+It is the one hold mechanism of the bot (a chat's 429 is the pacer's `hold` and the
+queue's chat hold, the same refusal at the same place, `Sender._line`), and it keeps
+nothing waiting in memory: no task, timer or coroutine waits in it, so a stop has
+nothing of it to cancel. What is held is in the queue (tasks put back, handler
+replies queued as notices, `xbot.handlers.answers`), and survives a restart.
+
 The arithmetic is pure functions of a `Hold` and ``now`` (a monotonic reading,
 passed in); `TelegramHealth` is the thin stateful shell the sender calls and
 the app, `/stats`, `xbot doctor` and the metrics read. `record_path`, when set,
@@ -314,7 +320,11 @@ class TelegramHealth:
         }
         tmp = self.record_path.with_suffix(".tmp")
         try:
-            tmp.write_text(json.dumps(data), "utf-8")
+            # Private like everything in the data dir (0600 whatever the umask).
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(data))
+            os.chmod(tmp, 0o600)  # an old .tmp left by a kill keeps its mode otherwise
             os.replace(tmp, self.record_path)
         except OSError as exc:
             log.warning("telegram health record not written %s", kv(error=exc))

@@ -30,6 +30,7 @@ from xbot.errors import (
     RateLimited,
     RetryLater,
     StaleFileId,
+    TelegramUnreachable,
     XbotError,
 )
 from xbot.i18n import N_, translate_reason, translator
@@ -304,7 +305,9 @@ class Forwarding:
         await self._settle(payload, failed_text(payload.channel_title, reason, payload.lang))
 
     async def _settle(self, payload: ForwardPayload, text: str) -> None:
-        await self.edit(payload.chat_id, payload.prompt_message_id, text, None)
+        """The prompt says how the forward ended. Inside a task: while Telegram is
+        unreachable the task waits for it (put back), rather than losing the word."""
+        await self.edit(payload.chat_id, payload.prompt_message_id, text, None, wait=True)
         now = self.clock()
         with contextlib.suppress(XbotError):
             await self.chats.pop_record(payload.chat_id, PROMPT, str(payload.prompt_id), now)
@@ -333,11 +336,24 @@ class Forwarding:
     # -- Bot API edits (translated once, here) -----------------------------------------------
 
     async def edit(
-        self, chat_id: int, message_id: int, text: str, markup: InlineKeyboardMarkup | None
+        self,
+        chat_id: int,
+        message_id: int,
+        text: str,
+        markup: InlineKeyboardMarkup | None,
+        *,
+        wait: bool = False,
     ) -> bool:
-        """Best effort: a prompt that cannot be edited (deleted, too old) is not an error."""
+        """Best effort: a prompt that cannot be edited (deleted, too old) is not an error.
+
+        `wait`: Telegram unreachable is raised (a task then waits for it), not dropped."""
         try:
             await self.sender.edit_text(chat_id, message_id, text, reply_markup=markup)
+        except TelegramUnreachable:
+            if wait:
+                raise
+            log.info("prompt edit held %s", kv(chat=chat_id, error="Telegram unreachable"))
+            return False
         except XbotError as exc:
             log.info("prompt edit failed %s", kv(chat=chat_id, error=exc))
             return False
