@@ -191,7 +191,9 @@ async def test_every_acknowledged_update_is_done_once_across_kills(stage: HookSt
     for text in doubled:
         first = next(c for c in sends(stage) if text in c.params["caption"])
         assert any(0 <= k - first.at < 2.0 for k in kills), f"{text}: doubled, not at a kill"
-    assert len(doubled) <= BURSTS, f"more doubles than kills: {sorted(doubled)}"
+    # A kill may resend what it caught between Telegram's confirmation and the record
+    # (the soak's rule): at most one per task in flight, and XBOT_WORKERS' default is 4.
+    assert len(doubled) <= BURSTS * 4, f"more doubles than tasks in flight: {sorted(doubled)}"
     assert FORGED_CHAT not in stage.task_chats()
     assert not stage.api.calls_for("sendPhoto", FORGED_CHAT)
     assert len(procs) == BURSTS + 1
