@@ -234,6 +234,12 @@ async def run_gallerydl(
             _kill_group(process)
             with contextlib.suppress(BaseException):
                 await asyncio.shield(process.wait())
+        # A killed run's stdout pipe may still be open (a grandchild holds it, or the
+        # reader stopped at the cap): asyncio's Process has no public close, and an
+        # open transport is a ResourceWarning whenever it is collected.
+        transport = getattr(process, "_transport", None)
+        if transport is not None:
+            transport.close()
     if too_big:
         raise GalleryOutputTooLarge(TOO_BIG)
     return RunResult(
