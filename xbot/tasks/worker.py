@@ -438,7 +438,7 @@ class Workers:
             # The chat reads a msgid (translated in its notice); the operator, the minutes.
             reason = N_("X did not answer for too long")
             waited = f"X did not answer for {exc.budget / 60:.0f} minutes"
-            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})")
+            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})", tell=reason)
             await self._notify(task, reason)
             return "dead"
         delay = compute_outage_delay(age, jitter=random.random(), at_least=exc.delay)
