@@ -244,10 +244,6 @@ async def build_services(
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
-    async def notify(task: Task, reason: str) -> None:
-        # The queue queued the notice with the dead mark (xbot.tasks.notices): send it soon.
-        workers.wake()
-
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
@@ -301,7 +297,6 @@ async def build_services(
             NOTICE: notices.run,
             ALERT: Alerts(sender).run,
         },
-        notify,
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,
