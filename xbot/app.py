@@ -57,7 +57,7 @@ from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.jsonget import USER_AGENT, source_timeout
 from xbot.sources.pixiv import PixivSource
-from xbot.sources.x.chain import SourceChain, x_sources
+from xbot.sources.x import SourceChain, x_sources
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
