@@ -1,9 +1,8 @@
 """The ``tasks`` row: `Task`, `Lease`, the column list, and the one insert.
 
-What every part of the queue shares (`xbot.storage.queue`, its claim and fence;
-`xbot.storage.dead_letters`, the notice a burial queues; `xbot.storage.queue_admin`,
-the operator's queries). SQL here is assembled only from this module's constants
-(hence the ``noqa: S608``).
+What every part of the queue shares (`_task_queue`, its claim and fence;
+`_dead_letters`, the notice a burial queues; `_admin`, the operator's queries).
+SQL here is assembled only from this module's constants (hence the ``noqa: S608``).
 """
 
 from __future__ import annotations

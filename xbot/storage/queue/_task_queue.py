@@ -1,71 +1,15 @@
-"""The durable task queue: the ``tasks`` table, leases fenced by a token.
+"""The queue's two front doors: `TaskQueue` on the pool, `OneConnection` for sync code.
 
-The rules, each pinned by tests in tests/test_queue*.py:
-
-- ``lease_next`` claims in one statement (``UPDATE … WHERE id = (SELECT …
-  LIMIT 1) RETURNING``) and stamps a random token and an expiry. It never
-  leases a task of a chat that holds a live lease or is on hold (Telegram's
-  ``retry_after``): tasks of one chat run one at a time, in ``(run_after,
-  id)`` order; different chats run in parallel, the oldest runnable first.
-- Every later write-back matches id, token and ``state = 'running'``. A holder
-  whose lease expired and was handed to someone else matches no row and gets
-  `LeaseLost`; a 0-row update is never silent.
-- An attempt is counted when a task is leased and stands when the task
-  itself fails (``reschedule``); ``reschedule(count_attempt=False)`` gives it
-  back (rate limits are not failures).
-- A *lost* lease (the process died: reclaimed at startup; or it expired: the
-  periodic sweep and the inline repair at every ``lease_next``) is not a
-  failure: its attempt is given back and it counts in ``lost_leases``
-  instead, against a larger budget, and only while the task makes no
-  progress (`judge_lost_lease`, a pure function with its table of cases in
-  tests/test_queue_lost.py). A task that kills the process every time still
-  dies; one caught in a crash loop, a deploy loop or an OOM kill of the
-  service does not. Handed back, a task keeps its ``run_after``, so it keeps
-  its place at the front of its chat.
-- Progress: `save_progress` (an album recorded) marks the lease as having
-  made progress; the lost lease of a task that progressed is not held
-  against it and its ``lost_leases`` starts again from 0.
-- Every way into ``dead`` goes through `bury`: the failed attempt, the dead
-  letter, the inline repair, the sweep's repair, the startup reclaim. In the
-  same transaction it queues the task's one dead-letter notice (a ``notice``
-  task in the same chat, dedup key ``notice:<id>``), unless the dead task is
-  itself a notice or the caller said the chat was told already; the front
-  door logs one ``dead-lettered`` line with the reason. No silent death.
-- The payload is the raw JSON text: the queue never parses it, so a payload
-  that no longer parses cannot break leasing; the worker dead-letters it and
-  `xbot.tasks.payloads.payload_identity` reads what it can for the notice.
-
-Time is always passed in (``now``, float epoch seconds); nothing here reads a
-clock. The rule for what ``now`` is (`xbot.clock`): the bot's time line, the
-wall clock at start-up plus monotonic seconds since, never the wall clock read
-again. So every stored time (``run_after``, ``lease_expires``, a hold's
-``not_before``, ``created_at``, ``updated_at``) and every ``now`` compared with
-it are on one line that a step of the wall clock does not move: a retry due in
-30 s runs 30 s later, a live worker's lease never looks expired because NTP
-stepped forward, a task never looks hours old. No write puts a task's due time
-or its chat's hold more than ``LONGEST_DELAY`` after its ``now`` (a longer
-``retry_after`` is held that long, then asked again), which is what lets the
-start-up clamp bound what a clock that went back while the bot was down can hold:
-the start-up rebase that puts the line back onto the wall clock
-(`xbot.storage.time_line`) runs before any worker, under the instance lock.
-
-`TaskQueue` runs the operations on the `DbPool`, several concurrent
-callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue` runs
-the same functions on one connection (other processes, tests). SQL here is assembled only from
-this module's constants, never from input (hence the ``noqa: S608``).
-
-This module is the claim, the lease and the fence, and the front door. Beside it,
-each a set of functions of a connection that this module calls by their public
-names: `xbot.storage.task_rows` (the row and its insert), `xbot.storage.dead_letters`
-(`bury` and its log line), `xbot.storage.lease_repair` (lost leases judged and
-written back), `xbot.storage.chat_holds` and `xbot.storage.queue_admin` (the
-operator's queries). Product code takes the queue's names from here (`__all__`).
+Every method runs one operation of the queue (a plain function of a connection,
+beside this module) in a transaction, and logs the burials it made once it
+committed. The rules they keep are in the package's docstring (`xbot.storage.queue`).
+SQL here is assembled only from this module's constants, never from input
+(hence the ``noqa: S608``).
 """
 
 from __future__ import annotations
 
 import builtins
-import logging
 import secrets
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -75,33 +19,28 @@ import apsw
 import attrs
 
 from xbot.errors import LeaseLost
-from xbot.storage import queue_admin
-from xbot.storage.chat_holds import hold_chat, move_chat, release_expired_holds
 from xbot.storage.db import DbPool, read_sync, write_sync
-from xbot.storage.dead_letters import (
-    NOTICE_KIND,
-    NOTICE_MAX_ATTEMPTS,
-    Burial,
-    BuriedNotice,
-    bury,
-    log_burials,
-    queue_notice,
-)
 from xbot.storage.group_commit import GroupCommit
-from xbot.storage.lease_repair import reclaim, repair
-from xbot.storage.lost_leases import lost_lease_budget
-from xbot.storage.queue_admin import (
+from xbot.storage.queue._admin import (
     QueueStats,
+    counts_by_kind,
     get_task,
     list_tasks,
     purge_dead,
     read_stats,
     retry_dead,
 )
-from xbot.storage.task_rows import (
+from xbot.storage.queue._chat_holds import hold_chat, move_chat, release_expired_holds
+from xbot.storage.queue._dead_letters import (
+    Burial,
+    bury,
+    log_burials,
+    queue_notice,
+)
+from xbot.storage.queue._lease_repair import reclaim, repair
+from xbot.storage.queue._rows import (
     COLUMNS,
     FREE,
-    STATES,
     Lease,
     Task,
     encode_payload,
@@ -111,28 +50,7 @@ from xbot.storage.task_rows import (
 )
 from xbot.storage.time_line import LONGEST_DELAY
 
-# The queue's names, wherever they live (see the module docstring).
-__all__ = [
-    "DEFAULT_LEASE",
-    "LONGEST_DELAY",
-    "NOTICE_KIND",
-    "NOTICE_MAX_ATTEMPTS",
-    "PRUNE_CHUNK",
-    "STATES",
-    "Burial",
-    "BuriedNotice",
-    "Effect",
-    "Lease",
-    "OneConnection",
-    "QueueStats",
-    "Task",
-    "TaskQueue",
-    "log_burials",
-    "lost_lease_budget",
-]
-
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 # A write that belongs with a task's progress record (e.g. the link cache entry
 # of what was just sent): run inside the record's own transaction.
@@ -582,7 +500,7 @@ class TaskQueue:
 
     async def counts_by_kind(self) -> dict[tuple[str, str], int]:
         """(kind, state) -> tasks, for the states still in the queue (not done)."""
-        return await self._pool.read(queue_admin.counts_by_kind)
+        return await self._pool.read(counts_by_kind)
 
     async def list(
         self, state: str | None = None, chat_id: int | None = None, limit: int = 50

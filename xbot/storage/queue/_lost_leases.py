@@ -1,6 +1,6 @@
 """The rule for a lost lease: when a process death or an expiry is held against a task.
 
-Pure; `xbot.storage.queue` applies it wherever a lease is found lost (the startup
+Pure; the queue applies it (`_lease_repair`) wherever a lease is found lost (the startup
 reclaim, the periodic sweep, the inline repair at every lease). The table of
 cases is in tests/test_queue_lost.py.
 """

@@ -1,6 +1,6 @@
 """The operator's queries: stats, list, get, retry and purge of dead letters.
 
-Plain functions of a connection, as in `xbot.storage.queue` (whose `TaskQueue`
+Plain functions of a connection, as in `_task_queue` (whose `TaskQueue`
 and `xbot.standins.queue_sync.SyncQueue` run them). SQL here is assembled only
 from this module's constants, never from input (hence the ``noqa: S608``).
 """
@@ -13,7 +13,7 @@ from typing import Any, Final
 import apsw
 import attrs
 
-from xbot.storage.task_rows import COLUMNS, FREE, STATES, Task, task_from_row
+from xbot.storage.queue._rows import COLUMNS, FREE, STATES, Task, task_from_row
 
 
 @attrs.frozen

@@ -1,8 +1,8 @@
 """A lost lease found and handed back, or buried: the inline repair, the sweep, the reclaim.
 
-`xbot.storage.lost_leases.judge_lost_lease` (pure) decides; this writes its
+`judge_lost_lease` (pure, `_lost_leases`) decides; this writes its
 verdict under the lost lease's own token, so a holder that came back in the
-meantime is never overwritten. `xbot.storage.queue` runs `repair` before every
+meantime is never overwritten. `_task_queue` runs `repair` before every
 claim and from the sweep, `reclaim` at startup. SQL here is assembled only from
 this module's constants (hence the ``noqa: S608``).
 """
@@ -14,9 +14,9 @@ from typing import Final
 
 import apsw
 
-from xbot.storage.dead_letters import Burial, bury
-from xbot.storage.lost_leases import POISON_TELL, judge_lost_lease
-from xbot.storage.task_rows import COLUMNS, Task, task_from_row
+from xbot.storage.queue._dead_letters import Burial, bury
+from xbot.storage.queue._lost_leases import POISON_TELL, judge_lost_lease
+from xbot.storage.queue._rows import COLUMNS, Task, task_from_row
 
 # Expired leases are found through tasks_running_chat, whose rows are the
 # live leases (one per busy worker, a handful): the repair runs at every
