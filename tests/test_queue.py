@@ -26,6 +26,7 @@ from xbot.storage.queue import (
     Task,
     TaskQueue,
     _admin,
+    _lease,
     _lease_repair,
     _task_queue,
     lost_lease_budget,
@@ -840,7 +841,7 @@ def plan(conn: apsw.Connection, sql: str, params: Any = None) -> list[str]:
 
 
 PLANNED = {
-    "claim": (_task_queue._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
+    "claim": (_lease._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
     "repair": (_lease_repair._EXPIRED_SQL, {"now": 0.0}),
     "reclaim": (_lease_repair._ORPHANS_SQL, None),
     "lost": (
@@ -995,10 +996,10 @@ def test_the_claim_is_not_recompiled_on_every_call_once_analyzed(tmp_path: Path)
                 now += 0.001  # a new value each call, as the clock gives
                 conn.execute("BEGIN IMMEDIATE")
                 started = time.perf_counter()
-                task, _ = _task_queue._lease_next(conn, now, LEASE)
+                task, _ = _lease.lease_next(conn, now, LEASE)
                 spent += time.perf_counter() - started
                 assert task is not None
-                _task_queue._mark_done(conn, task.lease, now)
+                _lease.mark_done(conn, task.lease, now)
                 conn.execute("COMMIT")
             best[name] = min(best[name], spent / 100)
     for conn in conns.values():

@@ -55,16 +55,18 @@ the same functions on one connection (other processes, tests).
 
 The package's public face is this module; import every name from here. Inside it,
 each module a responsibility that the others reach by its public names: `_rows`
-(the row, `Task` and `Lease`, and the one insert), `_task_queue` (the claim, the
-lease and the fence, and the two front doors `TaskQueue` and `OneConnection`),
-`_lost_leases` (the pure rule for a lost lease) and `_lease_repair` (lost leases
-found and written back), `_dead_letters` (`bury`, the notice and its log line),
-`_chat_holds` (Telegram's ``retry_after``, per chat) and `_admin` (the operator's
-queries).
+(the row, `Task` and `Lease`, and the one insert), `_lease` (the claim, and every
+write-back fenced by the lease's token), `_lost_leases` (the pure rule for a lost
+lease) and `_lease_repair` (lost leases found and written back), `_dead_letters`
+(`bury`, the notice and its log line), `_chat_holds` (Telegram's ``retry_after``,
+per chat), `_admin` (the rows outside any lease: the operator's queries, the
+sweep's pruning) and `_task_queue` (the two front doors, `TaskQueue` and
+`OneConnection`, that run all of them in transactions).
 """
 
 from xbot.storage.queue._admin import QueueStats
 from xbot.storage.queue._dead_letters import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, BuriedNotice
+from xbot.storage.queue._lease import Effect
 from xbot.storage.queue._lost_leases import (
     LOST_LEASE_FACTOR,
     POISON_TELL,
@@ -73,7 +75,7 @@ from xbot.storage.queue._lost_leases import (
     lost_lease_budget,
 )
 from xbot.storage.queue._rows import STATES, Lease, Task
-from xbot.storage.queue._task_queue import DEFAULT_LEASE, Effect, OneConnection, TaskQueue
+from xbot.storage.queue._task_queue import DEFAULT_LEASE, OneConnection, TaskQueue
 
 __all__ = [
     "DEFAULT_LEASE",
