@@ -146,19 +146,13 @@ class Outcomes:
         return run
 
 
-async def _notify(task: Task, reason: str) -> None:
-    return None
-
-
 async def start(path: Path, clocks: ManualClocks, outcomes: Outcomes) -> Bot:
     pool = await open_store(path)
     resumed = await resume(pool, clocks)
     queue = TaskQueue(pool)
     kinds = ("retry", "limited", "long", "outage", "other")
     handler = outcomes.handler(clocks)
-    workers = Workers(
-        queue, dict.fromkeys(kinds, handler), _notify, count=1, clock=resumed.line.now
-    )
+    workers = Workers(queue, dict.fromkeys(kinds, handler), count=1, clock=resumed.line.now)
     return Bot(pool, queue, resumed, workers)
 
 
