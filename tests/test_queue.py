@@ -27,7 +27,7 @@ from xbot.storage.queue import (
     TaskQueue,
     _admin,
     _lease,
-    _lease_repair,
+    _lost_leases,
     _task_queue,
     lost_lease_budget,
 )
@@ -842,10 +842,10 @@ def plan(conn: apsw.Connection, sql: str, params: Any = None) -> list[str]:
 
 PLANNED = {
     "claim": (_lease._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
-    "repair": (_lease_repair._EXPIRED_SQL, {"now": 0.0}),
-    "reclaim": (_lease_repair._ORPHANS_SQL, None),
+    "repair": (_lost_leases._EXPIRED_SQL, {"now": 0.0}),
+    "reclaim": (_lost_leases._ORPHANS_SQL, None),
     "lost": (
-        _lease_repair._LOST_SQL,
+        _lost_leases._LOST_SQL,
         {"state": "pending", "lost": 1, "error": "e", "now": 0.0, "id": 1, "token": "t"},
     ),
     "next-head": (

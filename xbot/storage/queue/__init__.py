@@ -57,7 +57,7 @@ The package's public face is this module; import every name from here. Inside it
 each module a responsibility that the others reach by its public names: `_rows`
 (the row, `Task` and `Lease`, and the one insert), `_lease` (the claim, and every
 write-back fenced by the lease's token), `_lost_leases` (the pure rule for a lost
-lease) and `_lease_repair` (lost leases found and written back), `_dead_letters`
+lease, and the repair that finds lost leases and writes its verdicts), `_dead_letters`
 (`bury`, the notice and its log line), `_chat_holds` (Telegram's ``retry_after``,
 per chat), `_admin` (the rows outside any lease: the operator's queries, the
 sweep's pruning) and `_task_queue` (the two front doors, `TaskQueue` and

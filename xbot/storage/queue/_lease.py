@@ -20,7 +20,7 @@ import apsw
 from xbot.errors import LeaseLost
 from xbot.storage.queue._chat_holds import hold_chat
 from xbot.storage.queue._dead_letters import Burial, bury, queue_notice
-from xbot.storage.queue._lease_repair import repair
+from xbot.storage.queue._lost_leases import repair
 from xbot.storage.queue._rows import COLUMNS, FREE, Lease, Task, task_from_row
 from xbot.storage.time_line import LONGEST_DELAY
 

@@ -1,15 +1,24 @@
-"""The rule for a lost lease: when a process death or an expiry is held against a task.
+"""A lost lease: the rule for when it is held against a task, and its repair.
 
-Pure; the queue applies it (`_lease_repair`) wherever a lease is found lost (the startup
-reclaim, the periodic sweep, the inline repair at every lease). The table of
-cases is in tests/test_queue_lost.py.
+A lease is lost when its process died (reclaimed at startup, `reclaim`) or it
+expired (the periodic sweep and the inline repair before every claim, `repair`).
+`judge_lost_lease` is the rule, a pure function with its table of cases in
+tests/test_queue_lost.py; `repair` and `reclaim` find the lost leases and write
+each verdict under the lost lease's own token, so a holder that came back in the
+meantime is never overwritten. SQL here is assembled only from this module's
+constants (hence the ``noqa: S608``).
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Final
 
+import apsw
 import attrs
+
+from xbot.storage.queue._dead_letters import Burial, bury
+from xbot.storage.queue._rows import COLUMNS, Task, task_from_row
 
 # Lost leases in a row without progress that a task may use: this many times
 # its max_attempts (see judge_lost_lease).
@@ -65,3 +74,69 @@ def judge_lost_lease(*, progressed: bool, lost_leases: int, max_attempts: int) -
             "dead", run, f"the task was in flight at {run} process deaths in a row without progress"
         )
     return LostVerdict("pending", run, f"lease lost ({run} in a row without progress): handed back")
+
+
+# --- found and written back ----------------------------------------------------------------------
+
+# Expired leases are found through tasks_running_chat, whose rows are the
+# live leases (one per busy worker, a handful): the repair runs at every
+# lease, so it has no index of its own to keep up. Usually it finds nothing.
+_EXPIRED_SQL: Final = f"""
+SELECT {COLUMNS} FROM tasks INDEXED BY tasks_running_chat
+WHERE state = 'running' AND lease_expires <= +:now
+"""  # noqa: S608
+
+# Every lease, live or not: only for a process that holds the instance lock
+# (xbot.ops.instance), to which every lease in the file belongs to a dead process.
+_ORPHANS_SQL: Final = _EXPIRED_SQL.replace("lease_expires <= +:now", "lease_expires IS NOT NULL")
+if _ORPHANS_SQL == _EXPIRED_SQL:  # the text moved: reclaim would wait out every lease
+    raise RuntimeError("queue: the reclaim statement no longer differs from the repair")
+
+# A lost lease handed back or buried: the attempt it used is given back.
+_LOST_SQL: Final = f"""
+UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = :lost,
+    progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
+    updated_at = :now
+WHERE id = :id AND lease_token = :token AND state = 'running'
+RETURNING {COLUMNS}
+"""  # noqa: S608
+
+
+# What a repair wrote: every row it handed back or buried, and the buried.
+Handed = tuple[builtins.list[Task], builtins.list[Burial]]
+
+
+def _hand_back_lost(conn: apsw.Connection, sql: str, now: float) -> Handed:
+    """Judge every lost lease ``sql`` finds; returns (rows written, the buried among them)."""
+    written: builtins.list[Task] = []
+    buried: builtins.list[Burial] = []
+    for found in [task_from_row(r) for r in conn.execute(sql, {"now": now}).fetchall()]:
+        verdict = judge_lost_lease(
+            progressed=bool(found.progressed),
+            lost_leases=found.lost_leases,
+            max_attempts=found.max_attempts,
+        )
+        params = {
+            "state": verdict.state,
+            "lost": verdict.lost_leases,
+            "error": verdict.reason,
+            "now": now,
+            "id": found.id,
+            "token": found.lease_token,
+        }
+        rows = conn.execute(_LOST_SQL, params).fetchall()
+        if not rows:
+            continue
+        task = task_from_row(rows[0])
+        written.append(task)
+        if verdict.state == "dead":
+            buried.append(bury(conn, task, verdict.reason, now, tell=POISON_TELL))
+    return written, buried
+
+
+def repair(conn: apsw.Connection, now: float) -> Handed:
+    return _hand_back_lost(conn, _EXPIRED_SQL, now)
+
+
+def reclaim(conn: apsw.Connection, now: float) -> tuple[builtins.list[Task], builtins.list[Burial]]:
+    return _hand_back_lost(conn, _ORPHANS_SQL, now)

@@ -1,7 +1,7 @@
 """The queue's two front doors: `TaskQueue` on the pool, `OneConnection` for sync code.
 
 Every method runs one operation of the queue (a plain function of a connection:
-`_lease`, `_lease_repair`, `_chat_holds`, `_admin`, `_rows`) in a write or read
+`_lease`, `_lost_leases`, `_chat_holds`, `_admin`, `_rows`) in a write or read
 transaction, and logs the burials it made once that committed (`log_burials`).
 No SQL here. The rules they keep are in the package's docstring (`xbot.storage.queue`).
 """
@@ -33,7 +33,7 @@ from xbot.storage.queue._admin import (
 from xbot.storage.queue._chat_holds import hold_chat, move_chat, release_expired_holds
 from xbot.storage.queue._dead_letters import log_burials
 from xbot.storage.queue._lease import Effect
-from xbot.storage.queue._lease_repair import reclaim, repair
+from xbot.storage.queue._lost_leases import reclaim, repair
 from xbot.storage.queue._rows import Lease, Task, encode_payload, enqueue, enqueue_fields
 
 T = TypeVar("T")
