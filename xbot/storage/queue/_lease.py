@@ -21,8 +21,8 @@ from xbot.errors import LeaseLost
 from xbot.storage.queue._chat_holds import hold_chat
 from xbot.storage.queue._dead_letters import Burial, bury, queue_notice
 from xbot.storage.queue._lost_leases import repair
-from xbot.storage.queue._rows import COLUMNS, FREE, Lease, Task, task_from_row
-from xbot.storage.time_line import LONGEST_DELAY
+from xbot.storage.queue._rows import COLUMNS, FENCE, FREE, Lease, Task, task_from_row
+from xbot.storage.time_line import clamp_due
 
 # A write that belongs with a task's progress record (e.g. the link cache entry
 # of what was just sent): run inside the record's own transaction.
@@ -57,8 +57,6 @@ WHERE state = 'pending' AND id = (
 RETURNING {COLUMNS}
 """  # noqa: S608
 
-_FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
-
 
 Leased = tuple[Task | None, builtins.list[Burial]]
 
@@ -76,7 +74,7 @@ def _fenced(
     conn: apsw.Connection, lease: Lease, op: str, sets: str, params: dict[str, Any]
 ) -> Task:
     """One fenced UPDATE; 0 rows matched means someone else holds the task now."""
-    sql = f"UPDATE tasks SET {sets} WHERE {_FENCE} RETURNING {COLUMNS}"  # noqa: S608
+    sql = f"UPDATE tasks SET {sets} WHERE {FENCE} RETURNING {COLUMNS}"  # noqa: S608
     rows = conn.execute(sql, {"id": lease.task_id, "token": lease.token, **params}).fetchall()
     if not rows:
         raise LeaseLost(lease.task_id, op)
@@ -92,7 +90,7 @@ def heartbeat(conn: apsw.Connection, lease: Lease, now: float, lease_for: float)
 
 _DONE_SQL: Final = (
     f"UPDATE tasks SET state = 'done', payload = coalesce(:payload, payload), {FREE}"  # noqa: S608
-    f" WHERE {_FENCE}"
+    f" WHERE {FENCE}"
 )
 
 
@@ -130,7 +128,7 @@ def reschedule(
         run_after = :run_after, last_error = :error, {FREE}"""
     params = {
         "give_back": 0 if count else 1,
-        "run_after": now + min(max(0.0, delay), LONGEST_DELAY),
+        "run_after": clamp_due(now + max(0.0, delay), now),
         "error": error,
         "now": now,
     }
@@ -181,7 +179,7 @@ def save_progress(
 
 def delete(conn: apsw.Connection, lease: Lease) -> None:
     rows = conn.execute(
-        f"DELETE FROM tasks WHERE {_FENCE} RETURNING id",  # noqa: S608
+        f"DELETE FROM tasks WHERE {FENCE} RETURNING id",  # noqa: S608
         {"id": lease.task_id, "token": lease.token},
     ).fetchall()
     if not rows:
@@ -192,7 +190,7 @@ def rate_limited(
     conn: apsw.Connection, lease: Lease, now: float, until: float, error: str
 ) -> Task | None:
     """Hold the chat, then put the task back; None (hold kept) if the lease was lost."""
-    until = min(until, now + LONGEST_DELAY)
+    until = clamp_due(until, now)
     row = conn.execute("SELECT chat_id FROM tasks WHERE id = ?", (lease.task_id,)).fetchall()
     if row:
         # The hold stands even if this lease was lost: Telegram said so for the chat.

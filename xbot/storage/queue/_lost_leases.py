@@ -18,7 +18,7 @@ import apsw
 import attrs
 
 from xbot.storage.queue._dead_letters import Burial, bury
-from xbot.storage.queue._rows import COLUMNS, Task, task_from_row
+from xbot.storage.queue._rows import COLUMNS, FENCE, FREE, Task, task_from_row
 
 # Lost leases in a row without progress that a task may use: this many times
 # its max_attempts (see judge_lost_lease).
@@ -95,9 +95,8 @@ if _ORPHANS_SQL == _EXPIRED_SQL:  # the text moved: reclaim would wait out every
 # A lost lease handed back or buried: the attempt it used is given back.
 _LOST_SQL: Final = f"""
 UPDATE tasks SET state = :state, attempts = max(0, attempts - 1), lost_leases = :lost,
-    progressed = 0, last_error = :error, lease_token = NULL, lease_expires = NULL,
-    updated_at = :now
-WHERE id = :id AND lease_token = :token AND state = 'running'
+    progressed = 0, last_error = :error, {FREE}
+WHERE {FENCE}
 RETURNING {COLUMNS}
 """  # noqa: S608
 
