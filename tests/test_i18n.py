@@ -35,7 +35,7 @@ from xbot.i18n import (
     translator,
 )
 from xbot.media import download, netguard
-from xbot.sources import x_api
+from xbot.sources.x import fxtwitter as x_api
 from xbot.standins._tgtext import EntityParseError, parse_html
 from xbot.standins.harness import Harness
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sending import video_choice
-from xbot.sources import x_api
-from xbot.sources.x_api import (
+from xbot.sources.x import fxtwitter as x_api
+from xbot.sources.x.fxtwitter import (
     AGE_GATED,
     DELETED,
     MALFORMED,

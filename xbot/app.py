@@ -54,10 +54,10 @@ from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.canary import Canary, CanaryTarget
-from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.jsonget import USER_AGENT, source_timeout
 from xbot.sources.pixiv import PixivSource
+from xbot.sources.x.chain import SourceChain, x_sources
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
@@ -244,10 +244,6 @@ async def build_services(
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
-    async def notify(task: Task, reason: str) -> None:
-        # The queue queued the notice with the dead mark (xbot.tasks.notices): send it soon.
-        workers.wake()
-
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
@@ -301,7 +297,6 @@ async def build_services(
             NOTICE: notices.run,
             ALERT: Alerts(sender).run,
         },
-        notify,
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from xbot.links import classify
-from xbot.sources import x_api
+from xbot.sources.x import fxtwitter as x_api
 from xbot.standins.fxapi import x_formats
 from xbot.standins.harness import Harness
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from xbot.errors import PostUnavailable
-from xbot.sources.x_api import choose_variant, parse_status
+from xbot.sources.x.fxtwitter import choose_variant, parse_status
 from xbot.standins.fxapi import FxApiServer, build_status
 
 DATA = Path(__file__).parent.parent / "data"

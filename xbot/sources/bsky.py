@@ -49,7 +49,7 @@ from xbot.sources.jsonget import (
     text,
     web_url,
 )
-from xbot.sources.x_api import with_quote_media
+from xbot.sources.x.fxtwitter import with_quote_media
 
 MALFORMED = N_("Bluesky sent an answer I could not read.")
 DELETED = N_("This Bluesky post was deleted or does not exist.")

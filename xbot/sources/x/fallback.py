@@ -20,7 +20,7 @@ import httpx
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.i18n import N_, reason_template
 from xbot.sources.jsonget import USER_AGENT, JsonAnswer, get_json
-from xbot.sources.x_api import DELETED
+from xbot.sources.x.fxtwitter import DELETED
 
 _HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 _MAX_BODY = 2 * 1024 * 1024

@@ -1,7 +1,7 @@
 """X posts through an fxtwitter-compatible JSON API, and t.co expansion.
 
 `XApi` is the thin shell that does the HTTP; what it reads out of an answer is
-`xbot.sources.x_status.parse_status` (pure, re-exported here with the reasons it
+`xbot.sources.x.fxtwitter_status.parse_status` (pure, re-exported here with the reasons it
 gives). `choose_variant` is pure too: it picks the video encoding to send (the
 ranking and the size estimate live in `xbot.sending.video_choice`). The API's
 base URL is the operator's ``XBOT_X_API_URL``: trusted as configured, so its
@@ -24,7 +24,7 @@ from xbot.media.download import http_error
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sending import video_choice
 from xbot.sources.jsonget import USER_AGENT, get_json, source_timeout
-from xbot.sources.x_status import (
+from xbot.sources.x.fxtwitter_status import (
     AGE_GATED,
     API_TROUBLE,
     BLOCKED,
@@ -61,6 +61,7 @@ __all__ = [
     "UNAVAILABLE",
     "WITHHELD",
     "XApi",
+    "XApiSource",
     "album_kinds",
     "canonical_url",
     "card_link",
@@ -251,3 +252,19 @@ async def expand_tco(client: httpx.AsyncClient, url: str) -> str:
     if target.scheme not in ("http", "https") or not target.host:
         raise UnsupportedLink(N_("This short link leads nowhere I can follow."))
     return str(target)
+
+
+@attrs.define
+class XApiSource:
+    """X posts through an fxtwitter-compatible JSON API: `XApi` as a `PostSource`.
+
+    Attributes:
+        api: the client (its base URL is the operator's ``XBOT_X_API_URL``).
+        name: for logs and /debug.
+    """
+
+    api: XApi
+    name: str = "fxtwitter"
+
+    async def fetch(self, link: Link) -> Post:
+        return await self.api.fetch(post_id_of(link), link.handle)

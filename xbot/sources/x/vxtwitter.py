@@ -27,15 +27,14 @@ from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.sources import x_api
-from xbot.sources._http import get_fallback_json
 from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x_api import DELETED, post_id_of, status_url
-from xbot.sources.x_status import HANDLE, POST_ID, canonical_url
+from xbot.sources.x.fallback import get_fallback_json
+from xbot.sources.x.fxtwitter import DELETED, post_id_of, status_url, with_quote_media
+from xbot.sources.x.fxtwitter_status import HANDLE, POST_ID, canonical_url
 
 NAME = "vxtwitter"
 MALFORMED = N_("The vxtwitter API sent an answer I could not read.")
@@ -84,7 +83,7 @@ def with_quote(post: Post, quote: Post | None) -> Post:
     media does."""
     if quote is None:
         return post
-    media, own = x_api.with_quote_media(post.media, quote.media)
+    media, own = with_quote_media(post.media, quote.media)
     sensitive = post.sensitive or (own is not None and quote.sensitive)
     return attrs.evolve(post, quote=quote, media=media, own_media=own, sensitive=sensitive)
 

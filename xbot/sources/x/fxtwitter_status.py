@@ -6,7 +6,7 @@ quotes, polls, community notes, articles, cards, alt text) and raises nothing bu
 `FetchError` and its subclasses. The reasons it gives (``DELETED``, ``PRIVATE``,
 …) are the sentences every X source answers with. The payload shapes, and where
 each comes from, are the fixtures in ``tests/data/x/``. The client that fetches
-the answer is `xbot.sources.x_api.XApi`; the other X sources (`vx_api`, `syndication`)
+the answer is `xbot.sources.x.fxtwitter.XApi`; the other X sources (`vx_api`, `syndication`)
 answer with the same reasons and check ids and handles with the same patterns.
 """
 
@@ -28,7 +28,7 @@ from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x_article import article_body
+from xbot.sources.x.fxtwitter_article import article_body
 
 MALFORMED = N_("The X API sent an answer I could not read.")
 PRIVATE = N_("This post is private: only its author's approved followers can see it.")
