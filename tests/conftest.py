@@ -15,6 +15,8 @@ Helpers, imported where needed (``from conftest import wait_until``):
 
 - `ManualClock`, `WallClock` (real time plus an offset a test pushes forward).
 - `load_soak`: ``bench/soak.py`` as a module (its stand-in processes and checks).
+- `notices_to` (async): the notices queued to a chat in the real database, as the
+  chat will read them: (kind, chat, reason) of each, oldest first.
 - `wait_until` / `eventually` (async): wait for a condition, with a bound. A test
   never sleeps to prove that something did not happen: it waits for the
   event that would follow it.
@@ -34,6 +36,8 @@ import pytest
 
 from xbot.standins.harness import Harness
 from xbot.storage.db import DbPool, open_store
+from xbot.storage.queue import NOTICE_KIND, TaskQueue
+from xbot.tasks.notices import read_notice
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,6 +78,13 @@ async def eventually(predicate: Callable[[], Any], within: float = 10.0, what: s
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not happen within {within} s")
         await asyncio.sleep(0.005)
+
+
+async def notices_to(queue: TaskQueue, chat_id: int) -> list[tuple[str, int, str]]:
+    """The notice rows of ``chat_id`` in any state, oldest first: (kind, chat, the reason
+    its sentence gives), read the way `xbot.tasks.notices` reads it when it sends."""
+    rows = await queue.list(chat_id=chat_id, limit=1000)
+    return [(t.kind, t.chat_id, read_notice(t)[1]) for t in reversed(rows) if t.kind == NOTICE_KIND]
 
 
 def load_soak() -> Any:

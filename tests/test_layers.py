@@ -7,7 +7,9 @@ the file, inside a function or under ``TYPE_CHECKING`` (a circle dodged by
 an import inside a function is still a circle); and no module imports a
 ``_private`` name of another module, nor reaches one as ``module._name``
 (a concern that needs several files is a package whose private modules
-share public names).
+share public names); and a private module (``_name.py``) is imported only
+from inside the package that holds it: the rest of xbot reaches a package
+through its face, the package's ``__init__``.
 
 Every failure names the import with its file and line. The walk reads the
 source (`ast`): nothing is imported, so it is quick and sees every import,
@@ -239,6 +241,20 @@ def private_names(found: dict[str, Path]) -> list[str]:
     return bad
 
 
+def private_modules(found: dict[str, Path]) -> list[str]:
+    """Each import of a ``_private`` module from outside the package that holds it."""
+    bad = []
+    for imp in imports(found):
+        parts = imp.imported.split(".")
+        hidden = [i for i, part in enumerate(parts) if part.startswith("_")]
+        hidden = [i for i in hidden if not parts[i].startswith("__")]
+        if hidden:
+            package = ".".join(parts[: hidden[0]])
+            if imp.importer != package and not imp.importer.startswith(package + "."):
+                bad.append(f"{imp.where()}: a private module of {package}, from outside it")
+    return bad
+
+
 def _module_aliases(
     importer: str, path: Path, tree: ast.AST, found: dict[str, Path]
 ) -> dict[str, str]:
@@ -286,6 +302,11 @@ def test_no_import_circle() -> None:
 def test_no_private_name_crosses_a_module() -> None:
     bad = private_names(FOUND)
     assert bad == [], "private names imported across modules:\n" + "\n".join(bad)
+
+
+def test_a_private_module_is_reached_only_from_its_package() -> None:
+    bad = private_modules(FOUND)
+    assert bad == [], "private modules imported from outside their package:\n" + "\n".join(bad)
 
 
 # --- the checks see what they are for --------------------------------------------------------
@@ -367,4 +388,25 @@ def test_the_check_sees_a_private_name(tmp_path: Path) -> None:
     assert private_names(found) == [
         "xbot/b.py:1: xbot.b imports xbot.a._X",
         "xbot/b.py:3: xbot.b reaches xbot.a._f",
+    ]
+
+
+def test_the_check_sees_a_private_module_reached_from_outside(tmp_path: Path) -> None:
+    found = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "pkg/__init__.py": "from xbot.pkg._part import X\n",
+            "pkg/_part.py": "X = 1\n",
+            "pkg/inner/__init__.py": "from xbot.pkg import _part\n",
+            "user.py": (
+                "from xbot.pkg._part import X\nimport xbot.pkg._part\nfrom xbot.pkg import X\n"
+            ),
+        },
+    )
+    assert private_modules(found) == [
+        "xbot/user.py:1: xbot.user imports xbot.pkg._part (X): a private module of xbot.pkg,"
+        " from outside it",
+        "xbot/user.py:2: xbot.user imports xbot.pkg._part: a private module of xbot.pkg,"
+        " from outside it",
     ]

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from conftest import WallClock
+from conftest import WallClock, notices_to
 from telegram.error import ChatMigrated
 
 from xbot.errors import ChatMoved
@@ -25,6 +25,8 @@ from xbot.standins.harness import Harness
 from xbot.storage.db import DbPool
 from xbot.storage.queue import TaskQueue
 from xbot.storage.state import ChatStore, caption_edit_record
+from xbot.tasks.notices import KIND as NOTICE
+from xbot.tasks.notices import read_notice
 from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import TaskContext, Workers
 
@@ -123,13 +125,10 @@ async def test_worker_moves_the_chat_and_runs_the_task_again(pool: DbPool) -> No
         if len(runs) >= 3:
             done.set()
 
-    async def notify(task: Any, reason: str) -> None:
-        raise AssertionError(f"no dead letter expected: {reason}")
-
     async def chat_moved(old: int, new: int) -> None:
         await chats.move_chat(old, new, time.time())
 
-    workers = Workers(queue, {"send": send}, notify, count=2, idle_poll=0.01,
+    workers = Workers(queue, {"send": send}, count=2, idle_poll=0.01,
                       on_chat_moved=chat_moved)  # fmt: skip
     workers.start()
     try:
@@ -145,22 +144,24 @@ async def test_worker_moves_the_chat_and_runs_the_task_again(pool: DbPool) -> No
         assert got is not None
         assert (got.state, got.chat_id, got.attempts) == ("done", NEW, 1)
     assert (await chats.get(NEW, time.time())).settings.caption_style == "short"
+    for chat in (OLD, NEW):
+        assert await notices_to(queue, chat) == [], "no dead letter expected"
 
 
 async def test_a_move_to_the_same_id_is_an_ordinary_retry(pool: DbPool) -> None:
     queue = TaskQueue(pool)
     task = await queue.enqueue("send", "{}", NEW, now=time.time(), max_attempts=1)
-    notices: list[str] = []
+    told: list[str] = []
     done = asyncio.Event()
 
     async def send(ctx: TaskContext) -> None:
         raise ChatMoved(NEW)
 
-    async def notify(t: Any, reason: str) -> None:
-        notices.append(reason)
+    async def tell(ctx: TaskContext) -> None:  # the dead letter's notice, as it is sent
+        told.append(read_notice(ctx.task)[1])
         done.set()
 
-    workers = Workers(queue, {"send": send}, notify, count=1, idle_poll=0.01)
+    workers = Workers(queue, {"send": send, NOTICE: tell}, count=1, idle_poll=0.01)
     workers.start()
     try:
         await asyncio.wait_for(done.wait(), 5)
@@ -169,3 +170,4 @@ async def test_a_move_to_the_same_id_is_an_ordinary_retry(pool: DbPool) -> None:
     got = await queue.get(task.id)
     assert got is not None
     assert got.state == "dead", "no endless loop when Telegram names the same chat"
+    assert told == [got.last_error], "its chat is told once"

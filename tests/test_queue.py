@@ -16,11 +16,21 @@ import apsw
 import pytest
 
 from xbot.errors import LeaseLost, StoreError
-from xbot.storage import group_commit, lease_repair, migrations, queue_admin
-from xbot.storage import queue as queue_mod
+from xbot.storage import group_commit, migrations
 from xbot.storage.db import DbPool, connect, open_store
-from xbot.storage.lost_leases import POISON_TELL, lost_lease_budget
-from xbot.storage.queue import Lease, Task, TaskQueue
+
+# The queue from its face; its statements and internals (the plans, the claim's cost) from inside.
+from xbot.storage.queue import (
+    POISON_TELL,
+    Lease,
+    Task,
+    TaskQueue,
+    _admin,
+    _lease,
+    _lost_leases,
+    _task_queue,
+    lost_lease_budget,
+)
 from xbot.tasks.payloads import payload_identity
 
 T0 = 1_000_000.0
@@ -614,7 +624,7 @@ async def test_purge_dead(q: TaskQueue) -> None:
 
 
 async def test_prune_done_only_old_done(q: TaskQueue, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(queue_mod, "PRUNE_CHUNK", 3)  # several chunks
+    monkeypatch.setattr(_task_queue, "PRUNE_CHUNK", 3)  # several chunks
     for i in range(10):
         await add(q, i)
         leased = await q.lease_next(T0)
@@ -831,11 +841,11 @@ def plan(conn: apsw.Connection, sql: str, params: Any = None) -> list[str]:
 
 
 PLANNED = {
-    "claim": (queue_mod._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
-    "repair": (lease_repair._EXPIRED_SQL, {"now": 0.0}),
-    "reclaim": (lease_repair._ORPHANS_SQL, None),
+    "claim": (_lease._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
+    "repair": (_lost_leases._EXPIRED_SQL, {"now": 0.0}),
+    "reclaim": (_lost_leases._ORPHANS_SQL, None),
     "lost": (
-        lease_repair._LOST_SQL,
+        _lost_leases._LOST_SQL,
         {"state": "pending", "lost": 1, "error": "e", "now": 0.0, "id": 1, "token": "t"},
     ),
     "next-head": (
@@ -853,7 +863,7 @@ PLANNED = {
         (50,),
     ),
     "purge-dead": ("DELETE FROM tasks WHERE state = 'dead' AND updated_at < ?", (0.0,)),
-    **{f"count-{state}": (sql, None) for state, sql in queue_admin._COUNT_SQL.items()},
+    **{f"count-{state}": (sql, None) for state, sql in _admin._COUNT_SQL.items()},
     "oldest-pending": ("SELECT min(head_run_after) FROM chat_lanes", None),
     "dedup": (
         "SELECT * FROM tasks WHERE dedup_key = ? AND state IN ('pending', 'running')",
@@ -986,10 +996,10 @@ def test_the_claim_is_not_recompiled_on_every_call_once_analyzed(tmp_path: Path)
                 now += 0.001  # a new value each call, as the clock gives
                 conn.execute("BEGIN IMMEDIATE")
                 started = time.perf_counter()
-                task, _ = queue_mod._lease_next(conn, now, LEASE)
+                task, _ = _lease.lease_next(conn, now, LEASE)
                 spent += time.perf_counter() - started
                 assert task is not None
-                queue_mod._mark_done(conn, task.lease, now)
+                _lease.mark_done(conn, task.lease, now)
                 conn.execute("COMMIT")
             best[name] = min(best[name], spent / 100)
     for conn in conns.values():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from xbot.storage.lost_leases import LOST_LEASE_FACTOR, judge_lost_lease, lost_lease_budget
+from xbot.storage.queue import LOST_LEASE_FACTOR, judge_lost_lease, lost_lease_budget
 
 CASES = [
     # progressed, lost before, max_attempts -> state, lost after

@@ -33,8 +33,7 @@ from hypothesis.stateful import (
 from xbot.errors import LeaseLost
 from xbot.standins.queue_sync import SyncQueue
 from xbot.storage.db import connect, prepare_store
-from xbot.storage.lost_leases import lost_lease_budget
-from xbot.storage.queue import NOTICE_KIND, Lease, Task
+from xbot.storage.queue import NOTICE_KIND, Lease, Task, lost_lease_budget
 
 T0 = 1_000_000.0
 CHATS = st.integers(min_value=0, max_value=3)

@@ -21,9 +21,16 @@ from xbot.errors import OutageRetry, RateLimited, RetryLater
 from xbot.storage.chat_state import caption_edit_record
 from xbot.storage.db import DbPool, open_store
 from xbot.storage.link_cache import CachedPost, LinkCache
-from xbot.storage.queue import LONGEST_DELAY, Task, TaskQueue
+from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
-from xbot.storage.time_line import Anchor, Resumed, clamp_due, resume, resume_line
+from xbot.storage.time_line import (
+    LONGEST_DELAY,
+    Anchor,
+    Resumed,
+    clamp_due,
+    resume,
+    resume_line,
+)
 from xbot.tasks.worker import TaskContext, Workers
 
 HOUR = 3600.0
@@ -139,19 +146,13 @@ class Outcomes:
         return run
 
 
-async def _notify(task: Task, reason: str) -> None:
-    return None
-
-
 async def start(path: Path, clocks: ManualClocks, outcomes: Outcomes) -> Bot:
     pool = await open_store(path)
     resumed = await resume(pool, clocks)
     queue = TaskQueue(pool)
     kinds = ("retry", "limited", "long", "outage", "other")
     handler = outcomes.handler(clocks)
-    workers = Workers(
-        queue, dict.fromkeys(kinds, handler), _notify, count=1, clock=resumed.line.now
-    )
+    workers = Workers(queue, dict.fromkeys(kinds, handler), count=1, clock=resumed.line.now)
     return Bot(pool, queue, resumed, workers)
 
 

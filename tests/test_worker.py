@@ -1,7 +1,8 @@
 """The worker's one ladder: each way a task can end becomes the right write-back.
 
 Real queue on a temp file, real Workers; the task handlers are small
-functions that raise the outcome under test, and the notifier records.
+functions that raise the outcome under test, and the chat's notice is read
+back from the database, as `xbot.tasks.notices` will read it to send it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import ManualClock as Clock
+from conftest import notices_to
 
 from xbot.errors import (
     LeaseLost,
@@ -24,7 +26,7 @@ from xbot.errors import (
 )
 from xbot.storage.db import DbPool
 from xbot.storage.queue import Task, TaskQueue
-from xbot.tasks.notices import notice_text
+from xbot.tasks.notices import notice_text, read_notice
 from xbot.tasks.worker import TaskContext, Workers
 
 Handler = Callable[[TaskContext], Coroutine[Any, Any, None]]
@@ -34,16 +36,12 @@ async def run_one(
     pool: DbPool, handler: Handler, *, payload: str = '{"url": "https://x.com/a/status/1"}',
     max_attempts: int = 3, attempts_before: int = 0, queue: TaskQueue | None = None,
     chat_id: int = 42,
-) -> tuple[Task, list[tuple[Task, str]], Clock]:  # fmt: skip
-    """Enqueue one task, run it once through the ladder, return the row after."""
+) -> tuple[Task, list[tuple[str, int, str]], Clock]:  # fmt: skip
+    """Enqueue one task, run it once through the ladder; the row after, and the notices
+    queued to its chat (kind, chat, reason)."""
     clock = Clock()
     queue = queue or TaskQueue(pool)
-    notices: list[tuple[Task, str]] = []
-
-    async def notify(task: Task, reason: str) -> None:
-        notices.append((task, reason))
-
-    workers = Workers(queue, {"t": handler}, notify, count=1, clock=clock)
+    workers = Workers(queue, {"t": handler}, count=1, clock=clock)
     task = await queue.enqueue("t", payload, chat_id, now=clock(), max_attempts=max_attempts)
     for _ in range(attempts_before):
         leased = await queue.lease_next(clock())
@@ -59,7 +57,7 @@ async def run_one(
     await workers._execute(leased)
     after = await queue.get(task.id)
     assert after is not None
-    return after, notices, clock
+    return after, await notices_to(queue, chat_id), clock
 
 
 async def test_success_marks_done(pool: DbPool) -> None:
@@ -90,8 +88,10 @@ async def test_last_attempt_dead_letters_with_one_notice(pool: DbPool) -> None:
 
     row, notices, _ = await run_one(pool, flaky, max_attempts=2, attempts_before=1)
     assert row.state == "dead"
-    assert [reason for _, reason in notices] == ["the host timed out"]
+    assert notices == [("notice", 42, "the host timed out")]
     queued = await TaskQueue(pool).list(state="pending", chat_id=42)
+    said = read_notice(queued[0])[2]
+    assert said == "Sorry, I could not deliver https://x.com/a/status/1: the host timed out."
     assert [(t.kind, t.dedup_key) for t in queued] == [("notice", f"notice:{row.id}")], (
         "the notice is queued with the dead mark, not after it"
     )
@@ -121,7 +121,7 @@ async def test_permanent_dead_letters_and_notifies_unless_told_not_to(pool: DbPo
 
     row, notices, _ = await run_one(pool, hopeless)
     assert row.state == "dead"
-    assert [reason for _, reason in notices] == ["The API sent an answer I could not read."]
+    assert notices == [("notice", 42, "The API sent an answer I could not read.")]
 
     async def quiet(ctx: TaskContext) -> None:
         raise Permanent("already told the user", notify=False)
@@ -135,12 +135,7 @@ async def test_permanent_dead_letters_and_notifies_unless_told_not_to(pool: DbPo
 async def test_unknown_kind_and_junk_payload_never_crash_the_worker(pool: DbPool) -> None:
     queue = TaskQueue(pool)
     clock = Clock()
-    notices: list[tuple[Task, str]] = []
-
-    async def notify(task: Task, reason: str) -> None:
-        notices.append((task, reason))
-
-    workers = Workers(queue, {}, notify, count=1, clock=clock)
+    workers = Workers(queue, {}, count=1, clock=clock)
     task = await queue.enqueue("from-the-future", '{"url": "https://x.com/a/status/9", ', 42,
                                now=clock())  # fmt: skip
     leased = await queue.lease_next(clock())
@@ -149,7 +144,7 @@ async def test_unknown_kind_and_junk_payload_never_crash_the_worker(pool: DbPool
     row = await queue.get(task.id)
     assert row is not None
     assert row.state == "dead"
-    assert len(notices) == 1
+    assert await notices_to(queue, 42) == [("notice", 42, "the task could not be read")]
 
 
 async def test_unexpected_exception_is_logged_and_retried(
@@ -183,10 +178,7 @@ async def test_stop_hands_a_running_task_back_without_an_attempt(pool: DbPool) -
         started.set()
         await asyncio.sleep(60)
 
-    async def notify(task: Task, reason: str) -> None:
-        raise AssertionError("no notice on shutdown")
-
-    workers = Workers(queue, {"t": slow}, notify, count=1, clock=clock, idle_poll=0.01)
+    workers = Workers(queue, {"t": slow}, count=1, clock=clock, idle_poll=0.01)
     task = await queue.enqueue("t", "{}", 42, now=clock())
     workers.start()
     await asyncio.wait_for(started.wait(), 5)
@@ -195,6 +187,7 @@ async def test_stop_hands_a_running_task_back_without_an_attempt(pool: DbPool) -
     assert row is not None
     assert row.state == "pending"
     assert row.attempts == 0
+    assert await notices_to(queue, 42) == [], "no notice on shutdown"
 
 
 @pytest.mark.parametrize(
@@ -293,7 +286,7 @@ async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
         leases_seen.append(queue.calls.get("lease_next", 0))
         ran.append(ctx.task.chat_id)
 
-    workers = Workers(queue, {"t": record}, _no_notice, count=1, clock=clock, idle_poll=0.01)
+    workers = Workers(queue, {"t": record}, count=1, clock=clock, idle_poll=0.01)
     for chat in (1, 2, 3):
         await queue.enqueue("t", "{}", chat, now=clock())
     workers.start()
@@ -307,6 +300,7 @@ async def test_the_next_task_is_leased_with_the_done_mark(pool: DbPool) -> None:
     assert ran == [1, 2, 3]
     assert leases_seen == [1, 1, 1], "tasks 2 and 3 came with the done mark of the one before"
     assert workers.done_count == 3
+    await no_notices(queue, 1, 2, 3)
 
 
 async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPool) -> None:
@@ -323,7 +317,7 @@ async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPo
     async def ok(ctx: TaskContext) -> None:
         return None
 
-    workers = Workers(queue, {"t": ok}, _no_notice, count=1, clock=clock, idle_poll=0.01)
+    workers = Workers(queue, {"t": ok}, count=1, clock=clock, idle_poll=0.01)
     first = await queue.enqueue("t", "{}", 1, now=clock())
     second = await queue.enqueue("t", "{}", 2, now=clock())
     workers.start()
@@ -339,10 +333,12 @@ async def test_a_task_leased_in_passing_while_stopping_is_handed_back(pool: DbPo
     assert done.state == "done"
     assert back.state == "pending", "leased in passing, it must go back, not wait out its lease"
     assert back.attempts == 0
+    await no_notices(queue, 1, 2)
 
 
-async def _no_notice(task: Task, reason: str) -> None:
-    raise AssertionError(f"no notice expected, got {reason!r}")
+async def no_notices(queue: TaskQueue, *chats: int) -> None:
+    for chat in chats:
+        assert await notices_to(queue, chat) == [], f"no notice expected in chat {chat}"
 
 
 async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbPool) -> None:
@@ -363,8 +359,7 @@ async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbP
                 raise
 
     workers = Workers(
-        queue, {"t": handler}, _no_notice, count=1, clock=clock, heartbeat_every=0.05,
-        idle_poll=0.01,
+        queue, {"t": handler}, count=1, clock=clock, heartbeat_every=0.05, idle_poll=0.01,
     )  # fmt: skip
     first = await queue.enqueue("t", "{}", 1, now=clock())
     second = await queue.enqueue("t", "{}", 2, now=clock())
@@ -389,6 +384,7 @@ async def test_a_lease_lost_mid_task_cancels_it_and_the_worker_goes_on(pool: DbP
     done = await queue.get(second.id)
     assert done is not None
     assert done.state == "done"
+    await no_notices(queue, 1, 2)
 
 
 async def test_a_settling_write_that_fails_is_not_logged_as_done(
@@ -404,7 +400,7 @@ async def test_a_settling_write_that_fails_is_not_logged_as_done(
     async def flaky(ctx: TaskContext) -> None:
         raise RetryLater("the host timed out")
 
-    workers = Workers(queue, {"t": flaky}, _no_notice, count=1, clock=clock)
+    workers = Workers(queue, {"t": flaky}, count=1, clock=clock)
     await queue.enqueue("t", "{}", 42, now=clock())
     leased = await queue.lease_next(clock())
     assert leased is not None
@@ -413,6 +409,7 @@ async def test_a_settling_write_that_fails_is_not_logged_as_done(
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("task ")]
     assert len(lines) == 1
     assert "outcome=write_back_failed" in lines[0], lines[0]
+    await no_notices(queue, 42)
 
 
 @pytest.mark.parametrize(("ambiguous", "counted"), [(False, 0), (True, 1)], ids=["502", "timeout"])
@@ -436,15 +433,11 @@ async def test_telegram_unreachable_past_the_budget_dead_letters_with_one_notice
 ) -> None:
     clock = Clock()
     queue = TaskQueue(pool)
-    notices: list[tuple[Task, str]] = []
-
-    async def notify(task: Task, reason: str) -> None:
-        notices.append((task, reason))
 
     async def down(ctx: TaskContext) -> None:
         raise TelegramUnreachable("Telegram did not answer (TimedOut)", held=True)
 
-    workers = Workers(queue, {"t": down}, notify, count=1, clock=clock, telegram_budget=3600.0)
+    workers = Workers(queue, {"t": down}, count=1, clock=clock, telegram_budget=3600.0)
     task = await queue.enqueue("t", '{"url": "https://x.com/a/status/9"}', 42, now=clock())
     for _ in range(3):  # younger than the budget: back each time, never dead
         leased = await queue.lease_next(clock())
@@ -455,6 +448,7 @@ async def test_telegram_unreachable_past_the_budget_dead_letters_with_one_notice
     assert leased is not None
     await workers._execute(leased)
     assert (await queue.get(task.id)).state == "pending"  # type: ignore[union-attr]
+    assert await notices_to(queue, 42) == [], "no notice while it still waits"
     clock.now += 600
     leased = await queue.lease_next(clock())
     assert leased is not None
@@ -463,7 +457,7 @@ async def test_telegram_unreachable_past_the_budget_dead_letters_with_one_notice
     assert row is not None
     assert row.state == "dead"
     assert "Telegram did not answer for 1 h" in (row.last_error or "")
-    assert [reason for _, reason in notices] == ["Telegram did not answer for too long"]
+    assert await notices_to(queue, 42) == [("notice", 42, "Telegram did not answer for too long")]
 
 
 async def test_workers_lease_nothing_while_telegram_is_held(pool: DbPool) -> None:
@@ -480,10 +474,7 @@ async def test_workers_lease_nothing_while_telegram_is_held(pool: DbPool) -> Non
     async def note(ctx: TaskContext) -> None:
         ran.append(ctx.task.id)
 
-    async def notify(task: Task, reason: str) -> None:
-        pass
-
-    workers = Workers(queue, {"t": note}, notify, count=2, clock=clock,
+    workers = Workers(queue, {"t": note}, count=2, clock=clock,
                       telegram_wait=telegram_wait, idle_poll=0.01)  # fmt: skip
     task = await queue.enqueue("t", "{}", 42, now=clock())
     workers.start()

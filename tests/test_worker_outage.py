@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from conftest import notices_to
 
 from xbot.errors import OutageRetry
 from xbot.storage.db import DbPool, open_store
@@ -25,18 +26,15 @@ async def queue(tmp_path: Path) -> AsyncIterator[TaskQueue]:
 
 async def _run(
     queue: TaskQueue, outcome: OutageRetry, *, age: float = 0.0, tries: int = 1
-) -> tuple[Task, list[str]]:
-    """Enqueue a task `age` seconds ago with one attempt left, run it `tries` times."""
-    notices: list[str] = []
+) -> tuple[Task, list[tuple[str, int, str]]]:
+    """Enqueue a task `age` seconds ago with one attempt left, run it `tries` times; the
+    row after, and the notices queued to its chat (kind, chat, reason)."""
     clock = {"now": NOW}
-
-    async def notify(task: Task, reason: str) -> None:
-        notices.append(reason)
 
     async def down(ctx: TaskContext) -> None:
         raise outcome
 
-    workers = Workers(queue, {"t": down}, notify, count=1, clock=lambda: clock["now"])
+    workers = Workers(queue, {"t": down}, count=1, clock=lambda: clock["now"])
     task = await queue.enqueue("t", "{}", 7, now=NOW - age, max_attempts=1)
     for _ in range(tries):
         leased = await queue.lease_next(clock["now"])
@@ -45,7 +43,7 @@ async def _run(
         clock["now"] += 400  # past any backoff
     row = await queue.get(task.id)
     assert row is not None
-    return row, notices
+    return row, await notices_to(queue, 7)
 
 
 async def test_an_outage_counts_no_attempt_however_often(queue: TaskQueue) -> None:
@@ -72,7 +70,7 @@ async def test_the_sentence_as_a_notice_is_queued_with_the_retry(
 async def test_past_its_budget_the_task_is_dead_lettered_once(queue: TaskQueue) -> None:
     row, notices = await _run(queue, OutageRetry("down", budget=3600.0), age=3600.0)
     assert row.state == "dead"
-    assert notices == ["X did not answer for too long"]
+    assert notices == [("notice", 7, "X did not answer for too long")]
 
 
 async def test_the_next_probe_is_a_floor_for_the_delay(queue: TaskQueue) -> None:

@@ -53,10 +53,10 @@ from xbot.services import ChatMover, Services, XContext
 from xbot.sources import SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.canary import Canary, CanaryTarget
-from xbot.sources.chain import SourceChain, x_sources
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.jsonget import USER_AGENT, source_timeout
 from xbot.sources.pixiv import PixivSource
+from xbot.sources.x import SourceChain, x_sources
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
@@ -242,10 +242,6 @@ async def build_services(
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
-    async def notify(task: Task, reason: str) -> None:
-        # The queue queued the notice with the dead mark (xbot.tasks.notices): send it soon.
-        workers.wake()
-
     authority = Authority(sender)
     mover = ChatMover(queue, chats, authority, clock)
 
@@ -298,7 +294,6 @@ async def build_services(
             NOTICE: notices.run,
             ALERT: Alerts(sender).run,
         },
-        notify,
         count=settings.workers,
         clock=clock,
         on_chat_moved=mover.move,
@@ -389,9 +384,12 @@ def add_handlers(application: AppType) -> None:
 async def on_error(update: object, context: XContext) -> None:
     """The one error handler: a log line, never a traceback to a user."""
     err = context.error
-    # A webhook update whose work could not be stored is answered 500 (sent again).
-    note_failure(err)
     chat = update.effective_chat.id if isinstance(update, Update) and update.effective_chat else ""
+    # An update whose work could not be stored comes again (a webhook's 500, or polling
+    # that does not confirm it): one line, no traceback; the database's state is no bug.
+    if note_failure(err):
+        log.warning("update not stored, it comes again %s", kv(chat=chat, error=err))
+        return
     log.error("handler failed %s", kv(chat=chat, error=type(err).__name__), exc_info=err)
 
 

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from conftest import WallClock as Shifted
 
-from xbot.sources.chain import DOWN, SourceChain
-from xbot.sources.syndication import token
-from xbot.sources.x_api import DELETED
+from xbot.sources.x import DELETED, DOWN, SourceChain
+from xbot.sources.x.syndication import token
 from xbot.standins.harness import Harness
 
 CHAT = 701

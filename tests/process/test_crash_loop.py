@@ -22,7 +22,7 @@ from test_process import CHAT, Stage, wait_until
 
 from xbot.standins._mediabytes import tiny_jpeg
 from xbot.standins.botapi import BotApiServer
-from xbot.storage.lost_leases import lost_lease_budget
+from xbot.storage.queue import lost_lease_budget
 
 pytestmark = pytest.mark.slow
 

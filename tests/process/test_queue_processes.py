@@ -23,8 +23,8 @@ import pytest
 from conftest import wait_until
 
 from xbot.standins.queue_sync import SyncQueue
-from xbot.storage import queue as queue_mod
 from xbot.storage.db import connect, prepare_store
+from xbot.storage.queue import _lost_leases
 
 HELPERS = Path(__file__).parent.parent / "helpers"
 T0 = 1_000_000.0
@@ -155,7 +155,7 @@ def check_after_kill(path: Path, next_now: float) -> int:
         )
         assert lanes == heads, "the chat lanes disagree with the tasks after a crash"
         conn.execute("BEGIN IMMEDIATE")
-        queue_mod.repair(conn, next_now)
+        _lost_leases.repair(conn, next_now)
         stuck = conn.execute("SELECT count(*) FROM tasks WHERE state = 'running'").fetchall()
         conn.execute("ROLLBACK")
         assert stuck == [(0,)]

@@ -16,8 +16,7 @@ import pytest
 
 from xbot.config import SETTINGS_DOC
 from xbot.logs import setup_logging
-from xbot.storage.lost_leases import lost_lease_budget
-from xbot.storage.queue import NOTICE_MAX_ATTEMPTS, TaskQueue
+from xbot.storage.queue import NOTICE_MAX_ATTEMPTS, TaskQueue, lost_lease_budget
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 UNIT = ROOT / "systemd" / "xbot.service"
@@ -205,7 +204,7 @@ def test_limits_and_timeouts() -> None:
 
 def test_the_start_limit_outlasts_the_poison_rule() -> None:
     """systemd must not give up before the bot buries a task that kills it every time: that
-    takes 2 x max_attempts deaths without progress (xbot.storage.lost_leases), and one
+    takes 2 x max_attempts deaths without progress (xbot.storage.queue.lost_lease_budget), and one
     more start, the one whose reclaim buries it; two such tasks in turn, twice that."""
     defaults = inspect.signature(TaskQueue.enqueue).parameters["max_attempts"].default
     worst = lost_lease_budget(max(defaults, NOTICE_MAX_ATTEMPTS)) + 1

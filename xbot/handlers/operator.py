@@ -16,7 +16,7 @@ from xbot.links import Link, classify
 from xbot.sending.telegram_health import TelegramHealth
 from xbot.services import XContext
 from xbot.sources import PostSource, SourceRouter
-from xbot.sources.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.storage.link_cache import entry_keys
 from xbot.storage.queue import Task
 from xbot.tasks.callback_data import Action, CallbackData, encode

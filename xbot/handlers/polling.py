@@ -8,6 +8,15 @@ waited in it. Here the next ``getUpdates`` carries the new offset only after
 every handler of the batch returned, so a kill means the batch comes again,
 and the handler's dedup key (message and link) absorbs the redelivery.
 
+An update whose work could not be stored (the database locked or the disk full:
+`StoreError`, see `xbot.handlers.intake`) is handled the way a webhook's 500 is:
+its offset is not confirmed, so the next ``getUpdates`` brings it again after a
+pause, and nobody in the chat is told to send it again. Updates of the batch
+after it that were handled are remembered and not handled twice. Only an update
+that failed `STORE_TRIES` times in a row is handled once more the polite way
+(the user is asked to send it again) and confirmed, so one poison update cannot
+hold every chat's updates behind it for ever.
+
 Errors of the Bot API are PTB's own (`telegram.error`), handled here once:
 network trouble and 5xx (PTB's `NetworkError`, `TimedOut`, also for nginx's
 HTML 502 page) are retried with a capped backoff (`compute_reconnect_delay`);
@@ -30,11 +39,17 @@ from telegram import Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application
 
+from xbot.handlers.intake import redeliverable
 from xbot.logs import kv
 from xbot.sending.bot_errors import retry_after_seconds
 from xbot.tasks.backoff import RECONNECT_CAP, RECONNECT_FIRST, compute_reconnect_delay
 
 log = logging.getLogger(__name__)
+
+# Tries of an update whose work could not be stored before it is handled the polite
+# way: with the reconnect backoff (1 s doubling to 30 s, jittered) about one to two
+# minutes of a locked or full database, on top of each handler's own patience.
+STORE_TRIES = 8
 
 _PARSE_FAILED = ". Parsing the server response"
 _DETAIL_MAX = 120
@@ -78,6 +93,10 @@ class DurablePoller:
         self.time_scale = time_scale
         self.allowed_updates = list(allowed_updates)
         self.offset = 0
+        # Updates at or past `offset` that were handled while an earlier one of their
+        # batch was not stored: asked for again with it, not handled again.
+        self._done: set[int] = set()
+        self._store_failures: dict[int, int] = {}  # update id: tries that were not stored
         self._task: asyncio.Task[None] | None = None
         self._handling = False
         self._stopping = False
@@ -131,12 +150,45 @@ class DurablePoller:
             # Shielded: a stop lets the batch finish rather than cut it in half.
             self._handling = True
             try:
-                await asyncio.shield(
-                    asyncio.gather(*(self.application.process_update(u) for u in updates))
-                )
+                fresh = [u for u in updates if u.update_id not in self._done]
+                stored = await asyncio.shield(asyncio.gather(*(self._handle(u) for u in fresh)))
             finally:
                 self._handling = False
-            self.offset = updates[-1].update_id + 1
+            unstored = [u.update_id for u, ok in zip(fresh, stored, strict=True) if not ok]
+            if not unstored:
+                self.offset = updates[-1].update_id + 1
+                self._done.clear()
+                continue
+            self.offset = min(unstored)
+            self._done = {u.update_id for u in updates if u.update_id > self.offset} - set(unstored)
+            tries = max(self._store_failures[i] for i in unstored)
+            delay = compute_reconnect_delay(
+                tries,
+                jitter=random.random(),
+                first=RECONNECT_FIRST * self.time_scale,
+                cap=RECONNECT_CAP * self.time_scale,
+            )
+            log.warning(
+                "updates not stored, asking for them again %s",
+                kv(updates=len(unstored), first=self.offset, tries=tries, retry_in=round(delay, 3)),
+            )
+            await asyncio.sleep(delay)
+
+    async def _handle(self, update: Update) -> bool:
+        """Run `update`'s handlers; False when its work could not be stored and it is to
+        come again (its `STORE_TRIES`-th try is the polite one, which always counts)."""
+        tries = self._store_failures.get(update.update_id, 0)
+        if tries + 1 >= STORE_TRIES:
+            await self.application.process_update(update)  # "please send it again"
+            self._store_failures.pop(update.update_id, None)
+            return True
+        with redeliverable() as intake:
+            await self.application.process_update(update)
+        if intake.failure is None:
+            self._store_failures.pop(update.update_id, None)
+            return True
+        self._store_failures[update.update_id] = tries + 1
+        return False
 
     async def _pause(self, exc: TelegramError, failures: int) -> None:
         delay = reconnect_delay(exc, failures, scale=self.time_scale)

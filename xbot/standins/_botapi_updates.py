@@ -45,6 +45,12 @@ class UpdateFeed:
         with self._lock:
             return len(self._poll_waiters)
 
+    @property
+    def pending_updates(self) -> int:
+        """Updates not confirmed yet: a getUpdates with a higher ``offset`` drops them."""
+        with self._lock:
+            return len(self._updates)
+
     def _call_soon(self, fn: Callable[[], None]) -> None:
         """Run `fn` on the loop that serves requests (the server overrides this)."""
         fn()

@@ -34,7 +34,7 @@ from xbot.i18n import N_, translator
 from xbot.logs import kv
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
-from xbot.sources.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.tasks.alert_rules import RULES, Condition, Phase, Watch, step

@@ -69,7 +69,7 @@ def read_notice(notice: Task) -> tuple[Task | None, str, str, Destination]:
     """What a notice task says: (the dead task it is about, if named; the reason; the
     text; where it goes).
 
-    The queue writes a `BuriedNotice` with the dead mark (`xbot.storage.dead_letters.bury`);
+    The queue writes a `BuriedNotice` with the dead mark (`bury`, in `xbot.storage.queue`);
     notices queued before that carry their text and destination ready-made
     (`NoticePayload`). Raises `Permanent` for neither.
     """

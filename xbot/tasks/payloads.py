@@ -34,6 +34,7 @@ from xbot.i18n import DEFAULT, normalize
 from xbot.links import Link
 from xbot.sending.destination import Destination
 from xbot.sending.sent import OUT_KINDS, OutKind, SentItem
+from xbot.storage.queue import NOTICE_KIND
 
 if TYPE_CHECKING:
     from xbot.storage.queue import Task
@@ -58,7 +59,7 @@ __all__ = [
 
 DELIVER: Final = "deliver"
 FORWARD: Final = "forward"
-NOTICE: Final = "notice"
+NOTICE: Final = NOTICE_KIND  # the queue writes the dead letter's notice: its kind is the queue's
 ALERT: Final = "alert"
 
 

@@ -21,7 +21,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
@@ -49,12 +49,6 @@ log = logging.getLogger(__name__)
 # After a hold or a backoff, the worker looks again this much later: the
 # queue compares run_after with a clock read a little after the timer fires.
 WAKE_MARGIN = 0.02
-
-
-class Notifier(Protocol):
-    """Told after a task went dead; its notice is already queued (in the same transaction)."""
-
-    async def __call__(self, task: Task, reason: str) -> None: ...
 
 
 @attrs.define
@@ -120,8 +114,6 @@ class Workers:
 
     Attributes:
         handlers: task kind → coroutine doing the work.
-        notify: told after a task went dead with a notice for its chat (which the
-            queue has already queued with the dead mark): e.g. wakes a worker for it.
         lease_for: seconds a lease lasts without a heartbeat.
         heartbeat_every: seconds between heartbeats (a third of the lease).
         idle_poll: the longest nap between empty polls (an enqueue wakes us sooner).
@@ -139,7 +131,6 @@ class Workers:
 
     queue: TaskQueue
     handlers: Mapping[str, TaskHandler]
-    notify: Notifier
     count: int = 4
     lease_for: float = 90.0
     heartbeat_every: float = 30.0
@@ -376,13 +367,13 @@ class Workers:
             untold = None if exc.notify else "the task told the chat itself"
             await self.queue.dead_letter(task.lease, now, exc.reason, untold=untold)
             if exc.notify:
-                await self._notify(task, exc.reason)
+                self._notice_queued()
             return "dead"
         if isinstance(exc, PayloadError):
             reason = N_("the task could not be read")
             fields["error"] = str(exc)
             await self.queue.dead_letter_raw(task.lease, now, str(exc), tell=reason)
-            await self._notify(task, reason)
+            self._notice_queued()
             return "dead"
         if isinstance(exc, TelegramUnreachable):
             return await self._unreachable(ctx, exc, fields)
@@ -397,7 +388,7 @@ class Workers:
             log.error("task failed unexpectedly %s", kv(**fields), exc_info=exc)
         if task.attempts >= task.max_attempts:
             await self.queue.dead_letter(task.lease, now, reason, tell=_plain(reason))
-            await self._notify(task, _plain(reason))
+            self._notice_queued()
             return "dead"
         delay = compute_backoff(
             task.attempts, jitter=random.random(), retry_after=retry.delay if retry else None
@@ -438,8 +429,8 @@ class Workers:
             # The chat reads a msgid (translated in its notice); the operator, the minutes.
             reason = N_("X did not answer for too long")
             waited = f"X did not answer for {exc.budget / 60:.0f} minutes"
-            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})")
-            await self._notify(task, reason)
+            await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})", tell=reason)
+            self._notice_queued()
             return "dead"
         delay = compute_outage_delay(age, jitter=random.random(), at_least=exc.delay)
         await self.queue.reschedule(
@@ -466,16 +457,15 @@ class Workers:
             reason = N_("Telegram did not answer for too long")
             waited = f"Telegram did not answer for {self.telegram_budget / 3600:g} h"
             await self.queue.dead_letter(task.lease, now, f"{exc.reason} ({waited})", tell=reason)
-            await self._notify(task, reason)
+            self._notice_queued()
             return "dead"
         await self.queue.put_back(task.lease, now, exc.reason, ambiguous=exc.ambiguous)
         return "telegram_held" if exc.held else "telegram_unreachable"
 
-    async def _notify(self, task: Task, reason: str) -> None:
-        try:
-            await self.notify(task, reason)
-        except Exception as exc:  # noqa: BLE001 - best effort; the dead letter is written
-            log.warning("dead-letter notice failed %s", kv(task=task.id, error=type(exc).__name__))
+    def _notice_queued(self) -> None:
+        """The queue queued the chat's notice with the dead mark (`xbot.tasks.notices`
+        words and sends it): an idle worker picks it up now, not after a nap."""
+        self.wake()
 
 
 def _plain(reason: str) -> str:

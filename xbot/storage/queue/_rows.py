@@ -1,9 +1,8 @@
 """The ``tasks`` row: `Task`, `Lease`, the column list, and the one insert.
 
-What every part of the queue shares (`xbot.storage.queue`, its claim and fence;
-`xbot.storage.dead_letters`, the notice a burial queues; `xbot.storage.queue_admin`,
-the operator's queries). SQL here is assembled only from this module's constants
-(hence the ``noqa: S608``).
+What every part of the queue shares (`_task_queue`, its claim and fence;
+`_dead_letters`, the notice a burial queues; `_admin`, the operator's queries).
+SQL here is assembled only from this module's constants (hence the ``noqa: S608``).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any, Final
 import apsw
 import attrs
 
-from xbot.storage.time_line import LONGEST_DELAY
+from xbot.storage.time_line import clamp_due
 
 STATES: Final = ("pending", "running", "done", "dead")
 
@@ -74,6 +73,9 @@ def encode_payload(payload: Mapping[str, Any] | str) -> str:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
+# The token fence: a write-back matches this task, under this lease, still running
+# (a holder whose lease was handed on matches no row).
+FENCE: Final = "id = :id AND lease_token = :token AND state = 'running'"
 # A write-back's release of the lease (every way out of ``running``).
 FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
 
@@ -115,7 +117,7 @@ def enqueue_fields(
         "chat_id": chat_id,
         "now": now,
         # Never due further out than the longest delay (the start-up clamp's bound).
-        "run_after": now if run_after is None else min(run_after, now + LONGEST_DELAY),
+        "run_after": now if run_after is None else clamp_due(run_after, now),
         "dedup_key": dedup_key,
         "max_attempts": max_attempts,
     }

@@ -1,6 +1,6 @@
 """Dead letters: every task that goes dead gets its one notice, in the same transaction.
 
-The rule (see `xbot.storage.queue`): every way into ``dead`` goes through `bury`,
+The rule (see the package, `xbot.storage.queue`): every way into ``dead`` goes through `bury`,
 and the front door logs one ``dead-lettered`` line per burial (`log_burials`)
 once the transaction committed.
 """
@@ -18,9 +18,10 @@ import attrs
 
 from xbot.errors import reading_payload
 from xbot.logs import kv
-from xbot.storage.task_rows import Task, enqueue, enqueue_fields
+from xbot.storage.queue._rows import Task, enqueue, enqueue_fields
 
-log = logging.getLogger(__name__)
+# Its lines are the queue's: named by the package, not by this private module.
+log = logging.getLogger("xbot.storage.queue")
 
 # The dead-letter notice is a task of this kind (xbot.tasks.notices runs it).
 NOTICE_KIND: Final = "notice"

@@ -29,15 +29,13 @@ from xbot.errors import FetchError, PostUnavailable, UnsupportedLink
 from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import MediaItem, MediaKind, Post, Variant
-from xbot.sources._http import get_fallback_json
 from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.vx_api import orig_photo, with_alt_text, with_quote, x_post
-from xbot.sources.x_api import UNAVAILABLE, post_id_of
-from xbot.sources.x_status import MIME_CONTAINERS, POST_ID
+from xbot.sources.x.fallback import get_fallback_json, orig_photo, with_alt_text, with_quote, x_post
+from xbot.sources.x.status import MIME_CONTAINERS, POST_ID, UNAVAILABLE, post_id_of
 
 NAME = "syndication"
 MALFORMED = N_("X's embed service sent an answer I could not read.")

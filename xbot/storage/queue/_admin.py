@@ -1,8 +1,9 @@
-"""The operator's queries: stats, list, get, retry and purge of dead letters.
+"""The rows outside any lease: the operator's queries and the sweep's pruning of done rows.
 
-Plain functions of a connection, as in `xbot.storage.queue` (whose `TaskQueue`
-and `xbot.standins.queue_sync.SyncQueue` run them). SQL here is assembled only
-from this module's constants, never from input (hence the ``noqa: S608``).
+Stats, list, get, retry and purge of dead letters, and `prune_done_chunk`. Plain
+functions of a connection, as in `_lease`; `TaskQueue` (`_task_queue`) runs them.
+SQL here is assembled only from this module's constants, never from input (hence
+the ``noqa: S608``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, Final
 import apsw
 import attrs
 
-from xbot.storage.task_rows import COLUMNS, FREE, STATES, Task, task_from_row
+from xbot.storage.queue._rows import COLUMNS, FREE, STATES, Task, task_from_row
 
 
 @attrs.frozen
@@ -119,5 +120,14 @@ def purge_dead(conn: apsw.Connection, now: float, older_than: float | None) -> i
     before = float("inf") if older_than is None else now - older_than
     rows = conn.execute(
         "DELETE FROM tasks WHERE state = 'dead' AND updated_at < ? RETURNING 1", (before,)
+    )
+    return len(rows.fetchall())
+
+
+def prune_done_chunk(conn: apsw.Connection, before: float, chunk: int) -> int:
+    rows = conn.execute(
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM tasks INDEXED BY tasks_done_updated"
+        " WHERE state = 'done' AND updated_at < ? LIMIT ?) RETURNING 1",
+        (before, chunk),
     )
     return len(rows.fetchall())

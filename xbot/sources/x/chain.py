@@ -53,11 +53,11 @@ from xbot.links import Link
 from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.sources.base import PostSource
-from xbot.sources.breaker import BreakerPolicy, SourceHealth, Verdict
-from xbot.sources.syndication import Syndication
-from xbot.sources.vx_api import VxApi
-from xbot.sources.x import XApiSource
-from xbot.sources.x_api import DELETED, XApi
+from xbot.sources.x.breaker import BreakerPolicy, SourceHealth, Verdict
+from xbot.sources.x.fxtwitter import XApi, XApiSource
+from xbot.sources.x.status import DELETED
+from xbot.sources.x.syndication import Syndication
+from xbot.sources.x.vxtwitter import VxApi
 
 if TYPE_CHECKING:
     import httpx
