@@ -43,6 +43,7 @@ from xbot.ops.instance import instance_lock
 from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
+from xbot.periodic import Periodic
 from xbot.sending.api_request import CountingRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
@@ -418,25 +419,24 @@ async def sweep_once(services: Services) -> dict[str, int]:
     return done
 
 
-async def _sweep_loop(services: Services, every: float) -> None:
-    while True:
-        await asyncio.sleep(every)
-        try:
-            log.info("sweep %s", kv(**await sweep_once(services)))
-        except StoreError as exc:
-            log.warning("sweep failed %s", kv(error=exc))
+def sweeps(services: Services) -> Periodic:
+    """`sweep_once` every `SWEEP_EVERY` seconds, each one a log line of what it did."""
+
+    async def sweep() -> None:
+        log.info("sweep %s", kv(**await sweep_once(services)))
+
+    return Periodic("sweep", sweep, SWEEP_EVERY, logger=log)
 
 
-async def _watch_clock(services: Services, every: float) -> None:
+def clock_watch(services: Services) -> Periodic:
     """Compare the two clocks now and then: a step is logged and marked, never followed."""
     watch = StepWatch(services.line)
-    while True:
-        await asyncio.sleep(every)
+
+    async def look() -> None:
         if watch.check():
-            try:
-                await mark_time_line(services.pool, services.line)
-            except StoreError as exc:
-                log.warning("time line mark failed %s", kv(error=exc))
+            await mark_time_line(services.pool, services.line)
+
+    return Periodic("time line mark", look, CLOCK_CHECK_EVERY, logger=log)
 
 
 T = TypeVar("T")
@@ -515,8 +515,9 @@ class Bot:
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
         self.services: Services | None = None
-        self._sweeper: asyncio.Task[None] | None = None
-        self._clock_watch: asyncio.Task[None] | None = None
+        # The periodic loops (sweep, clock watch, alerts, canary): started with the bot,
+        # stopped together.
+        self._loops: list[Periodic] = []
         self._menus: asyncio.Task[None] | None = None
         self.on_waiting: Callable[[str], None] | None = None
         self.phase = STARTING
@@ -630,8 +631,8 @@ class Bot:
         # The command menu is cosmetic: set in the background, never holding up polling.
         self._menus = asyncio.create_task(self._set_menus(), name="xbot-menus")
         services.workers.start()
-        self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
-        self._clock_watch = asyncio.create_task(_watch_clock(services, CLOCK_CHECK_EVERY))
+        self._run(sweeps(services))
+        self._run(clock_watch(services))
         await self.application.start()
         if self.webhook is None:
             # getUpdates fails while a webhook is set (a former `--webhook` run).
@@ -691,10 +692,14 @@ class Bot:
         if self.metrics is not None:
             await self._start_telemetry(services, self.metrics)
         if services.alerts is not None:
-            services.alerts.start()
+            self._run(services.alerts.periodic())
         if services.canary is not None:
-            services.canary.start()
+            self._run(services.canary.periodic())
         return services
+
+    def _run(self, loop: Periodic) -> None:
+        loop.start()
+        self._loops.append(loop)
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
@@ -773,20 +778,18 @@ class Bot:
             await self.listener.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()
-        if self.services is not None and self.services.alerts is not None:
-            await self.services.alerts.stop()
-        if self.services is not None and self.services.canary is not None:
-            await self.services.canary.stop()
+        for loop in self._loops:
+            await loop.stop()
+        self._loops.clear()
         if self.poller is not None:
             await self.poller.stop()
         if self.hook_listener is not None:
             await self.hook_listener.stop()  # the updates in progress are queued first
-        for task in (self._sweeper, self._menus, self._clock_watch):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._sweeper = self._menus = self._clock_watch = None
+        if self._menus is not None:
+            self._menus.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._menus
+            self._menus = None
         if self.services is not None:
             await self.services.workers.stop(STOP_GRACE)
         if app.running:
