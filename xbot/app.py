@@ -12,7 +12,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
 import httpx
 from telegram import Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
@@ -45,7 +44,7 @@ from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
 from xbot.periodic import Periodic
-from xbot.sending.api_request import CountingRequest, Reachability
+from xbot.sending.api_request import CountingRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
@@ -171,11 +170,10 @@ async def build_services(
     *,
     clocks: Clocks | None = None,
     pacer: Pacer | None = None,
-    health: TelegramHealth | None = None,
+    health: TelegramHealth,
     telegram_budget: float = TELEGRAM_BUDGET,
     read_timeout: float = 30.0,
     metrics: Metrics | None = None,
-    requests: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
     # Before anything reads a stored time: what is stored goes back onto the wall
@@ -192,8 +190,8 @@ async def build_services(
     chats = ChatStore(pool)
     cache = LinkCache(pool)
     # Telegram's reachability: the one hold of every call while it does not answer,
-    # read by /stats, the metrics and (through its record file) `xbot doctor`.
-    health = health or TelegramHealth()
+    # and the one fact "Telegram answers", read by /stats, STATUS=, the metrics,
+    # /readyz, the alerts and (through its record file) `xbot doctor`.
     if health.record_path is None:
         health.record_path = settings.data_dir / HEALTH_RECORD
     health.write_record()
@@ -249,7 +247,6 @@ async def build_services(
     mover = ChatMover(queue, chats, authority, clock)
 
     # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
-    telegram = TelegramView(health, requests or Reachability(time.time))
     chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
     canary = None
     if settings.canary_interval > 0:
@@ -267,8 +264,8 @@ async def build_services(
             queue=queue,
             chats=chats,
             chains=chains,
-            reachable=telegram.reachable,
-            down_since=telegram.down_since,
+            reachable=lambda: health.reachable,
+            down_since=lambda: health.down_since,
             ytdlp_version=versions.installed().ytdlp,
             data_dir=settings.data_dir,
             broken=canary.broken if canary is not None else dict,
@@ -306,7 +303,7 @@ async def build_services(
         telegram_budget=telegram_budget,
         on_finished=finished if hooks else None,
     )
-    health.add_listener(lambda reachable: workers.wake() if reachable else None)
+    health.add_listener(lambda sendable: workers.wake() if sendable else None)
     services = Services(
         settings=settings,
         pool=pool,
@@ -332,23 +329,6 @@ async def build_services(
     )
     services.attach(application)
     return services
-
-
-@attrs.frozen
-class TelegramView:
-    """Whether Telegram answers, for the metrics, /readyz and the alerts: the bot's hold
-    (`TelegramHealth`, moved by the sends) or, between sends, the last Bot API call of
-    any kind (getUpdates included: `Reachability`) that got no answer."""
-
-    health: TelegramHealth
-    requests: Reachability
-
-    def reachable(self) -> bool:
-        return self.health.reachable and self.requests.reachable
-
-    def down_since(self) -> float | None:
-        times = [t for t in (self.health.down_since, self.requests.down_since) if t is not None]
-        return min(times) if times else None
 
 
 def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
@@ -516,7 +496,8 @@ class Bot:
         """`health`, `telegram_budget`, `read_timeout`: Telegram's hold, how long a link
         waits for Telegram, how long a call waits for an answer (tests scale them down)."""
         self.settings = settings
-        self.health = health
+        # Built before the first call of the start-up: every call's result is told to it.
+        self.health = health or TelegramHealth()
         self.telegram_budget = telegram_budget
         self.read_timeout = read_timeout
         self.webhook = webhook
@@ -530,7 +511,6 @@ class Bot:
         # (`metrics` overrides, for the benchmark's "on" without a scraper).
         counting = settings.metrics_addr is not None if metrics is None else metrics
         self.metrics = Metrics() if counting else None
-        self.reachability = Reachability(time.time)
         self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
@@ -545,7 +525,7 @@ class Bot:
         self._lock = instance_lock(settings.data_dir)
 
     def _api_result(self, method: str, result: str, retry_after: float) -> None:
-        self.reachability.record(result)
+        self.health.observed(method, result)
         if self.metrics is not None:
             self.metrics.bot_api(method, result, retry_after)
 
@@ -642,7 +622,6 @@ class Bot:
                 telegram_budget=self.telegram_budget,
                 read_timeout=self.read_timeout,
                 metrics=self.metrics,
-                requests=self.reachability,
             )
         )
         self.services = services
@@ -725,7 +704,7 @@ class Bot:
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
         chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
-        telegram = TelegramView(services.sender.health, self.reachability)
+        health = services.sender.health
         self.telemetry = Telemetry(
             metrics=metrics,
             queue=services.queue,
@@ -733,8 +712,8 @@ class Bot:
             cache=services.cache,
             db_path=self.settings.db_path,
             chains=chains,
-            reachable=telegram.reachable,
-            down_since=telegram.down_since,
+            reachable=lambda: health.reachable,
+            down_since=lambda: health.down_since,
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
             broken=services.canary.broken if services.canary is not None else dict,
