@@ -53,9 +53,9 @@ def hooks_per_link_us(n: int = 20_000) -> tuple[float, float]:
     from xbot.app import count_finished
     from xbot.links import classify
     from xbot.metrics import Metrics, Readings, api_method
-    from xbot.sending.api_request import Reachability
     from xbot.sending.destination import Destination
     from xbot.sending.sent import SentItem
+    from xbot.sending.telegram_health import TelegramHealth
     from xbot.storage.queue import Task
     from xbot.tasks.payloads import DeliverPayload, SentStep
 
@@ -65,7 +65,7 @@ def hooks_per_link_us(n: int = 20_000) -> tuple[float, float]:
     payload = attrs.evolve(payload, sent=(SentStep(0, (SentItem("photo", "AgADfileid"),)),))
     task = Task(1, "deliver", 5, payload.to_json(), "done", None, 1, 5, 0.0, None, None, None,
                 0.0, 0.0)  # fmt: skip
-    metrics, reach = Metrics(), Reachability(_time.time)
+    metrics, health = Metrics(), TelegramHealth()
     finished = count_finished(metrics, _time.time)
     url = "http://127.0.0.1:1/bot123:abc/sendPhoto"
 
@@ -73,8 +73,9 @@ def hooks_per_link_us(n: int = 20_000) -> tuple[float, float]:
         finished(task, "done")
         metrics.sent(["url"])
         for _ in range(2):
-            metrics.bot_api(api_method(url), "ok")
-            reach.record("ok")
+            method = api_method(url)
+            metrics.bot_api(method, "ok")
+            health.observed(method, "ok")
 
     started = _time.perf_counter()
     for _ in range(n):

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from xbot.sources.x.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.standins.harness import Harness
 from xbot.storage.queue import Task
 

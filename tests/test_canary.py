@@ -1,15 +1,17 @@
-"""The canary's verdicts (pure, table-driven) and which source is asked for which post."""
+"""The canary's verdicts (pure, table-driven), its settings, and its loop going on after a bug."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from conftest import eventually
 
 from xbot.config import check_settings, load_settings
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
+from xbot.links import Link, classify
 from xbot.media.models import MediaItem, Post
-from xbot.sources.canary import RESULTS, verdict
+from xbot.sources.canary import RESULTS, Canary, CanaryTarget, verdict
 
 PHOTO = MediaItem(kind="photo", url="https://pbs.twimg.com/media/a.jpg")
 
@@ -73,3 +75,38 @@ def test_canary_settings() -> None:
         _, problems = check_settings(env)
         assert len(problems) == 1
         assert words in problems[0]
+
+
+class FlakySource:
+    """A source whose first answer is a bug (not a fetch error), then the canary post."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def fetch(self, link: Link) -> Post:
+        self.asked += 1
+        if self.asked == 1:
+            raise KeyError("a parser bug")
+        return post()
+
+
+async def test_a_round_that_raises_is_logged_and_the_canary_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    link = classify("https://x.com/e/status/1")
+    assert link is not None
+    source = FlakySource()
+    canary = Canary([CanaryTarget(source, link)], interval=0.0, clock=lambda: 1.0)
+    loop = canary.periodic()
+    loop.start()
+    try:
+        await eventually(lambda: canary.rounds >= 2, within=5, what="two more rounds")
+    finally:
+        await loop.stop()
+    assert canary.results["flaky"][0] == "ok"
+    failed = [r for r in caplog.records if r.getMessage().startswith("canary failed")]
+    assert len(failed) == 1
+    assert (failed[0].levelname, failed[0].name) == ("WARNING", "xbot.sources.canary")
+    assert failed[0].exc_info, "a bug is logged with its traceback"

@@ -103,7 +103,6 @@ WALL_READS = {
     "xbot/sources/gallerydl.py": "a cookie's expiry is a date",
     "xbot/ops/telemetry.py": "today's date (yt-dlp's age); its clock is given the line by app",
     "xbot/tasks/alerts.py": "today's date (yt-dlp's age); its clock is given the line by app",
-    "xbot/app.py": "when Telegram went down, for display (Reachability.down_since)",
     "xbot/sending/telegram_health.py": "down_since and the doctor's record are dates",
     "xbot/ops/doctor.py": "how old the running bot's Telegram record is (a date it wrote)",
     "xbot/handlers/operator.py": "how long Telegram has been down, from down_since (a date)",

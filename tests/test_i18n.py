@@ -35,7 +35,7 @@ from xbot.i18n import (
     translator,
 )
 from xbot.media import download, netguard
-from xbot.sources.x import fxtwitter as x_api
+from xbot.sources.x import DELETED
 from xbot.standins._tgtext import EntityParseError, parse_html
 from xbot.standins.harness import Harness
 
@@ -322,7 +322,7 @@ def test_the_posts_words_are_never_translated() -> None:
 @pytest.mark.parametrize(
     ("reason", "lang", "said"),
     [
-        (x_api.DELETED, "ru", "Этот пост удалён или не существует."),  # a msgid
+        (DELETED, "ru", "Этот пост удалён или не существует."),  # a msgid
         (download.SERVER_ERROR.format(status=502), "de",
          "Der Medienserver hatte einen Fehler (HTTP 502)."),  # a template, refilled
         (netguard.NO_HOST.format(host="'a.invalid'"), "ja",

@@ -62,6 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "xbot.links",
             "xbot.logs",
             "xbot.metrics",
+            "xbot.periodic",  # the loop that runs a step every few seconds (sweep, canary...)
             "xbot.versions",
         ),
     ),

@@ -1,5 +1,5 @@
 """The metrics' pieces: settings, names and labels, the per-bot registry, the counting
-request, Telegram's reachability, and the listener's answers (over real sockets)."""
+request, and the listener's answers (over real sockets)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from xbot.config import check_settings, load_settings
 from xbot.metrics import BOT_API_RESULTS, Metrics, Readings, api_method
 from xbot.ops.listener import Listener
 from xbot.ops.telemetry import Telemetry, routes
-from xbot.sending.api_request import CountingRequest, Reachability, result_of
+from xbot.sending.api_request import CountingRequest, result_of
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import TaskQueue
@@ -210,28 +210,6 @@ async def test_counting_request_reports_each_result_and_changes_nothing() -> Non
         ("getUpdates", "network", 0.0),
     ]
     assert request.read_timeout == 5.0
-
-
-@pytest.mark.parametrize(
-    ("results", "reachable", "changes"),
-    [
-        (["ok", "ok"], True, []),
-        (["5xx"], False, [False]),
-        (["network", "5xx", "network"], False, [False]),
-        (["network", "429"], True, [False, True]),
-        (["network", "4xx", "5xx", "ok"], True, [False, True, False, True]),
-    ],
-    ids=["steady", "a-502", "stays-down", "a-429-is-an-answer", "flapping"],
-)
-def test_reachability(results: list[str], reachable: bool, changes: list[bool]) -> None:
-    health = Reachability(lambda: 1000.0)
-    heard: list[bool] = []
-    health.add_listener(heard.append)
-    for result in results:
-        health.record(result)
-    assert health.reachable is reachable
-    assert heard == changes
-    assert health.down_since == (None if reachable else 1000.0)
 
 
 # -- the listener -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from xbot.errors import Permanent
 from xbot.sending.destination import Destination
-from xbot.sources.x.fxtwitter import DELETED
+from xbot.sources.x import DELETED
 from xbot.storage.db import DbPool, open_store
 from xbot.storage.queue import Task, TaskQueue
 from xbot.tasks.notices import Notices, read_notice

@@ -201,6 +201,11 @@ async def test_an_update_not_stored_comes_again_and_the_rest_of_its_batch_runs_o
         assert h.api.pending_updates == 0, "the batch was not confirmed when stored"
         asked_again = [r for r in caplog.records if "asking for them again" in r.getMessage()]
         assert len(asked_again) == 2
+        # A locked database is no bug: one line each time, never a traceback.
+        assert not [r for r in caplog.records if r.exc_info]
+        assert (
+            sum("update not stored, it comes again" in r.getMessage() for r in caplog.records) == 2
+        )
     finally:
         await h.stop()
 

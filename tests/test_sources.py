@@ -13,7 +13,7 @@ from xbot.errors import UnsupportedLink
 from xbot.links import Link, classify
 from xbot.media.models import Post
 from xbot.sources import PostSource, SourceRouter, XApiSource, YtdlpSource
-from xbot.sources.x.fxtwitter import XApi
+from xbot.sources.x import XApi
 from xbot.sources.ytdlp import post_of_info
 from xbot.sources.ytdlp_api import VideoInfo
 

@@ -11,6 +11,7 @@ import pytest
 from xbot.errors import AllSourcesDown, FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import Post
+from xbot.sources.x import DELETED, PRIVATE
 from xbot.sources.x.breaker import (
     BreakerPolicy,
     BreakerState,
@@ -21,7 +22,6 @@ from xbot.sources.x.breaker import (
     succeeded,
 )
 from xbot.sources.x.chain import SourceChain, snowflake_time
-from xbot.sources.x.fxtwitter import DELETED, PRIVATE
 from xbot.tasks.backoff import compute_outage_delay
 
 POLICY = BreakerPolicy(threshold=3, window=60.0, cool_down=30.0, max_cool_down=120.0)

@@ -18,9 +18,11 @@ import pytest
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import Post
-from xbot.sources.x.fxtwitter import DELETED, UNAVAILABLE, choose_variant, parse_status
-from xbot.sources.x.syndication import Syndication, js_radix36, parse_syndication, token
-from xbot.sources.x.vxtwitter import VxApi, orig_photo, parse_vx
+from xbot.sources.x import DELETED, UNAVAILABLE, Syndication, VxApi, choose_variant
+from xbot.sources.x.fallback import orig_photo
+from xbot.sources.x.fxtwitter_status import parse_status
+from xbot.sources.x.syndication import js_radix36, parse_syndication, token
+from xbot.sources.x.vxtwitter import parse_vx
 
 DATA = Path(__file__).parent / "data"
 URL_LIMIT = 20 * 1024 * 1024

@@ -1,4 +1,5 @@
-"""Telegram's hold: the pure state machine over an injected `now`, and its shell."""
+"""Telegram's hold: the pure state machine over an injected `now`, and its shell, the one
+owner of "Telegram answers" (moved by the sender and by every call `CountingRequest` sees)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from xbot.sending.telegram_health import (
     admit,
     answered,
     failed,
+    hastened,
     probe_delay,
     read_record,
     released,
@@ -107,6 +109,20 @@ def test_a_cancelled_probe_frees_the_next() -> None:
     assert admit(freed, T0 + 5)[1] == 0.0
 
 
+@pytest.mark.parametrize(
+    ("hold", "expected"),
+    [
+        (UP, UP),
+        (Hold(T0, 3, T0 + 20.0), Hold(T0, 3, T0 + 5.0)),  # the probe now; failures kept
+        (Hold(T0, 3, T0 + 1.0), Hold(T0, 3, T0 + 1.0)),  # already due: unchanged
+        (Hold(T0, 3, T0 + 20.0, probing=True), Hold(T0, 3, T0 + 20.0, probing=True)),
+    ],
+    ids=["reachable", "held", "already-due", "probe-out"],
+)
+def test_hastened_brings_only_a_waiting_probe_forward(hold: Hold, expected: Hold) -> None:
+    assert hastened(hold, T0 + 5.0) == expected
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = T0
@@ -185,3 +201,155 @@ def test_no_record_reads_as_none(tmp_path: Path) -> None:
     assert read_record(tmp_path) is None
     (tmp_path / "telegram-health.json").write_text("{not json")
     assert read_record(tmp_path) is None
+
+
+# -- the calls around the hold (getUpdates, the start-up's): `observed` ----------------------
+
+
+@pytest.mark.parametrize(
+    ("results", "reachable", "changes"),
+    [
+        (["ok", "ok"], True, []),
+        (["5xx"], False, [False]),
+        (["network", "5xx", "network"], False, [False]),
+        (["network", "429"], True, [False, True]),
+        (["network", "4xx", "5xx", "ok"], True, [False, True, False, True]),
+    ],
+    ids=["steady", "a-502", "stays-down", "a-429-is-an-answer", "flapping"],
+)
+def test_calls_around_the_hold_move_the_fact_not_the_hold(
+    tmp_path: Path, results: list[str], reachable: bool, changes: list[bool]
+) -> None:
+    health = TelegramHealth(clock=Clock(), wall=lambda: 1000.0,
+                            record_path=tmp_path / "telegram-health.json")  # fmt: skip
+    health.write_record()  # as the app does at start
+    told: list[bool] = []
+    health.add_listener(told.append)
+    heard: list[bool] = []
+    for result in results:
+        was = health.reachable
+        health.observed("getUpdates", result)
+        if health.reachable != was:
+            heard.append(health.reachable)
+        assert health.held_until is None, "no hold: nothing was sent"
+        assert health.lease_wait() == 0.0
+    assert health.reachable is reachable
+    assert heard == changes
+    assert health.down_since == (None if reachable else 1000.0)
+    assert health.outages == changes.count(False)
+    assert told == [], "the listeners hear of the hold, which never stood"
+    rec = read_record(tmp_path)
+    assert rec is not None
+    assert (rec.reachable, rec.down_since) == (reachable, health.down_since)
+    if not reachable:
+        assert health.last_error in ("getUpdates: 5xx", "getUpdates: no answer")
+
+
+def test_the_holds_own_calls_are_the_senders_to_tell() -> None:
+    """`CountingRequest` sees the sender's calls too: inside `admitted` its word is not
+    counted a second time (the sender's classification is the one)."""
+    health = TelegramHealth(clock=Clock())
+    with health.admitted() as probe:
+        assert probe is False
+        health.observed("sendPhoto", "5xx")
+        assert health.reachable
+        health.failed("NetworkError: Bad Gateway (502)")
+    assert not health.reachable
+    assert health.hold.failures == 1
+    health.observed("sendPhoto", "5xx")  # outside: a call around the hold
+    assert health.hold.failures == 1
+
+
+def test_sends_failing_while_getupdates_answers_keep_the_hold() -> None:
+    """The stand-in's `send` outage: each getUpdates answers, the hold stands, its
+    backoff grows; an answer around the hold ends no hold (else: a storm of sends)."""
+    clock = Clock()
+    health = TelegramHealth(clock=clock, rng=random.Random(2))
+    told: list[bool] = []
+    health.add_listener(told.append)
+    health.failed("NetworkError: Bad Gateway (502)")
+    for n in range(2, 8):
+        held = health.hold
+        for _ in range(5):
+            health.observed("getUpdates", "ok")
+            assert health.hold == held
+        clock.now = held.next_probe
+        assert health.admit() is True
+        health.failed("NetworkError: Bad Gateway (502)")
+        assert health.hold.failures == n
+    assert not health.reachable
+    assert told == [False]
+    assert health.outages == 1
+
+
+def test_getupdates_back_after_failing_brings_the_probe_forward(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    health = TelegramHealth(clock=clock, rng=random.Random(3))
+    told: list[bool] = []
+    health.add_listener(told.append)
+    for _ in range(6):  # a long outage of every method: the probe is far out
+        health.failed("NetworkError: httpx.ConnectError")
+    far = health.hold.next_probe
+    assert far - clock.now >= PROBE_CAP / 2
+    health.observed("getUpdates", "network")
+    health.observed("getUpdates", "network")
+    assert health.hold.next_probe == far
+    assert health.lease_wait() > 0
+    clock.now += 1.0
+    caplog.set_level(logging.INFO, "xbot.sending.telegram_health")
+    health.observed("getUpdates", "ok")  # Telegram answers the poller again
+    assert health.hold.next_probe == clock.now
+    assert health.hold.failures == 6, "a probe that fails still backs off"
+    assert not health.reachable, "the probe decides, not getUpdates"
+    assert health.lease_wait() == 0.0
+    assert told == [False, True]  # the workers are woken for the probe
+    assert caplog.records[-1].getMessage() == "telegram answers again, probing now call=getUpdates"
+    health.observed("getUpdates", "ok")  # once per recovery, not per answer
+    assert told == [False, True]
+    assert health.admit() is True
+    health.observed("getUpdates", "network")
+    health.observed("getUpdates", "ok")  # a probe is out: nothing to bring forward
+    assert health.hold.probing
+    assert told == [False, True]
+    health.answered()
+    assert health.reachable
+    assert told == [False, True, True]
+    assert health.outages == 1
+
+
+def test_an_answer_through_the_hold_clears_a_failure_around_it(tmp_path: Path) -> None:
+    """A start-up call or getUpdates failed, then a send is answered: Telegram answers."""
+    health = TelegramHealth(clock=Clock(), wall=lambda: 1.7e9,
+                            record_path=tmp_path / "telegram-health.json")  # fmt: skip
+    health.observed("getMe", "network")
+    assert not health.reachable
+    assert health.down_since == 1.7e9
+    assert health.last_error == "getMe: no answer"
+    rec = read_record(tmp_path)
+    assert rec is not None
+    assert not rec.reachable
+    with health.admitted() as probe:
+        assert probe is False, "no hold: a failure around it holds nothing"
+        health.observed("sendMessage", "ok")
+        assert not health.reachable, "the sender tells, not the request"
+        health.answered()
+    assert health.reachable
+    assert health.down_since is None
+    rec = read_record(tmp_path)
+    assert rec is not None
+    assert rec.reachable
+    assert health.outages == 1
+
+
+def test_a_hold_over_a_failure_around_it_is_one_outage() -> None:
+    health = TelegramHealth(clock=Clock(), wall=lambda: 1.7e9)
+    health.observed("getUpdates", "5xx")
+    health.failed("NetworkError: Bad Gateway (502)")  # then a send: the hold starts
+    assert health.held_until is not None
+    assert health.outages == 1
+    assert health.down_since == 1.7e9
+    assert health.last_error == "NetworkError: Bad Gateway (502)"
+    health.observed("getUpdates", "network")  # while held, the hold's error says more
+    assert health.last_error == "NetworkError: Bad Gateway (502)"

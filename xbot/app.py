@@ -12,7 +12,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
 import httpx
 from telegram import Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
@@ -44,7 +43,8 @@ from xbot.ops.instance import instance_lock
 from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
-from xbot.sending.api_request import CountingRequest, Reachability
+from xbot.periodic import Periodic
+from xbot.sending.api_request import CountingRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
@@ -57,7 +57,7 @@ from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.gallerydl import GalleryDlSource
 from xbot.sources.jsonget import USER_AGENT, source_timeout
 from xbot.sources.pixiv import PixivSource
-from xbot.sources.x.chain import SourceChain, x_sources
+from xbot.sources.x import SourceChain, x_sources
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
@@ -170,11 +170,10 @@ async def build_services(
     *,
     clocks: Clocks | None = None,
     pacer: Pacer | None = None,
-    health: TelegramHealth | None = None,
+    health: TelegramHealth,
     telegram_budget: float = TELEGRAM_BUDGET,
     read_timeout: float = 30.0,
     metrics: Metrics | None = None,
-    requests: Reachability | None = None,
 ) -> Services:
     pool = await open_store(settings.db_path)
     # Before anything reads a stored time: what is stored goes back onto the wall
@@ -191,8 +190,8 @@ async def build_services(
     chats = ChatStore(pool)
     cache = LinkCache(pool)
     # Telegram's reachability: the one hold of every call while it does not answer,
-    # read by /stats, the metrics and (through its record file) `xbot doctor`.
-    health = health or TelegramHealth()
+    # and the one fact "Telegram answers", read by /stats, STATUS=, the metrics,
+    # /readyz, the alerts and (through its record file) `xbot doctor`.
     if health.record_path is None:
         health.record_path = settings.data_dir / HEALTH_RECORD
     health.write_record()
@@ -248,7 +247,6 @@ async def build_services(
     mover = ChatMover(queue, chats, authority, clock)
 
     # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
-    telegram = TelegramView(health, requests or Reachability(time.time))
     chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
     canary = None
     if settings.canary_interval > 0:
@@ -266,8 +264,8 @@ async def build_services(
             queue=queue,
             chats=chats,
             chains=chains,
-            reachable=telegram.reachable,
-            down_since=telegram.down_since,
+            reachable=lambda: health.reachable,
+            down_since=lambda: health.down_since,
             ytdlp_version=versions.installed().ytdlp,
             data_dir=settings.data_dir,
             broken=canary.broken if canary is not None else dict,
@@ -305,7 +303,7 @@ async def build_services(
         telegram_budget=telegram_budget,
         on_finished=finished if hooks else None,
     )
-    health.add_listener(lambda reachable: workers.wake() if reachable else None)
+    health.add_listener(lambda sendable: workers.wake() if sendable else None)
     services = Services(
         settings=settings,
         pool=pool,
@@ -331,23 +329,6 @@ async def build_services(
     )
     services.attach(application)
     return services
-
-
-@attrs.frozen
-class TelegramView:
-    """Whether Telegram answers, for the metrics, /readyz and the alerts: the bot's hold
-    (`TelegramHealth`, moved by the sends) or, between sends, the last Bot API call of
-    any kind (getUpdates included: `Reachability`) that got no answer."""
-
-    health: TelegramHealth
-    requests: Reachability
-
-    def reachable(self) -> bool:
-        return self.health.reachable and self.requests.reachable
-
-    def down_since(self) -> float | None:
-        times = [t for t in (self.health.down_since, self.requests.down_since) if t is not None]
-        return min(times) if times else None
 
 
 def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
@@ -404,9 +385,12 @@ def add_handlers(application: AppType) -> None:
 async def on_error(update: object, context: XContext) -> None:
     """The one error handler: a log line, never a traceback to a user."""
     err = context.error
-    # A webhook update whose work could not be stored is answered 500 (sent again).
-    note_failure(err)
     chat = update.effective_chat.id if isinstance(update, Update) and update.effective_chat else ""
+    # An update whose work could not be stored comes again (a webhook's 500, or polling
+    # that does not confirm it): one line, no traceback; the database's state is no bug.
+    if note_failure(err):
+        log.warning("update not stored, it comes again %s", kv(chat=chat, error=err))
+        return
     log.error("handler failed %s", kv(chat=chat, error=type(err).__name__), exc_info=err)
 
 
@@ -435,25 +419,24 @@ async def sweep_once(services: Services) -> dict[str, int]:
     return done
 
 
-async def _sweep_loop(services: Services, every: float) -> None:
-    while True:
-        await asyncio.sleep(every)
-        try:
-            log.info("sweep %s", kv(**await sweep_once(services)))
-        except StoreError as exc:
-            log.warning("sweep failed %s", kv(error=exc))
+def sweeps(services: Services) -> Periodic:
+    """`sweep_once` every `SWEEP_EVERY` seconds, each one a log line of what it did."""
+
+    async def sweep() -> None:
+        log.info("sweep %s", kv(**await sweep_once(services)))
+
+    return Periodic("sweep", sweep, SWEEP_EVERY, logger=log)
 
 
-async def _watch_clock(services: Services, every: float) -> None:
+def clock_watch(services: Services) -> Periodic:
     """Compare the two clocks now and then: a step is logged and marked, never followed."""
     watch = StepWatch(services.line)
-    while True:
-        await asyncio.sleep(every)
+
+    async def look() -> None:
         if watch.check():
-            try:
-                await mark_time_line(services.pool, services.line)
-            except StoreError as exc:
-                log.warning("time line mark failed %s", kv(error=exc))
+            await mark_time_line(services.pool, services.line)
+
+    return Periodic("time line mark", look, CLOCK_CHECK_EVERY, logger=log)
 
 
 T = TypeVar("T")
@@ -513,7 +496,8 @@ class Bot:
         """`health`, `telegram_budget`, `read_timeout`: Telegram's hold, how long a link
         waits for Telegram, how long a call waits for an answer (tests scale them down)."""
         self.settings = settings
-        self.health = health
+        # Built before the first call of the start-up: every call's result is told to it.
+        self.health = health or TelegramHealth()
         self.telegram_budget = telegram_budget
         self.read_timeout = read_timeout
         self.webhook = webhook
@@ -527,13 +511,13 @@ class Bot:
         # (`metrics` overrides, for the benchmark's "on" without a scraper).
         counting = settings.metrics_addr is not None if metrics is None else metrics
         self.metrics = Metrics() if counting else None
-        self.reachability = Reachability(time.time)
         self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
         self.services: Services | None = None
-        self._sweeper: asyncio.Task[None] | None = None
-        self._clock_watch: asyncio.Task[None] | None = None
+        # The periodic loops (sweep, clock watch, alerts, canary): started with the bot,
+        # stopped together.
+        self._loops: list[Periodic] = []
         self._menus: asyncio.Task[None] | None = None
         self.on_waiting: Callable[[str], None] | None = None
         self.phase = STARTING
@@ -541,7 +525,7 @@ class Bot:
         self._lock = instance_lock(settings.data_dir)
 
     def _api_result(self, method: str, result: str, retry_after: float) -> None:
-        self.reachability.record(result)
+        self.health.observed(method, result)
         if self.metrics is not None:
             self.metrics.bot_api(method, result, retry_after)
 
@@ -638,7 +622,6 @@ class Bot:
                 telegram_budget=self.telegram_budget,
                 read_timeout=self.read_timeout,
                 metrics=self.metrics,
-                requests=self.reachability,
             )
         )
         self.services = services
@@ -648,8 +631,8 @@ class Bot:
         # The command menu is cosmetic: set in the background, never holding up polling.
         self._menus = asyncio.create_task(self._set_menus(), name="xbot-menus")
         services.workers.start()
-        self._sweeper = asyncio.create_task(_sweep_loop(services, SWEEP_EVERY))
-        self._clock_watch = asyncio.create_task(_watch_clock(services, CLOCK_CHECK_EVERY))
+        self._run(sweeps(services))
+        self._run(clock_watch(services))
         await self.application.start()
         if self.webhook is None:
             # getUpdates fails while a webhook is set (a former `--webhook` run).
@@ -709,15 +692,19 @@ class Bot:
         if self.metrics is not None:
             await self._start_telemetry(services, self.metrics)
         if services.alerts is not None:
-            services.alerts.start()
+            self._run(services.alerts.periodic())
         if services.canary is not None:
-            services.canary.start()
+            self._run(services.canary.periodic())
         return services
+
+    def _run(self, loop: Periodic) -> None:
+        loop.start()
+        self._loops.append(loop)
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
         chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
-        telegram = TelegramView(services.sender.health, self.reachability)
+        health = services.sender.health
         self.telemetry = Telemetry(
             metrics=metrics,
             queue=services.queue,
@@ -725,8 +712,8 @@ class Bot:
             cache=services.cache,
             db_path=self.settings.db_path,
             chains=chains,
-            reachable=telegram.reachable,
-            down_since=telegram.down_since,
+            reachable=lambda: health.reachable,
+            down_since=lambda: health.down_since,
             running=lambda: self.receiving,
             ytdlp_version=versions.installed().ytdlp,
             broken=services.canary.broken if services.canary is not None else dict,
@@ -791,20 +778,18 @@ class Bot:
             await self.listener.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()
-        if self.services is not None and self.services.alerts is not None:
-            await self.services.alerts.stop()
-        if self.services is not None and self.services.canary is not None:
-            await self.services.canary.stop()
+        for loop in self._loops:
+            await loop.stop()
+        self._loops.clear()
         if self.poller is not None:
             await self.poller.stop()
         if self.hook_listener is not None:
             await self.hook_listener.stop()  # the updates in progress are queued first
-        for task in (self._sweeper, self._menus, self._clock_watch):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._sweeper = self._menus = self._clock_watch = None
+        if self._menus is not None:
+            self._menus.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._menus
+            self._menus = None
         if self.services is not None:
             await self.services.workers.stop(STOP_GRACE)
         if app.running:

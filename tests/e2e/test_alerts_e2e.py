@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from conftest import WallClock as Shifted
 
-from xbot.sources.x.breaker import BreakerPolicy
-from xbot.sources.x.chain import SourceChain
+from xbot.sources.x import BreakerPolicy, SourceChain
 from xbot.standins.harness import Harness
 from xbot.tasks.alert_rules import Condition
 from xbot.tasks.callback_data import Action, CallbackData, encode

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from xbot.errors import TransientFetch
 from xbot.links import classify
-from xbot.sources.x import fxtwitter as x_api
+from xbot.sources.x import BLOCKED, DELETED, PRIVATE, SUSPENDED, WITHHELD
 from xbot.standins.fxapi import x_formats
 from xbot.standins.harness import Harness
 
@@ -144,8 +145,8 @@ async def test_tombstones_say_why(harness: Harness) -> None:
                   tombstone_message="This post is withheld in your country.")  # fmt: skip
     for post_id in ("1207", "1208", "1209", "1210", "1211"):
         await send_and_settle(h, f"https://x.com/a/status/{post_id}")
-    assert texts(h) == [x_api.SUSPENDED, x_api.BLOCKED, x_api.PRIVATE, x_api.DELETED,
-                        x_api.WITHHELD]  # fmt: skip
+    assert texts(h) == [SUSPENDED, BLOCKED, PRIVATE, DELETED,
+                        WITHHELD]  # fmt: skip
 
 
 async def test_upstream_unavailable_from_the_stand_in_is_x_not_answering(
@@ -155,7 +156,7 @@ async def test_upstream_unavailable_from_the_stand_in_is_x_not_answering(
     h.fx.add_post("1212", fault="503")
     link = classify("https://x.com/a/status/1212")
     assert link is not None
-    with pytest.raises(x_api.TransientFetch) as info:
+    with pytest.raises(TransientFetch) as info:
         await h.services.delivery.source.fetch(link)
     # Through the chain of sources: X's own sentence, whichever source said it.
     assert info.value.reason.startswith("X is not answering right now")

@@ -46,7 +46,7 @@ from xbot.media import netguard
 from xbot.media.download import download
 from xbot.sources import ytdlp_api as ytdlp
 from xbot.sources import ytdlp_options
-from xbot.sources.x.fxtwitter import expand_tco
+from xbot.sources.x import expand_tco
 from xbot.standins.botapi import BotApiServer
 from xbot.standins.fxapi import FxApiServer
 from xbot.standins.harness import Harness

@@ -81,6 +81,15 @@ async def _outage_then_recovery(
     h.api.set_outage(every, methods="all")  # now getUpdates fails too
     failures = health.hold.failures
     await eventually(lambda: health.hold.failures >= failures + 3, 10, "probes while all fails")
+    # One probe at a time, backing off: every call that met the outage but getUpdates
+    # was one the hold counted (none per task; no storm while getUpdates answers, and
+    # none ended the hold: its count never started again). A probe still out: the + 1.
+    into = [
+        c
+        for c in h.api.calls
+        if (c.description or "").startswith("outage:") and c.method != "getUpdates"
+    ]
+    assert len(into) <= health.hold.failures + 1, [c.method for c in into]
     back = time.monotonic()
     h.api.set_outage(None)
     return back
@@ -98,6 +107,8 @@ async def test_an_outage_costs_a_delay_never_a_link(
     h = await start_harness(
         pacer=True, bot_options={"health": health, "read_timeout": READ_TIMEOUT}
     )
+    sendable: list[float] = []  # when the hold ended, or its probe was brought forward
+    health.add_listener(lambda ok: sendable.append(time.monotonic()) if ok else None)
     back = await _outage_then_recovery(h, health, sends, every)
 
     await eventually(lambda: all(len(delivered(h, c)) == 2 for c in CHATS), 20, "the backlog")
@@ -111,6 +122,10 @@ async def test_an_outage_costs_a_delay_never_a_link(
     # for real) plus a worker's wake, far inside "about a minute" scaled down.
     assert first - back < 4 * PROBE_CAP + 1.0
     assert health.reachable
+    # Neither getUpdates' answers during the sends' outage nor anything else let sends
+    # go before Telegram was back.
+    assert sendable
+    assert min(sendable) >= back
     done = await h.services.queue.list(state="done", limit=100)
     assert {t.attempts for t in done if t.kind == "deliver"} == {1}  # no attempt burnt
     ambiguous = sum(t.ambiguous_sends for t in done)

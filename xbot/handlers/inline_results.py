@@ -45,7 +45,7 @@ from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.links import Link, bsky_post_url, classify, pixiv_work_url, x_status_url
 from xbot.media.models import MediaItem, Post
 from xbot.sending.caption import build_caption, build_text_reply
-from xbot.sources.x.fxtwitter import choose_variant
+from xbot.sources.x import choose_variant
 from xbot.storage.link_cache import CachedPost
 
 __all__ = [

@@ -50,8 +50,14 @@ def telegram_resends() -> bool:
     return _CURRENT.get() is not None
 
 
-def note_failure(error: BaseException | None) -> None:
-    """The error handler's part: a `StoreError` in a redeliverable update fails its request."""
+def note_failure(error: BaseException | None) -> bool:
+    """The error handler's part: a `StoreError` in a redeliverable update fails its request.
+
+    Returns True when it did: the update comes again, so this is no bug to trace.
+    """
     intake = _CURRENT.get()
-    if intake is not None and isinstance(error, StoreError) and intake.failure is None:
+    if intake is None or not isinstance(error, StoreError):
+        return False
+    if intake.failure is None:
         intake.failure = error
+    return True

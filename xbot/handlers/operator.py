@@ -16,7 +16,7 @@ from xbot.links import Link, classify
 from xbot.sending.telegram_health import TelegramHealth
 from xbot.services import XContext
 from xbot.sources import PostSource, SourceRouter
-from xbot.sources.x.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.storage.link_cache import entry_keys
 from xbot.storage.queue import Task
 from xbot.tasks.callback_data import Action, CallbackData, encode
@@ -74,13 +74,15 @@ async def cmd_stats(update: Update, context: XContext) -> None:
 
 
 def _telegram_line(health: TelegramHealth) -> str:
-    """Whether Telegram answers the bot, and since when it does not (all sends held)."""
+    """Whether Telegram answers the bot, and since when it does not (and whether every
+    send is held: a failed getUpdates alone holds nothing)."""
     if health.reachable or health.down_since is None:
         return f"Telegram: reachable ({health.outages} outages since the start)"
     since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(health.down_since))
+    held = ": every send held" if health.held_until is not None else ""
     return (
         f"Telegram: unreachable since {since} ({_age(time.time() - health.down_since)}; "
-        f"{health.last_error}): every send held"
+        f"{health.last_error}){held}"
     )
 
 

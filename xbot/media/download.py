@@ -78,7 +78,7 @@ def status_error(status: int) -> FetchError | None:
 
 
 def http_error(exc: httpx.HTTPError | httpx.InvalidURL, who: str = MEDIA_SERVER) -> FetchError:
-    """The one translation of httpx's exceptions into ours (x_api uses it too).
+    """The one translation of httpx's exceptions into ours (jsonget and t.co use it too).
 
     `who` names the other side in the sentence the user may read.
     """

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from xbot.logs import setup_logging
 from xbot.media.models import MediaItem, Variant
 from xbot.sending import video_choice
-from xbot.sources.x.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.standins.fxapi import X_LADDER, x_formats
 from xbot.standins.gallery_sites import MastodonServer, gallerydl_config
 from xbot.standins.harness import Harness

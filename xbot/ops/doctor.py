@@ -170,7 +170,7 @@ def check_x_sources(settings: Settings, *, timeout: float = 10.0) -> list[Findin
     """
     # Here: the sources load PTB, which an offline doctor never needs.
     from xbot.sources.canary import CanaryTarget, check
-    from xbot.sources.x.chain import PROBE_POST, probe, x_sources
+    from xbot.sources.x import PROBE_POST, probe, x_sources
 
     async def run() -> list[Finding]:
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:

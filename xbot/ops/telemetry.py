@@ -27,7 +27,7 @@ from xbot.errors import StoreError
 from xbot.logs import kv
 from xbot.metrics import Metrics, Readings
 from xbot.ops.listener import Answer, Route
-from xbot.sources.x.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.storage.db import DbPool
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import TaskQueue

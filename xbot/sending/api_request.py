@@ -7,7 +7,9 @@ and for a 429 the ``retry_after`` Telegram asked for. Nothing else changes:
 the inner request does the work and PTB raises what it always raised.
 
 Built once in `xbot.app`, for the requests of the bot and of getUpdates, so
-no sender, handler or poller needs to know it exists.
+no sender, handler or poller needs to know it exists. What it reports goes to the
+metrics and to Telegram's health (`TelegramHealth.observed`: the one owner of
+whether Telegram answers, which hears here the calls that go around its hold).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from typing import Any
 from telegram.error import NetworkError
 from telegram.request import BaseRequest, RequestData
 
-__all__ = ["CountingRequest", "ResultHook", "result_of"]
+__all__ = ["UNANSWERED", "CountingRequest", "ResultHook", "result_of"]
 
 # (method, result, retry_after seconds)
 ResultHook = Callable[[str, str, float], None]
+UNANSWERED = frozenset({"5xx", "network"})  # the results that are no answer from Telegram
 
 
 def result_of(status: int) -> str:
@@ -90,38 +93,3 @@ class CountingRequest(BaseRequest):
         result = result_of(status)
         self._on_result(name, result, _retry_after(payload) if result == "429" else 0.0)
         return status, payload
-
-
-Listener = Callable[[bool], None]
-
-
-class Reachability:
-    """Whether the Bot API answers, from the results `CountingRequest` reports.
-
-    The shape of `xbot.sending.telegram_health.TelegramHealth` (``reachable``,
-    ``down_since``, ``add_listener``), read from the calls the bot makes anyway:
-    no HTTP answer or a 5xx means unreachable; any other answer (a 429 and a 400
-    included) means Telegram is there.
-
-    Attributes:
-        reachable: the last call got an answer from Telegram.
-        down_since: wall-clock seconds of the first failure of the current outage.
-    """
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.reachable = True
-        self.down_since: float | None = None
-        self._clock = clock
-        self._listeners: list[Listener] = []
-
-    def add_listener(self, callback: Listener) -> None:
-        self._listeners.append(callback)
-
-    def record(self, result: str) -> None:
-        up = result not in ("5xx", "network")
-        if up == self.reachable:
-            return
-        self.reachable = up
-        self.down_since = None if up else self._clock()
-        for callback in list(self._listeners):
-            callback(up)

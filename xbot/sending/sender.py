@@ -14,6 +14,9 @@ notices, prompts, status messages, edits, deletes, chat actions, button and inli
 answers, chat look-ups) goes through a `Sender` method, so each is paced, held by a
 chat's 429 (`Pacer.hold`) and held by Telegram's unreachability
 (`xbot.sending.telegram_health`: refused at once while held, one probe at a time).
+Only getUpdates (`xbot.handlers.polling`) and the start-up's calls (getMe,
+deleteWebhook or setWebhook, setMyCommands: `xbot.app`) go around it; Telegram's
+health hears how those went all the same (`TelegramHealth.observed`).
 """
 
 from __future__ import annotations
@@ -202,7 +205,7 @@ def write_timeout_for(size: int) -> float:
 
 @attrs.define
 class Sender:
-    """Sends to one bot. Every Bot API call of the running bot goes through here.
+    """Sends to one bot: every Bot API call of the bot's work goes through here.
 
     Attributes:
         bot: the PTB bot.
@@ -230,19 +233,19 @@ class Sender:
         """Around one Bot API call: Telegram's hold first (`TelegramUnreachable(held=True)`
         while it stands, unless this call is the probe), and its bookkeeping after:
         any answer from Telegram, an error included, says it is there."""
-        self.health.admit()
-        try:
-            yield
-        except TelegramError as exc:
-            if isinstance(classify(exc), TelegramUnreachable):
-                self.health.failed(_short(exc))
-            else:
-                self.health.answered()
-            raise
-        except BaseException:
-            self.health.released()  # cancelled, or our own error: no word either way
-            raise
-        self.health.answered()
+        with self.health.admitted():
+            try:
+                yield
+            except TelegramError as exc:
+                if isinstance(classify(exc), TelegramUnreachable):
+                    self.health.failed(_short(exc))
+                else:
+                    self.health.answered()
+                raise
+            except BaseException:
+                self.health.released()  # cancelled, or our own error: no word either way
+                raise
+            self.health.answered()
 
     @contextlib.asynccontextmanager
     async def _line(self, chat_id: int) -> AsyncIterator[None]:
@@ -532,7 +535,7 @@ class Sender:
         """
         chat_id = dest.chat_id
         now = self.pacer.clock()
-        if self.pacer.held(chat_id, now) > 0 or not self.health.reachable:
+        if self.pacer.held(chat_id, now) > 0 or self.health.held_until is not None:
             return  # a courtesy is never Telegram's probe either
         out_since = self._out_since.get(chat_id)
         try:

@@ -30,23 +30,47 @@ nothing waiting in memory: no task, timer or coroutine waits in it, so a stop ha
 nothing of it to cancel. What is held is in the queue (tasks put back, handler
 replies queued as notices, `xbot.handlers.answers`), and survives a restart.
 
+Every other Bot API call (getUpdates, the start-up's getMe and deleteWebhook or
+setWebhook, setMyCommands) goes around the hold, and `observed` hears how each went
+(from `xbot.sending.api_request.CountingRequest`, which sees every call; the hold's
+own calls it leaves to the sender, whose classification is the table's). Such a
+call is not the sender's business, so it moves the hold neither way:
+
+- no answer to it (a 5xx, no HTTP answer) makes Telegram unreachable for the
+  readers below, from then until any call is answered, but starts no hold: an idle
+  bot whose getUpdates fails has nothing to hold, and a hold only its probe could
+  end would outlive the outage on a bot with nothing to send;
+- an answer to it ends no hold: Telegram's `send` outages (a 502 for every send
+  while getUpdates works, the stand-in's ``methods="send"``) answer getUpdates every
+  few seconds, and each answer ending the hold would let every worker send into the
+  outage, its backoff reset each time (a storm of sends, the hold flapping);
+- but an answer after such a call failed (getUpdates back after an outage of every
+  method) brings the next probe forward to now (`hastened`): the backlog need not
+  wait out the probe's backoff once the poller sees Telegram again. One early probe
+  per recovery of the calls around the hold, so no more than the poller itself asks.
+
+So "Telegram is reachable" (`TelegramHealth.reachable`) is: no hold, and no call
+around it failed since the last answer. The metrics' gauge, `/readyz`, the alerts,
+`/stats`, systemd's STATUS line and `xbot doctor`'s record all read that one fact.
+
 The arithmetic is pure functions of a `Hold` and ``now`` (a monotonic reading,
-passed in); `TelegramHealth` is the thin stateful shell the sender calls and
-the app, `/stats`, `xbot doctor` and the metrics read. `record_path`, when set,
-is a small JSON file written at each change of state, which `xbot doctor` reads
-from another process.
+passed in); `TelegramHealth` is the thin stateful shell the sender and
+`CountingRequest` move and everyone else reads. `record_path`, when set, is a small
+JSON file written at each change of the fact, which `xbot doctor` reads from
+another process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 import math
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +78,7 @@ import attrs
 
 from xbot.errors import TelegramUnreachable
 from xbot.logs import kv
+from xbot.sending.api_request import UNANSWERED
 from xbot.sending.bot_errors import NO_ANSWER
 
 __all__ = [
@@ -67,6 +92,7 @@ __all__ = [
     "admit",
     "answered",
     "failed",
+    "hastened",
     "probe_delay",
     "read_record",
     "released",
@@ -141,6 +167,14 @@ def answered(hold: Hold) -> Hold:
     return Hold()
 
 
+def hastened(hold: Hold, now: float) -> Hold:
+    """A call around the hold was answered after one failed: the next probe may go now
+    (unless one is out already). The failures stay: a probe that fails still backs off."""
+    if hold.reachable or hold.probing:
+        return hold
+    return attrs.evolve(hold, next_probe=min(hold.next_probe, now))
+
+
 def released(hold: Hold) -> Hold:
     """A probe ended without an answer either way (cancelled at a stop): the next may go."""
     return attrs.evolve(hold, probing=False)
@@ -188,14 +222,19 @@ def read_record(data_dir: Path) -> HealthRecord | None:
 
 
 Listener = Callable[[bool], None]
+# Set while a call the hold admitted is out (`TelegramHealth.admitted`): its result is the
+# sender's to give (`answered`/`failed`), so `observed` does not count it a second time.
+_ADMITTED: contextvars.ContextVar[bool] = contextvars.ContextVar("xbot_admitted", default=False)
 
 
 @attrs.define
 class TelegramHealth:
     """Telegram's reachability for the whole bot, and the hold while it is down.
 
-    Built once by the app; the sender alone moves it (`admit`, `answered`, `failed`,
-    `released` around every Bot API call); everyone else reads it.
+    Built once by the app (`xbot.app.Bot`, before the first call of the start-up);
+    the sender moves the hold (`admitted`, `answered`, `failed`, `released` around
+    each of its calls), `CountingRequest` tells it every call's result (`observed`);
+    everyone else reads it.
 
     Attributes:
         clock: monotonic seconds, for the hold's arithmetic.
@@ -213,13 +252,16 @@ class TelegramHealth:
     rng: random.Random = attrs.field(factory=random.Random)
     _hold: Hold = attrs.field(factory=Hold, init=False)
     _listeners: list[Listener] = attrs.field(factory=list, init=False)
+    # A call around the hold got no answer, and no call has been answered since.
+    _around_failed: bool = attrs.field(default=False, init=False)
     down_since: float | None = attrs.field(default=None, init=False)
     last_error: str | None = attrs.field(default=None, init=False)
     outages: int = attrs.field(default=0, init=False)
 
     @property
     def reachable(self) -> bool:
-        return self._hold.reachable
+        """Telegram answers: no hold, and no call around it failed since the last answer."""
+        return self._hold.reachable and not self._around_failed
 
     @property
     def held_until(self) -> float | None:
@@ -231,7 +273,8 @@ class TelegramHealth:
         return self._hold
 
     def add_listener(self, callback: Listener) -> None:
-        """`callback(reachable)` at each change of state (from the sender's call, sync)."""
+        """`callback(False)` when the hold starts, `callback(True)` when sends may go
+        again: the hold ended, or its probe was brought forward (sync, from the call)."""
         self._listeners.append(callback)
 
     def lease_wait(self) -> float:
@@ -252,22 +295,35 @@ class TelegramHealth:
             raise self._held(left)
         return was_held
 
+    @contextlib.contextmanager
+    def admitted(self) -> Iterator[bool]:
+        """Around one call through the hold: `admit` (raises if held; yields whether it
+        is the probe), and the call marked as the hold's, so `observed` leaves its
+        result to the caller's `answered`, `failed` or `released`."""
+        probe = self.admit()
+        token = _ADMITTED.set(True)
+        try:
+            yield probe
+        finally:
+            _ADMITTED.reset(token)
+
     def answered(self) -> None:
         """Telegram answered (a result, a 400, a 429...)."""
-        if self._hold.reachable:
-            return
-        down_for = self.clock() - (self._hold.down_at or self.clock())
-        self._hold = answered(self._hold)
-        since, self.down_since = self.down_since, None
-        log.info(
-            "telegram reachable again %s",
-            kv(down_for=f"{down_for:.1f}s", since=_iso(since), error=self.last_error),
-        )
-        self._changed(reachable=True)
+        was = self.reachable
+        self._around_failed = False  # an answer, whichever call it was
+        if not self._hold.reachable:
+            down_for = self.clock() - (self._hold.down_at or self.clock())
+            self._hold = answered(self._hold)
+            log.info(
+                "telegram reachable again %s",
+                kv(down_for=f"{down_for:.1f}s", since=_iso(self.down_since), error=self.last_error),
+            )
+            self._tell(sendable=True)
+        self._settle(was)
 
     def failed(self, error: str) -> None:
         """A call got no answer (a 5xx, refused, reset, timed out): hold, or probe later."""
-        was = self._hold.reachable
+        was, holding = self.reachable, not self._hold.reachable
         self.last_error = error
         self._hold = failed(
             self._hold,
@@ -276,16 +332,36 @@ class TelegramHealth:
             first=self.first_probe,
             cap=self.probe_cap,
         )
-        if was:
-            self.down_since = self.wall()
-            self.outages += 1
+        if holding:
+            log.debug("telegram probe failed %s", kv(error=error, failures=self._hold.failures))
+        else:
             log.warning(
                 "telegram unreachable, holding every send %s",
                 kv(error=error, probe_in=f"{self._hold.next_probe - self.clock():.1f}s"),
             )
-            self._changed(reachable=False)
-        else:
-            log.debug("telegram probe failed %s", kv(error=error, failures=self._hold.failures))
+            self._tell(sendable=False)
+        self._settle(was)
+
+    def observed(self, method: str, result: str) -> None:
+        """How a Bot API call went, as `CountingRequest` saw it (``ok``, ``429``, ``4xx``,
+        ``5xx``, ``network``). The hold's own calls are the sender's to tell: ignored.
+        Any other call moves only the fact, and brings a due probe forward when it is
+        answered after one failed (the module's docstring says why)."""
+        if _ADMITTED.get():
+            return
+        was = self.reachable
+        if result in UNANSWERED:
+            if self._hold.reachable:  # while held, the hold's own error says more
+                self.last_error = f"{method}: {'no answer' if result == 'network' else result}"
+            self._around_failed = True
+        elif self._around_failed:
+            self._around_failed = False
+            sooner = hastened(self._hold, self.clock())
+            if sooner != self._hold:
+                self._hold = sooner
+                log.info("telegram answers again, probing now %s", kv(call=method))
+                self._tell(sendable=True)
+        self._settle(was)
 
     def released(self) -> None:
         """A call was cancelled before Telegram's answer; if it was the probe, free it."""
@@ -301,11 +377,22 @@ class TelegramHealth:
         outage must not say "unreachable" for this one)."""
         self._write_record()
 
-    def _changed(self, *, reachable: bool) -> None:
+    def _settle(self, was: bool) -> None:
+        """After a move: if the fact changed, its start (or end), the count, the record."""
+        now = self.reachable
+        if now == was:
+            return
+        if now:
+            self.down_since = None
+        else:
+            self.down_since = self.wall()
+            self.outages += 1
         self._write_record()
+
+    def _tell(self, *, sendable: bool) -> None:
         for callback in list(self._listeners):
             try:
-                callback(reachable)
+                callback(sendable)
             except Exception as exc:  # noqa: BLE001 - a reader's bug must not stop the sender
                 log.warning("telegram health listener failed %s", kv(error=type(exc).__name__))
 

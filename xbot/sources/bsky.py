@@ -6,7 +6,7 @@
 `FetchError` and its subclasses. Images (``app.bsky.embed.images#view``) keep
 their order. A quote (``app.bsky.embed.record#view``, or
 ``recordWithMedia#view`` when the post has media of its own) is the post's
-`Post.quote`, and its media follow the X rule (`x_api.with_quote_media`): the
+`Post.quote`, and its media follow the X rule (`xbot.sources.x.with_quote_media`): the
 quoted post's media when the post has none, after its own only when all of
 them fit one album. The caption names both authors and links both posts. An
 external link card's thumbnail is not media.
@@ -49,7 +49,7 @@ from xbot.sources.jsonget import (
     text,
     web_url,
 )
-from xbot.sources.x.fxtwitter import with_quote_media
+from xbot.sources.x import with_quote_media
 
 MALFORMED = N_("Bluesky sent an answer I could not read.")
 DELETED = N_("This Bluesky post was deleted or does not exist.")

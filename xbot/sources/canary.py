@@ -13,8 +13,8 @@ its real parser, and nothing is sent. The answer is one of:
 - ``gone``: the canary post itself is deleted or private (pick another one:
   ``XBOT_CANARY_POSTS``); neither broken nor down.
 
-`verdict` is the pure part; `Canary` the loop. Off unless
-``XBOT_CANARY_INTERVAL_S`` is set.
+`verdict` is the pure part; `Canary` a round of checks and its period (the app
+runs `Canary.periodic`). Off unless ``XBOT_CANARY_INTERVAL_S`` is set.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.logs import kv
 from xbot.media.models import Post
+from xbot.periodic import Periodic
 from xbot.sources.base import PostSource
 
 __all__ = ["RESULTS", "Canary", "CanaryTarget", "check", "verdict"]
@@ -94,7 +95,6 @@ class Canary:
     on_result: Callable[[str, str], None] | None = None
     results: dict[str, tuple[str, str, float]] = attrs.field(factory=dict, init=False)
     rounds: int = attrs.field(default=0, init=False)  # rounds done (tests wait on it)
-    _task: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     def broken(self) -> dict[str, bool]:
         """source -> its last answer had a changed shape."""
@@ -117,16 +117,7 @@ class Canary:
                 self.on_result(name, result)
         self.rounds += 1
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            await self.run_once()
-            await asyncio.sleep(self.interval)
+    def periodic(self) -> Periodic:
+        """A round at once, then one every `interval` seconds; a round that fails is
+        logged and the next one comes all the same."""
+        return Periodic("canary", self.run_once, self.interval, at_once=True, logger=log)

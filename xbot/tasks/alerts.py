@@ -29,12 +29,12 @@ from pathlib import Path
 import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from xbot.errors import StoreError
 from xbot.i18n import N_, translator
 from xbot.logs import kv
+from xbot.periodic import Periodic
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
-from xbot.sources.x.chain import SourceChain
+from xbot.sources.x import SourceChain
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.tasks.alert_rules import RULES, Condition, Phase, Watch, step
@@ -177,7 +177,6 @@ class AlertWatch:
         factory=lambda: collections.deque(maxlen=10_000), init=False
     )
     _telegram_down: float | None = attrs.field(default=None, init=False)
-    _task: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
     # -- what the worker says ----------------------------------------------------------
 
@@ -192,22 +191,10 @@ class AlertWatch:
 
     # -- the loop ----------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.every)
-            try:
-                await self.check()
-            except StoreError as exc:
-                log.warning("alert check failed %s", kv(error=exc))
+    def periodic(self) -> Periodic:
+        """A look every `every` seconds (the first after one wait); one that fails is
+        logged and the next one comes all the same."""
+        return Periodic("alert check", self.check, self.every, logger=log)
 
     async def check(self) -> int:
         """Look once; queue what the rules say. Returns how many alerts were queued."""

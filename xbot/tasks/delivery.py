@@ -62,8 +62,7 @@ from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind, SentItem
 from xbot.sources import PostSource, other_route
 from xbot.sources.gallerydl_dump import gallery_key
-from xbot.sources.x.chain import DOWN
-from xbot.sources.x.fxtwitter import card_link, expand_tco
+from xbot.sources.x import DOWN, card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
 from xbot.storage.state import ChatSettings, ChatStore
 from xbot.tasks.outbox import Outbox

@@ -54,7 +54,8 @@ from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.sources.base import PostSource
 from xbot.sources.x.breaker import BreakerPolicy, SourceHealth, Verdict
-from xbot.sources.x.fxtwitter import DELETED, XApi, XApiSource
+from xbot.sources.x.fxtwitter import XApi, XApiSource
+from xbot.sources.x.status import DELETED
 from xbot.sources.x.syndication import Syndication
 from xbot.sources.x.vxtwitter import VxApi
 

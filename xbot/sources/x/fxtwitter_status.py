@@ -4,10 +4,11 @@
 or v2 ``{"code", "status"}``, tombstones with their reasons, legacy ``variants``,
 quotes, polls, community notes, articles, cards, alt text) and raises nothing but
 `FetchError` and its subclasses. The reasons it gives (``DELETED``, ``PRIVATE``,
-…) are the sentences every X source answers with. The payload shapes, and where
-each comes from, are the fixtures in ``tests/data/x/``. The client that fetches
-the answer is `xbot.sources.x.fxtwitter.XApi`; the other X sources (`vx_api`, `syndication`)
-answer with the same reasons and check ids and handles with the same patterns.
+…) are `xbot.sources.x.status`'s, the sentences every X source answers with; the
+ones here (``MALFORMED``, ``API_TROUBLE``, ``NOT_ANSWERING``) are this API's own.
+The payload shapes, and where each comes from, are the fixtures in
+``tests/data/x/``. The client that fetches the answer is
+`xbot.sources.x.fxtwitter.XApi`.
 """
 
 from __future__ import annotations
@@ -15,13 +16,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, TypeVar
-
-import attrs
+from typing import Any
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.i18n import N_
-from xbot.links import x_status_url
 from xbot.media.models import MediaItem, MediaKind, Poll, PollChoice, Post, Variant
 from xbot.sending.video_choice import container_from_url
 from xbot.sources.jsonget import count as _int
@@ -29,19 +27,23 @@ from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
 from xbot.sources.x.fxtwitter_article import article_body
+from xbot.sources.x.status import (
+    AGE_GATED,
+    BLOCKED,
+    DELETED,
+    HANDLE,
+    MIME_CONTAINERS,
+    POST_ID,
+    PRIVATE,
+    SUSPENDED,
+    UNAVAILABLE,
+    WITHHELD,
+    album_kinds,
+    canonical_url,
+    with_quote_media,
+)
 
 MALFORMED = N_("The X API sent an answer I could not read.")
-PRIVATE = N_("This post is private: only its author's approved followers can see it.")
-PROTECTED = PRIVATE  # X's word for an account whose posts only approved followers see
-DELETED = N_("This post was deleted or does not exist.")
-SUSPENDED = N_("The account that posted this is suspended.")
-WITHHELD = N_("X withholds this post in the country I fetch from, so I cannot see it.")
-AGE_GATED = N_(
-    "X shows this post only to signed-in adults (age-restricted or sensitive content), "
-    "so I cannot fetch it."
-)
-BLOCKED = N_("The author of this post does not let me see it.")
-UNAVAILABLE = N_("This post is unavailable.")
 API_TROUBLE = N_("The X API is having trouble; I will try again.")
 NOT_ANSWERING = N_("X is not answering right now; I will try again.")
 
@@ -83,18 +85,8 @@ _V1_MESSAGES = {
     "AGE_RESTRICTED": AGE_GATED,
     "NSFW": AGE_GATED,
 }
-HANDLE = re.compile(r"[A-Za-z0-9_]{1,50}")
-POST_ID = re.compile(r"[0-9]{1,25}")
 _HEVC = frozenset({"hevc", "h265", "hvc1", "hev1"})
-MIME_CONTAINERS = {
-    "video/mp4": "mp4",
-    "video/webm": "webm",
-    "video/quicktime": "mov",
-    "application/x-mpegurl": "m3u8",
-    "application/vnd.apple.mpegurl": "m3u8",
-}
 _MAX_INT = 2**63
-MAX_ALBUM = 10  # sendMediaGroup's upper bound (xbot.sending.albums.MAX_GROUP)
 
 
 # -- reading loose JSON ---------------------------------------------------------
@@ -281,42 +273,6 @@ def _article(status: Mapping[str, Any]) -> tuple[str, MediaItem | None]:
     return title, image
 
 
-_Item = TypeVar("_Item")
-
-
-def with_quote_media(
-    own: tuple[_Item, ...], quoted: tuple[_Item, ...]
-) -> tuple[tuple[_Item, ...], int | None]:
-    """The media a post with a quote is answered with, and how many are its own.
-
-    The one owner of the rule for every site (Bluesky's items may still be
-    videos whose file is to be located, hence the type variable).
-
-    - No media of its own: the quoted post's media (own count 0).
-    - Its own media first; the quoted post's follow only when all of them
-      fit in one album (`MAX_ALBUM` items), so a quote never adds a send.
-    - Otherwise its own media alone (own count None: all of them are its own).
-    """
-    if not quoted:
-        return own, None
-    if not own:
-        return quoted, 0
-    if len(own) + len(quoted) <= MAX_ALBUM:
-        return own + quoted, len(own)
-    return own, None
-
-
-def album_kinds(media: tuple[MediaItem, ...]) -> tuple[MediaItem, ...]:
-    """A GIF among other items becomes a video: Telegram's albums take no animations.
-
-    Alone it stays a GIF (sendAnimation). X's GIFs are silent mp4s, which an
-    album shows as videos; post order is kept either way.
-    """
-    if len(media) < 2:
-        return media
-    return tuple(attrs.evolve(m, kind="video") if m.kind == "gif" else m for m in media)
-
-
 def _code_error(code: int, message: object = None) -> FetchError:
     text = _str(message)
     if code == 503 or text.upper() == "UPSTREAM_UNAVAILABLE":
@@ -354,10 +310,6 @@ def _tombstone(raw: Mapping[str, Any]) -> PostUnavailable:
 
 def _is_tombstone(value: object) -> bool:
     return isinstance(value, dict) and value.get("type") == "tombstone"
-
-
-def canonical_url(post_id: str, handle: str) -> str:
-    return x_status_url(post_id, handle)
 
 
 def _author(status: Mapping[str, Any]) -> tuple[str, str]:

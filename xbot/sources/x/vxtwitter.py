@@ -32,24 +32,12 @@ from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x.fallback import get_fallback_json
-from xbot.sources.x.fxtwitter import DELETED, post_id_of, status_url, with_quote_media
-from xbot.sources.x.fxtwitter_status import HANDLE, POST_ID, canonical_url
+from xbot.sources.x.fallback import get_fallback_json, orig_photo, with_alt_text, with_quote, x_post
+from xbot.sources.x.status import DELETED, POST_ID, post_id_of, status_url
 
 NAME = "vxtwitter"
 MALFORMED = N_("The vxtwitter API sent an answer I could not read.")
 _KINDS: dict[str, MediaKind] = {"image": "photo", "photo": "photo", "video": "video", "gif": "gif"}
-
-
-def orig_photo(url: str) -> str:
-    """X's photo URL at its original size, as fxtwitter gives it.
-
-    BetterTwitFix does the same before embedding (``?name=orig`` on a bare
-    pbs.twimg.com URL), so the link cache keeps one spelling per photo.
-    """
-    if url.startswith("https://pbs.twimg.com/media/") and "?" not in url:
-        return f"{url}?name=orig"
-    return url
 
 
 def _item(raw: Mapping[str, Any]) -> MediaItem | None:
@@ -73,47 +61,6 @@ def _item(raw: Mapping[str, Any]) -> MediaItem | None:
         height=height,
         duration=millis / 1000 if millis else None,
         thumbnail_url=_http_url(raw.get("thumbnail_url")) or None,
-    )
-
-
-def with_quote(post: Post, quote: Post | None) -> Post:
-    """The post with the post it quotes, joined by the fxtwitter parser's rule for the
-    quoted post's media (`x_api.with_quote_media`: the post's own media first, the
-    quote's only when all fit one album); the quote's sensitivity counts when its
-    media does."""
-    if quote is None:
-        return post
-    media, own = with_quote_media(post.media, quote.media)
-    sensitive = post.sensitive or (own is not None and quote.sensitive)
-    return attrs.evolve(post, quote=quote, media=media, own_media=own, sensitive=sensitive)
-
-
-def with_alt_text(item: MediaItem, text: str) -> MediaItem:
-    """A photo with its description."""
-    return attrs.evolve(item, alt_text=text) if text else item
-
-
-def x_post(
-    data: Mapping[str, Any],
-    *,
-    post_id: str,
-    handle: str,
-    author_name: str,
-    text: str,
-    media: tuple[MediaItem, ...],
-) -> Post:
-    """The `Post` an X fallback's answer `data` becomes, keyed and linked by the id the
-    user linked (as `x_api.parse_status` does); a handle that is no handle is dropped."""
-    handle = handle if HANDLE.fullmatch(handle) else ""
-    return Post(
-        key=f"x:{post_id}",
-        url=canonical_url(post_id, handle),
-        author_name=author_name,
-        author_handle=handle,
-        text=text,
-        media=media,
-        sensitive=data.get("possibly_sensitive") is True,
-        source="x",
     )
 
 
