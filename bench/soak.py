@@ -22,7 +22,7 @@ dozens of chats while the scenarios misbehave on a timeline drawn from
   announced and (not with ``--fast``) stalls mid-download;
 - ``fxapi``: the fxtwitter API answering garbage, HTML, a huge body, 503 and (not
   with ``--fast``) hanging, once per post. With fxtwitter the only X source, all
-  but the huge body are the source being down (xbot.sources.x.chain): the link
+  but the huge body are the source being down (xbot.sources.x): the link
   waits the outage out and gets its media, after at most one sentence saying X
   is not answering. A huge body is junk for this post: one sentence (the
   dead-letter notice);
@@ -91,7 +91,7 @@ SCENARIOS = (
 NOTICE = "Sorry, I could not deliver"
 # The handler's answer when the database stays locked or full (xbot.handlers.messages).
 STORE_REFUSAL = "my storage is busy or full"
-# The one sentence of the outage path: every X source down (xbot.sources.x.chain.DOWN).
+# The one sentence of the outage path: every X source down (xbot.sources.x.DOWN).
 SOURCE_DOWN = "X is not answering"
 MEDIA_METHODS = frozenset(
     {"sendPhoto", "sendVideo", "sendAnimation", "sendDocument", "sendMediaGroup"}

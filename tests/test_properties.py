@@ -47,8 +47,7 @@ from xbot.media.models import Post
 from xbot.sending.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build_text_reply
 from xbot.sending.destination import Destination
 from xbot.sending.sent import SentItem
-from xbot.sources.x import XApi
-from xbot.sources.x.fxtwitter_status import parse_status
+from xbot.sources.x import XApi, parse_status
 from xbot.standins._tgtext import EntityParseError, rendered_text, utf16_len
 from xbot.tasks import callback_data
 from xbot.tasks.payloads import DeliverPayload, SentStep, payload_identity

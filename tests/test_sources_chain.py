@@ -11,17 +11,19 @@ import pytest
 from xbot.errors import AllSourcesDown, FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import Post
-from xbot.sources.x import DELETED, PRIVATE
-from xbot.sources.x.breaker import (
+from xbot.sources.x import (
+    DELETED,
+    PRIVATE,
     BreakerPolicy,
     BreakerState,
+    SourceChain,
     SourceHealth,
     Verdict,
     admit,
     failed,
+    snowflake_time,
     succeeded,
 )
-from xbot.sources.x.chain import SourceChain, snowflake_time
 from xbot.tasks.backoff import compute_outage_delay
 
 POLICY = BreakerPolicy(threshold=3, window=60.0, cool_down=30.0, max_cool_down=120.0)
@@ -255,7 +257,7 @@ async def test_a_source_comes_back_after_its_cool_down() -> None:
 async def test_the_breaker_logs_once_when_it_opens(caplog: pytest.LogCaptureFixture) -> None:
     fx, vx = Fake("fx", TransientFetch("down")), Fake("vx")
     chain = _chain(fx, vx)
-    with caplog.at_level(logging.INFO, logger="xbot.sources.x.chain"):
+    with caplog.at_level(logging.INFO, logger="xbot.sources.x"):
         for _ in range(8):
             await chain.fetch(_link())
     lines = [r.getMessage() for r in caplog.records]

@@ -18,11 +18,19 @@ import pytest
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.media.models import Post
-from xbot.sources.x import DELETED, UNAVAILABLE, Syndication, VxApi, choose_variant
-from xbot.sources.x.fallback import orig_photo
-from xbot.sources.x.fxtwitter_status import parse_status
-from xbot.sources.x.syndication import js_radix36, parse_syndication, token
-from xbot.sources.x.vxtwitter import parse_vx
+from xbot.sources.x import (
+    DELETED,
+    UNAVAILABLE,
+    Syndication,
+    VxApi,
+    choose_variant,
+    js_radix36,
+    orig_photo,
+    parse_status,
+    parse_syndication,
+    parse_vx,
+    token,
+)
 
 DATA = Path(__file__).parent / "data"
 URL_LIMIT = 20 * 1024 * 1024

@@ -15,9 +15,12 @@ from hypothesis import strategies as st
 from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.sending import video_choice
+from xbot.sources import x
 from xbot.sources.x import (
     AGE_GATED,
     DELETED,
+    MALFORMED,
+    NOT_ANSWERING,
     PRIVATE,
     SUSPENDED,
     WITHHELD,
@@ -25,11 +28,9 @@ from xbot.sources.x import (
     card_link,
     choose_variant,
     expand_tco,
-    fxtwitter_status,
-    status,
+    parse_status,
     with_quote_media,
 )
-from xbot.sources.x.fxtwitter_status import MALFORMED, NOT_ANSWERING, parse_status
 
 DATA = Path(__file__).parent / "data"
 MB = 1024 * 1024
@@ -40,8 +41,9 @@ def load(name: str) -> Any:
 
 
 def named_reason(name: str) -> str:
-    """A reason by its constant's name: one every X source gives, or the fxtwitter API's own."""
-    return getattr(status, name) if hasattr(status, name) else getattr(fxtwitter_status, name)
+    """A reason by its constant's name (``DELETED``), as the package exports it."""
+    reason: str = getattr(x, name)
+    return reason
 
 
 # -- parse_status over files ---------------------------------------------------------

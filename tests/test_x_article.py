@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from xbot.media.models import RichText, TextSpan
-from xbot.sources.x.fxtwitter_article import article_body
+from xbot.sources.x import article_body
 
 
 def block(kind: str, text: str, styles: Any = (), entities: Any = ()) -> dict[str, Any]:

@@ -17,7 +17,7 @@ Everything above those modules speaks only this tree.
     │   ├── TooLarge             the file is over the upload limit
     │   ├── BlockedAddress       the target is loopback/private/link-local (SSRF guard)
     │   └── TransientFetch       timeouts, 5xx, resets: worth retrying
-    │       └── AllSourcesDown   every X source failed or is skipped (xbot.sources.x.chain)
+    │       └── AllSourcesDown   every X source failed or is skipped (xbot.sources.x)
     ├── SendError                Telegram refused something we sent (telegram.error translated)
     │   ├── UrlNotFetched        Telegram could not fetch a media URL: upload it instead
     │   ├── StaleFileId          a cached file_id was refused: invalidate and fetch afresh

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from conftest import WallClock as Shifted
 
-from xbot.sources.x import DELETED, DOWN, SourceChain
-from xbot.sources.x.syndication import token
+from xbot.sources.x import DELETED, DOWN, SourceChain, token
 from xbot.standins.harness import Harness
 
 CHAT = 701

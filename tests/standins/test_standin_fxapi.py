@@ -12,8 +12,7 @@ import httpx
 import pytest
 
 from xbot.errors import PostUnavailable
-from xbot.sources.x import choose_variant
-from xbot.sources.x.fxtwitter_status import parse_status
+from xbot.sources.x import choose_variant, parse_status
 from xbot.standins.fxapi import FxApiServer, build_status
 
 DATA = Path(__file__).parent.parent / "data"

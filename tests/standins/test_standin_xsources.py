@@ -8,10 +8,16 @@ import pytest
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
-from xbot.sources.x import Syndication, VxApi, XApi, XApiSource
-from xbot.sources.x.fxtwitter_status import parse_status
-from xbot.sources.x.syndication import parse_syndication, token
-from xbot.sources.x.vxtwitter import parse_vx
+from xbot.sources.x import (
+    Syndication,
+    VxApi,
+    XApi,
+    XApiSource,
+    parse_status,
+    parse_syndication,
+    parse_vx,
+    token,
+)
 from xbot.standins._outage import OUTAGES, Outages
 from xbot.standins.fxapi import FxApiServer
 from xbot.standins.syndication import SyndicationServer

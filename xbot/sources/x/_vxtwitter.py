@@ -32,8 +32,14 @@ from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x.fallback import get_fallback_json, orig_photo, with_alt_text, with_quote, x_post
-from xbot.sources.x.status import DELETED, POST_ID, post_id_of, status_url
+from xbot.sources.x._fallback import (
+    get_fallback_json,
+    orig_photo,
+    with_alt_text,
+    with_quote,
+    x_post,
+)
+from xbot.sources.x._status import DELETED, POST_ID, post_id_of, status_url
 
 NAME = "vxtwitter"
 MALFORMED = N_("The vxtwitter API sent an answer I could not read.")

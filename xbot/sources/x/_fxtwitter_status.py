@@ -4,11 +4,11 @@
 or v2 ``{"code", "status"}``, tombstones with their reasons, legacy ``variants``,
 quotes, polls, community notes, articles, cards, alt text) and raises nothing but
 `FetchError` and its subclasses. The reasons it gives (``DELETED``, ``PRIVATE``,
-…) are `xbot.sources.x.status`'s, the sentences every X source answers with; the
+…) are `xbot.sources.x._status`'s, the sentences every X source answers with; the
 ones here (``MALFORMED``, ``API_TROUBLE``, ``NOT_ANSWERING``) are this API's own.
 The payload shapes, and where each comes from, are the fixtures in
 ``tests/data/x/``. The client that fetches the answer is
-`xbot.sources.x.fxtwitter.XApi`.
+`xbot.sources.x._fxtwitter.XApi`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from xbot.sources.jsonget import count as _int
 from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x.fxtwitter_article import article_body
-from xbot.sources.x.status import (
+from xbot.sources.x._fxtwitter_article import article_body
+from xbot.sources.x._status import (
     AGE_GATED,
     BLOCKED,
     DELETED,

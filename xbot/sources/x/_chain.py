@@ -53,18 +53,18 @@ from xbot.links import Link
 from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.sources.base import PostSource
-from xbot.sources.x.breaker import BreakerPolicy, SourceHealth, Verdict
-from xbot.sources.x.fxtwitter import XApi, XApiSource
-from xbot.sources.x.status import DELETED
-from xbot.sources.x.syndication import Syndication
-from xbot.sources.x.vxtwitter import VxApi
+from xbot.sources.x._breaker import BreakerPolicy, SourceHealth, Verdict
+from xbot.sources.x._fxtwitter import XApi, XApiSource
+from xbot.sources.x._status import DELETED
+from xbot.sources.x._syndication import Syndication
+from xbot.sources.x._vxtwitter import VxApi
 
 if TYPE_CHECKING:
     import httpx
 
     from xbot.config import Settings
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("xbot.sources.x")
 
 TWITTER_EPOCH_MS = 1288834974657
 DOWN = N_("X is not answering right now; I will send this when it is back.")

@@ -26,7 +26,7 @@ from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.i18n import N_, reason_template
 from xbot.media.models import MediaItem, Post
 from xbot.sources.jsonget import USER_AGENT, JsonAnswer, get_json
-from xbot.sources.x.status import DELETED, HANDLE, canonical_url, with_quote_media
+from xbot.sources.x._status import DELETED, HANDLE, canonical_url, with_quote_media
 
 _HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
 _MAX_BODY = 2 * 1024 * 1024

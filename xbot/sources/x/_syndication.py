@@ -34,8 +34,14 @@ from xbot.sources.jsonget import objs as _dicts
 from xbot.sources.jsonget import source_timeout
 from xbot.sources.jsonget import text as _str
 from xbot.sources.jsonget import web_url as _http_url
-from xbot.sources.x.fallback import get_fallback_json, orig_photo, with_alt_text, with_quote, x_post
-from xbot.sources.x.status import MIME_CONTAINERS, POST_ID, UNAVAILABLE, post_id_of
+from xbot.sources.x._fallback import (
+    get_fallback_json,
+    orig_photo,
+    with_alt_text,
+    with_quote,
+    x_post,
+)
+from xbot.sources.x._status import MIME_CONTAINERS, POST_ID, UNAVAILABLE, post_id_of
 
 NAME = "syndication"
 MALFORMED = N_("X's embed service sent an answer I could not read.")

@@ -1,7 +1,7 @@
 """X posts through an fxtwitter-compatible JSON API: the client and its `PostSource`.
 
 `XApi` is the thin shell that does the HTTP; what it reads out of an answer is
-`xbot.sources.x.fxtwitter_status.parse_status` (pure). The API's base URL is the
+`xbot.sources.x._fxtwitter_status.parse_status` (pure). The API's base URL is the
 operator's ``XBOT_X_API_URL``: trusted as configured, so its client does not go
 through the SSRF guard. The media URLs it returns are untrusted and are
 downloaded through the guarded client.
@@ -20,8 +20,8 @@ from xbot.i18n import N_
 from xbot.links import Link
 from xbot.media.models import Post
 from xbot.sources.jsonget import USER_AGENT, get_json, source_timeout
-from xbot.sources.x.fxtwitter_status import API_TROUBLE, MALFORMED, NOT_ANSWERING, parse_status
-from xbot.sources.x.status import DELETED, PRIVATE, post_id_of, status_url
+from xbot.sources.x._fxtwitter_status import API_TROUBLE, MALFORMED, NOT_ANSWERING, parse_status
+from xbot.sources.x._status import DELETED, PRIVATE, post_id_of, status_url
 
 __all__ = ["XApi", "XApiSource"]
 
