@@ -12,6 +12,7 @@ import asyncio
 import random
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ async def test_six_sigkills_while_a_two_album_post_is_in_flight_lose_nothing(
         stage.fx.add_post(str(chat), text="quick", photos=[photo])
 
     in_flight_at_kills = 0
+    kills: list[float] = []
     proc = await start(stage)
     try:
         stage.api.user_message(CHAT, f"https://x.com/a/status/{POST}")
@@ -117,6 +119,7 @@ async def test_six_sigkills_while_a_two_album_post_is_in_flight_lose_nothing(
             assert state_of(stage, POST) != "dead", f"killed by the crash loop: {task_rows(stage)}"
             await asyncio.sleep(rng.uniform(0.05, 1.5))
             in_flight_at_kills += state_of(stage, POST) == "running"
+            kills.append(time.monotonic())  # the stand-in's clock: Call.at
             kill(proc)
             proc = await start(stage)
         await wait_until(lambda: state_of(stage, POST) in ("done", "dead"), 60, "the post done")
@@ -133,7 +136,16 @@ async def test_six_sigkills_while_a_two_album_post_is_in_flight_lose_nothing(
     assert state_of(stage, POST) == "done", f"the post died: {task_rows(stage)}"
     albums = album_items(stage, CHAT)
     assert (len(albums), sum(albums)) == (2, 12), f"the post arrives complete, once: {albums}"
-    assert all(_singles(stage, c) == 1 for c in OTHER_CHATS), "every other link, once"
+    # Every other link once; twice only where a kill fell between Telegram's confirmation
+    # and the bot's record of it (at least once: a busy machine keeps those links in
+    # flight at the first kill), and then its lease was lost to that kill.
+    lost = {row[2]: row[4] for row in task_rows(stage) if row[1] == "deliver"}
+    for chat in OTHER_CHATS:
+        sent = [c.at for c in stage.api.calls_for("sendPhoto", chat) if c.status == 200]
+        assert 1 <= len(sent) <= 2, f"chat {chat}: sent {len(sent)} times"
+        if len(sent) == 2:
+            assert any(0 <= k - sent[0] < 2.0 for k in kills), f"chat {chat}: twice, not at a kill"
+            assert lost[chat] >= 1, f"chat {chat}: twice, with no lease lost"
     assert not stage.api.calls_for("sendMessage", CHAT), "no dead-letter notice"
     assert "Traceback" not in stage.log()
 
