@@ -353,3 +353,34 @@ def test_a_hold_over_a_failure_around_it_is_one_outage() -> None:
     assert health.last_error == "NetworkError: Bad Gateway (502)"
     health.observed("getUpdates", "network")  # while held, the hold's error says more
     assert health.last_error == "NetworkError: Bad Gateway (502)"
+
+
+def test_only_the_failed_methods_own_answer_brings_the_probe_forward() -> None:
+    """The soak's `tgdown`: in a `send` outage the start-up's setMyCommands fails while
+    getUpdates answers. getUpdates' answers say nothing of setMyCommands: no early
+    probe at each retry (a storm), and the fact does not flap either."""
+    clock = Clock()
+    health = TelegramHealth(clock=clock, rng=random.Random(4))
+    told: list[bool] = []
+    health.add_listener(told.append)
+    health.failed("NetworkError: Bad Gateway (502)")  # the backlog's first send
+    for _ in range(4):
+        health.observed("setMyCommands", "5xx")
+        held = health.hold
+        health.observed("getUpdates", "ok")
+        assert health.hold == held
+    assert told == [False]
+    health.observed("setMyCommands", "ok")  # its own answer: the sends' side may be back
+    assert health.lease_wait() == 0.0
+    assert told == [False, True]
+    health.answered()  # the probe
+    assert health.reachable
+
+    idle = TelegramHealth(clock=clock)  # nothing to send: no hold, the fact alone
+    idle.observed("setMyCommands", "5xx")
+    for _ in range(3):
+        idle.observed("getUpdates", "ok")
+        assert not idle.reachable
+    idle.observed("setMyCommands", "ok")
+    assert idle.reachable
+    assert idle.outages == 1

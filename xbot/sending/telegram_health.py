@@ -37,20 +37,24 @@ own calls it leaves to the sender, whose classification is the table's). Such a
 call is not the sender's business, so it moves the hold neither way:
 
 - no answer to it (a 5xx, no HTTP answer) makes Telegram unreachable for the
-  readers below, from then until any call is answered, but starts no hold: an idle
-  bot whose getUpdates fails has nothing to hold, and a hold only its probe could
-  end would outlive the outage on a bot with nothing to send;
+  readers below, until that method is answered again or a call through the hold is,
+  but starts no hold: an idle bot whose getUpdates fails has nothing to hold, and a
+  hold only its probe could end would outlive the outage on a bot with nothing to
+  send;
 - an answer to it ends no hold: Telegram's `send` outages (a 502 for every send
   while getUpdates works, the stand-in's ``methods="send"``) answer getUpdates every
   few seconds, and each answer ending the hold would let every worker send into the
   outage, its backoff reset each time (a storm of sends, the hold flapping);
-- but an answer after such a call failed (getUpdates back after an outage of every
-  method) brings the next probe forward to now (`hastened`): the backlog need not
-  wait out the probe's backoff once the poller sees Telegram again. One early probe
-  per recovery of the calls around the hold, so no more than the poller itself asks.
+- but the answer of a method whose last call failed (getUpdates back after an
+  outage of every method) brings the next probe forward to now (`hastened`): the
+  backlog need not wait out the probe's backoff once the poller sees Telegram again.
+  Only that method's own answer counts: in a `send` outage setMyCommands fails while
+  getUpdates answers, and an answer of one after a failure of the other said nothing
+  (the soak's `tgdown` saw it: a probe at each setMyCommands retry, 35 5xx instead
+  of 5). So one early probe per method that recovers, no more than it asks itself.
 
 So "Telegram is reachable" (`TelegramHealth.reachable`) is: no hold, and no call
-around it failed since the last answer. The metrics' gauge, `/readyz`, the alerts,
+around it whose method has failed since. The metrics' gauge, `/readyz`, the alerts,
 `/stats`, systemd's STATUS line and `xbot doctor`'s record all read that one fact.
 
 The arithmetic is pure functions of a `Hold` and ``now`` (a monotonic reading,
@@ -252,16 +256,16 @@ class TelegramHealth:
     rng: random.Random = attrs.field(factory=random.Random)
     _hold: Hold = attrs.field(factory=Hold, init=False)
     _listeners: list[Listener] = attrs.field(factory=list, init=False)
-    # A call around the hold got no answer, and no call has been answered since.
-    _around_failed: bool = attrs.field(default=False, init=False)
+    # Methods called around the hold whose last call got no answer (none since through it).
+    _unanswered: set[str] = attrs.field(factory=set, init=False)
     down_since: float | None = attrs.field(default=None, init=False)
     last_error: str | None = attrs.field(default=None, init=False)
     outages: int = attrs.field(default=0, init=False)
 
     @property
     def reachable(self) -> bool:
-        """Telegram answers: no hold, and no call around it failed since the last answer."""
-        return self._hold.reachable and not self._around_failed
+        """Telegram answers: no hold, and no method around it failed since."""
+        return self._hold.reachable and not self._unanswered
 
     @property
     def held_until(self) -> float | None:
@@ -310,7 +314,7 @@ class TelegramHealth:
     def answered(self) -> None:
         """Telegram answered (a result, a 400, a 429...)."""
         was = self.reachable
-        self._around_failed = False  # an answer, whichever call it was
+        self._unanswered.clear()  # a call through the hold answered: the others' are stale
         if not self._hold.reachable:
             down_for = self.clock() - (self._hold.down_at or self.clock())
             self._hold = answered(self._hold)
@@ -345,17 +349,17 @@ class TelegramHealth:
     def observed(self, method: str, result: str) -> None:
         """How a Bot API call went, as `CountingRequest` saw it (``ok``, ``429``, ``4xx``,
         ``5xx``, ``network``). The hold's own calls are the sender's to tell: ignored.
-        Any other call moves only the fact, and brings a due probe forward when it is
-        answered after one failed (the module's docstring says why)."""
+        Any other call moves only the fact, and brings the probe forward when its
+        method answers after failing (the module's docstring says why)."""
         if _ADMITTED.get():
             return
         was = self.reachable
         if result in UNANSWERED:
             if self._hold.reachable:  # while held, the hold's own error says more
                 self.last_error = f"{method}: {'no answer' if result == 'network' else result}"
-            self._around_failed = True
-        elif self._around_failed:
-            self._around_failed = False
+            self._unanswered.add(method)
+        elif method in self._unanswered:
+            self._unanswered.discard(method)
             sooner = hastened(self._hold, self.clock())
             if sooner != self._hold:
                 self._hold = sooner
