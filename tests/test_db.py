@@ -226,7 +226,7 @@ def _modules() -> list[Path]:
 
 def test_the_walk_finds_the_package() -> None:
     names = {p.name for p in _modules()}
-    assert {"queue.py", "backup.py", "doctor.py", "opscli.py", "group_commit.py"} <= names
+    assert {"_lease.py", "backup.py", "doctor.py", "opscli.py", "group_commit.py"} <= names
     assert Path(db.__file__).resolve() not in {p.resolve() for p in _modules()}
 
 

@@ -248,20 +248,25 @@ async def test_rate_limited_holds_the_chat_and_gives_the_attempt_back(q: TaskQue
     assert leased is not None
     assert leased.id == t1.id
     back = await q.rate_limited(leased.lease, T0 + 4, T0 + 40, "429")
+    # Back in its place (run_after kept): the chat's hold alone does the waiting.
     assert (back.state, back.attempts, back.run_after, back.last_error) == (
         "pending",
         0,
-        T0 + 40,
+        t1.run_after,
         "429",
     )
     nxt = await q.lease_next(T0 + 5)
     assert nxt is not None
     assert nxt.id == other.id
     assert await q.lease_next(T0 + 39) is None
+    # The chat in its order after the hold: t1, the link the 429 met, before t2.
     first_after = await q.lease_next(T0 + 40)
-    # t2 (run_after T0+1) now comes before t1 (moved to T0+40): (run_after, id) order.
     assert first_after is not None
-    assert first_after.id == t2.id
+    assert first_after.id == t1.id
+    await q.mark_done(first_after.lease, T0 + 41)
+    second = await q.lease_next(T0 + 41)
+    assert second is not None
+    assert second.id == t2.id
 
 
 async def test_rate_limited_keeps_the_hold_when_the_lease_is_lost(q: TaskQueue) -> None:

@@ -364,7 +364,9 @@ async def test_no_write_puts_a_due_time_or_a_hold_past_the_longest_delay(bot: Bo
     assert got is not None
     assert got.id == leased.id
     back = await bot.queue.rate_limited(got.lease, now, now + 5 * HOUR, "429")
-    assert back.run_after == now + LONGEST_DELAY
+    assert back.run_after == leased.run_after  # in its place: the chat's hold waits
+    assert await bot.queue.lease_next(now + LONGEST_DELAY - 1) is None
+    assert (await bot.queue.stats(now + LONGEST_DELAY)).held_chats == 0
     got = await bot.queue.lease_next(now + LONGEST_DELAY)
     assert got is not None
     back = await bot.queue.reschedule(got.lease, now, 5 * HOUR, "slow")

@@ -104,7 +104,7 @@ async def test_rate_limited_holds_the_chat_without_an_attempt(pool: DbPool) -> N
     row, notices, clock = await run_one(pool, limited)
     assert row.state == "pending"
     assert row.attempts == 0, "a 429 is Telegram's pace, not a failure"
-    assert row.run_after >= clock() + 7.0
+    assert row.run_after <= clock(), "in its place: the chat's hold does the waiting"
     queue = TaskQueue(pool)
     other = await queue.enqueue("t", "{}", 43, now=clock())
     await queue.enqueue("t", "{}", 42, now=clock())
@@ -112,6 +112,10 @@ async def test_rate_limited_holds_the_chat_without_an_attempt(pool: DbPool) -> N
     assert leased is not None
     assert leased.id == other.id, "other chats go on while chat 42 is held"
     assert await queue.lease_next(clock() + 1) is None, "chat 42 waits for retry_after"
+    assert await queue.lease_next(clock() + 6.9) is None
+    again = await queue.lease_next(clock() + 7.0)
+    assert again is not None
+    assert again.id == row.id, "the held task is still first of its chat"
     assert notices == []
 
 

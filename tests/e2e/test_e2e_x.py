@@ -307,3 +307,21 @@ async def test_the_dead_letter_notice_survives_a_429_on_its_way(harness: Harness
     assert "could not deliver https://x.com/a/status/140" in notices[0]
     assert [c.status for c in h.api.calls_for("sendMessage", CHAT)] == [429, 200]
     assert h.api.early_requests == []
+
+
+async def test_a_429_keeps_the_chat_in_order(harness: Harness) -> None:
+    """The first of two links meets a 429: the chat waits out retry_after, then gets
+    them in the order they were sent (the held link did not go to the back)."""
+    h = harness
+    h.add_post("150", text="first of two", photos=[h.photo("first")])
+    h.add_post("151", text="second of two", photos=[h.photo("second")])
+    h.api.fail_next("sendPhoto", 429, "Too Many Requests: retry after 1", retry_after=1)
+    h.api.user_message(CHAT + 5, "https://x.com/a/status/150 https://x.com/a/status/151")
+    await h.api.wait_for(lambda: len(ok_media_calls(h, CHAT + 5)) == 2, 15)
+    await h.wait_idle(15)
+    calls = h.api.calls_for("sendPhoto", CHAT + 5)
+    assert [c.status for c in calls] == [429, 200, 200]
+    captions = [str(c.params.get("caption", "")) for c in calls[1:]]
+    assert "first of two" in captions[0]
+    assert "second of two" in captions[1]
+    assert h.api.early_requests == []

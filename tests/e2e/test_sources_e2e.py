@@ -192,13 +192,22 @@ async def test_the_outage_sentence_survives_a_hold_on_the_chat(h: Harness) -> No
     # Every sentence to the chat meets a 429 with a long retry_after (the soak's storm).
     h.api.set_rate_limit_storm(1.0, retry_after_range=(5, 5), methods=["sendMessage"])
     h.api.user_message(CHAT, "https://x.com/alice/status/450")
+
     # Past the blip: the link has waited long enough that the next look tells the chat.
+    # Each step is one more try: of the link (the X chain asked again) until the
+    # sentence is queued, then of the sentence, which is its chat's head from then on
+    # (a 429 keeps a task in its place) and meets the storm again.
+    def tries() -> int:
+        assert h.vx is not None
+        return h.vx.outage_hits + len(h.api.calls_for("sendMessage", CHAT))
+
     for _ in range(4):
-        seen = h.vx.outage_hits
-        await h.api.wait_for(lambda s=seen: h.vx.outage_hits > s, 10)
+        seen = tries()
+        await h.api.wait_for(lambda s=seen: tries() > s, 10)
         await asyncio.sleep(0.2)
         clock.offset += 400
         h.services.workers.wake()
+    assert [c.status for c in h.api.calls_for("sendMessage", CHAT)][:1] == [429], "no hold met"
     h.api.set_rate_limit_storm(0.0)
     h.fx.set_fault(None)
     h.vx.set_outage(None)

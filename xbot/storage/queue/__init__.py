@@ -43,19 +43,20 @@ again. So every stored time (``run_after``, ``lease_expires``, a hold's
 it are on one line that a step of the wall clock does not move: a retry due in
 30 s runs 30 s later, a live worker's lease never looks expired because NTP
 stepped forward, a task never looks hours old. No write puts a task's due time
-or its chat's hold more than ``LONGEST_DELAY`` after its ``now`` (a longer
-``retry_after`` is held that long, then asked again), which is what lets the
+or its chat's hold more than ``LONGEST_DELAY`` after its ``now`` (each goes
+through `xbot.storage.time_line.clamp_due`; a longer ``retry_after`` is held
+that long, then asked again), which is what lets the
 start-up clamp bound what a clock that went back while the bot was down can hold:
 the start-up rebase that puts the line back onto the wall clock
 (`xbot.storage.time_line`) runs before any worker, under the instance lock.
 
 `TaskQueue` runs the operations on the `DbPool`, several concurrent
-callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue` runs
-the same functions on one connection (other processes, tests).
+callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue`
+runs the same `TaskQueue` on `OneConnection` (other processes, tests).
 
 The package's public face is this module; import every name from here. Inside it,
 each module a responsibility that the others reach by its public names: `_rows`
-(the row, `Task` and `Lease`, and the one insert), `_lease` (the claim, and every
+(the row, `Task` and `Lease`, the fence, and the one insert), `_lease` (the claim, and every
 write-back fenced by the lease's token), `_lost_leases` (the pure rule for a lost
 lease, and the repair that finds lost leases and writes its verdicts), `_dead_letters`
 (`bury`, the notice and its log line), `_chat_holds` (Telegram's ``retry_after``,

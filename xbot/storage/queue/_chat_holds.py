@@ -1,6 +1,6 @@
 """Chat holds (Telegram's ``retry_after``): no task of a held chat starts before its hold ends.
 
-The claim (`_task_queue`) skips held chats; these write the
+The claim (`_lease`) skips held chats; these write the
 ``chat_holds`` table (one row per held chat, a handful at most).
 """
 

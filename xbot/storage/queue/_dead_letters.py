@@ -1,7 +1,8 @@
 """Dead letters: every task that goes dead gets its one notice, in the same transaction.
 
-The rule (see the package, `xbot.storage.queue`): every way into ``dead`` goes through `bury`,
-and the front door logs one ``dead-lettered`` line per burial (`log_burials`)
+The rule (see the package, `xbot.storage.queue`): every way into ``dead`` goes
+through `bury` (`_lease`'s write-backs, `_lost_leases`' verdicts), and the front
+door (`_task_queue`) logs one ``dead-lettered`` line per burial (`log_burials`)
 once the transaction committed.
 """
 

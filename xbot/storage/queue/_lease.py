@@ -189,17 +189,22 @@ def delete(conn: apsw.Connection, lease: Lease) -> None:
 def rate_limited(
     conn: apsw.Connection, lease: Lease, now: float, until: float, error: str
 ) -> Task | None:
-    """Hold the chat, then put the task back; None (hold kept) if the lease was lost."""
+    """Hold the chat, then put the task back in its place; None (hold kept) if the lease
+    was lost.
+
+    The hold alone keeps the whole chat waiting; the task keeps its ``run_after``, so
+    it is still its chat's head when the hold ends. Moving it to the hold's end let a
+    later link of the same chat (due earlier) overtake it: the chat's order broken.
+    """
     until = clamp_due(until, now)
     row = conn.execute("SELECT chat_id FROM tasks WHERE id = ?", (lease.task_id,)).fetchall()
     if row:
         # The hold stands even if this lease was lost: Telegram said so for the chat.
-        until = hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
+        hold_chat(conn, int(row[0][0]), until)  # type: ignore[arg-type]
     try:
-        task, _ = reschedule(conn, lease, now=now, delay=until - now, error=error, count=False)
+        return put_back(conn, lease, now, error, ambiguous=False)
     except LeaseLost:
         return None
-    return task  # an attempt given back never makes a task dead
 
 
 def put_back(conn: apsw.Connection, lease: Lease, now: float, error: str, ambiguous: bool) -> Task:

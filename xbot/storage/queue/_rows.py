@@ -1,7 +1,8 @@
-"""The ``tasks`` row: `Task`, `Lease`, the column list, and the one insert.
+"""The ``tasks`` row: `Task`, `Lease`, the column list, the fence, and the one insert.
 
-What every part of the queue shares (`_task_queue`, its claim and fence;
-`_dead_letters`, the notice a burial queues; `_admin`, the operator's queries).
+What every part of the queue shares (`_lease`, the claim and the write-backs;
+`_lost_leases`, the repair; `_dead_letters`, the notice a burial queues; `_admin`,
+the operator's queries).
 SQL here is assembled only from this module's constants (hence the ``noqa: S608``).
 """
 
