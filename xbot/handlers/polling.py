@@ -69,9 +69,15 @@ def reconnect_delay(
     """How long to wait after the `failures`-th failed call in a row to the Bot API."""
     if isinstance(exc, RetryAfter):
         return retry_after_seconds(exc)  # Telegram's own number; never scaled down
-    drawn = random.random() if jitter is None else jitter
     if isinstance(exc, Conflict | InvalidToken):
         failures = 64  # at the cap at once: nothing a quick retry can fix
+    return backoff(failures, scale=scale, jitter=jitter)
+
+
+def backoff(failures: int, *, scale: float = 1.0, jitter: float | None = None) -> float:
+    """The poller's pause after `failures` tries in a row that came to nothing: the
+    reconnect backoff, scaled (the test-only time scale), jittered unless told."""
+    drawn = random.random() if jitter is None else jitter
     return compute_reconnect_delay(
         failures, jitter=drawn, first=RECONNECT_FIRST * scale, cap=RECONNECT_CAP * scale
     )
@@ -162,12 +168,7 @@ class DurablePoller:
             self.offset = min(unstored)
             self._done = {u.update_id for u in updates if u.update_id > self.offset} - set(unstored)
             tries = max(self._store_failures[i] for i in unstored)
-            delay = compute_reconnect_delay(
-                tries,
-                jitter=random.random(),
-                first=RECONNECT_FIRST * self.time_scale,
-                cap=RECONNECT_CAP * self.time_scale,
-            )
+            delay = backoff(tries, scale=self.time_scale)
             log.warning(
                 "updates not stored, asking for them again %s",
                 kv(updates=len(unstored), first=self.offset, tries=tries, retry_in=round(delay, 3)),
