@@ -657,6 +657,10 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
     await _say(h, "operator", "/dead")
     dead = [m for m in h.api.sent_messages(OPERATOR) if "dead letter" in m.get("text", "")][-1]
     (retry,) = [v for v in _buttons(dead).values() if ":retry:" in v]
+    # Mended, so the operator's retry leaves the dead letters for good: a retry that
+    # failed again at once would be dead again before the count is read.
+    h.fx.remove_post("9")
+    h.fx.add_post("9", text="mended")
     for role in ("allowed user", "stranger", "group member", "group admin", "operator"):
         before = (await h.services.queue.stats(h.clock())).dead
         answer = await _press(h, OPERATOR, dead["message_id"], retry, ROLES[role][1])
