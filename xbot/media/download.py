@@ -6,6 +6,11 @@ stream has no length; h11 stops a body at the announced length, so a server
 that announces little and sends much cannot push past it either). Bytes go
 to disk chunk by chunk, and any failure, cancellation included, removes the
 partial file.
+
+Time is bounded by the speed floor (`xbot.media.speed_floor`), not only per
+read: the whole request, headers included, runs under a `SpeedWatch` that the
+loop feeds per chunk, and a transfer that falls under the floor is cancelled
+(its connection closed as the stream's ``with`` unwinds) and refused as `TooSlow`.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
 from xbot.i18n import N_, reason_template
+from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor, SpeedWatch
 
 CHUNK_SIZE = 64 * 1024
 
@@ -127,8 +133,24 @@ async def download(
     max_bytes: int,
     progress: Progress | None = None,
     headers: Mapping[str, str] | None = None,
+    floor: SpeedFloor = DEFAULT_FLOOR,
 ) -> DownloadResult:
-    """GET `url` into `dest`, at most `max_bytes` bytes.
+    """GET `url` into `dest`, at most `max_bytes` bytes, no slower than `floor`."""
+    watch = SpeedWatch(floor)
+    async with watch.held():
+        return await _stream(client, url, dest, max_bytes, progress, headers, watch)
+
+
+async def _stream(
+    client: httpx.AsyncClient,
+    url: str,
+    dest: Path,
+    max_bytes: int,
+    progress: Progress | None,
+    headers: Mapping[str, str] | None,
+    watch: SpeedWatch,
+) -> DownloadResult:
+    """`download` under its watch.
 
     `progress(done, total)` is called after each chunk (total is None without
     a Content-Length); the caller throttles what it shows. `headers` go with
@@ -136,6 +158,7 @@ async def download(
 
     Raises:
         TooLarge: announced or actual size over `max_bytes`.
+        TooSlow: under the speed floor (raised by the watch around it).
         TransientFetch: timeouts, resets, truncated bodies, 5xx, 429; a local
             disk that refuses the write (full).
         PostUnavailable: 404/410 (the file is gone), 401/403.
@@ -158,6 +181,7 @@ async def download(
                         raise too_large(max_bytes)
                     # A plain write: ≤64 KiB into the page cache is cheaper than a thread hop.
                     out.write(chunk)
+                    watch.sample(size)
                     if progress is not None:
                         progress(size, total)
             identity = response.headers.get("Content-Encoding", "identity") == "identity"
