@@ -97,7 +97,7 @@ def test_the_sentence_names_the_floor() -> None:
     error = SpeedFloor(rate=10_000.0, window=60.0).error()
     assert isinstance(error, TooSlow)
     assert error.reason == (
-        "The server sent the file too slowly (under 10 kB/s for 60 s), so I gave up."
+        "The server sent the file too slowly (under 10 kB a second for 60 seconds), so I gave up."
     )
 
 
@@ -149,8 +149,8 @@ async def test_the_connection_is_closed(
 ) -> None:
     url = media.add("/drip.mp4", b"x" * 100_000, "video/mp4", drip=0.05)
     async with client:
+        fetch = download(client, url, tmp_path / "d.mp4", max_bytes=10**6, floor=QUICK)
         with pytest.raises(TooSlow):
-            fetch = download(client, url, tmp_path / "d.mp4", max_bytes=10**6, floor=QUICK)
             await asyncio.wait_for(fetch, 30)
         # No connection is left open in the client's pool: it was closed, not kept.
         pool = client._transport._pool  # type: ignore[attr-defined]

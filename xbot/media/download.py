@@ -138,17 +138,20 @@ async def download(
     """GET `url` into `dest`, at most `max_bytes` bytes, no slower than `floor`."""
     watch = SpeedWatch(floor)
     async with watch.held():
-        return await _stream(client, url, dest, max_bytes, progress, headers, watch)
+        return await _stream(
+            client, url, dest, watch, max_bytes=max_bytes, progress=progress, headers=headers
+        )
 
 
 async def _stream(
     client: httpx.AsyncClient,
     url: str,
     dest: Path,
+    watch: SpeedWatch,
+    *,
     max_bytes: int,
     progress: Progress | None,
     headers: Mapping[str, str] | None,
-    watch: SpeedWatch,
 ) -> DownloadResult:
     """`download` under its watch.
 

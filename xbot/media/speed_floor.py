@@ -39,7 +39,10 @@ from xbot.errors import TooSlow
 from xbot.i18n import N_, reason_template
 
 TOO_SLOW = reason_template(
-    N_("The server sent the file too slowly (under {rate} kB/s for {seconds} s), so I gave up.")
+    N_(
+        "The server sent the file too slowly (under {rate} kB a second for {seconds} seconds), "
+        "so I gave up."
+    )
 )
 # What every task may spend besides its downloads: API look-ups, Telegram's
 # uploads and their retries inside the task. Generous: the floor, not this,

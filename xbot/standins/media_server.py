@@ -6,9 +6,10 @@
         url = media.add("/slow.mp4", fake_mp4(10_000), "video/mp4", stall_after=4096)
 
 Each path can be served without a Content-Length (chunked), drip one byte
-every N seconds, stall after N bytes, reset the connection after N bytes, announce a Content-Length smaller
-than what it sends, redirect, answer another status, or wait before
-answering. Byte ranges are honoured for well-behaved paths, as CDNs do.
+every N seconds, stall after N bytes, reset the connection after N bytes,
+announce a Content-Length smaller than what it sends, redirect, answer
+another status, or wait before answering. Byte ranges are honoured for
+well-behaved paths, as CDNs do.
 `hits[path]` counts requests, so tests can prove a cache was used.
 """
 
