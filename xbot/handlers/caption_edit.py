@@ -16,6 +16,7 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, filters
 
 from xbot.handlers.answers import reply
+from xbot.handlers.auth import Act
 from xbot.handlers.commands import actor_of
 from xbot.i18n import translator
 from xbot.logs import kv
@@ -44,7 +45,7 @@ async def _target(update: Update, context: XContext) -> Prompt | None:
     if reply is not None and reply.from_user is not None and reply.from_user.id == context.bot.id:
         prompt = prompt_by_message(state, reply.message_id, now)
         if prompt is not None and prompt.stage != "queued":
-            if await services.authority.may(chat.type, chat.id, actor, prompt.owner):
+            if await services.authority.may(chat.type, chat.id, actor, Act.CAPTION, prompt.owner):
                 return prompt
             return None
     if actor.user_id is None or actor.sender_chat_id is not None:
