@@ -1,5 +1,7 @@
 """The new caption of a forward: the next text from the user who pressed "Edit caption"
-in that chat, or a reply to the prompt from someone who may press its buttons.
+in that chat, or a reply to the prompt from someone who may choose the channel's caption
+(`Act.CAPTION`: in a group its admins, an anonymous admin too). A caption sends nothing:
+the forward waits for a press, where the presser's right to post in the channel is asked.
 
 Registered in a handler group before the link handler; when it takes a
 message it stops the update there (`ApplicationHandlerStop`), so a caption
