@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,9 +32,9 @@ async def media() -> AsyncIterator[MediaServer]:
         await server.stop()
 
 
-def config(**overrides: object) -> YtdlpConfig:
+def config(*, allow_private: bool = True, **overrides: object) -> YtdlpConfig:
     return YtdlpConfig(
-        limit_bytes=LIMIT, sites="all", allow_private=True, overrides=dict(overrides)
+        limit_bytes=LIMIT, sites="all", allow_private=allow_private, overrides=dict(overrides)
     )
 
 
@@ -187,3 +189,61 @@ async def test_a_redirect_to_a_refused_address_is_not_used(
     # answer was not used.
     assert media.hits["/secret.mp4"] == 1
     assert not (tmp_path / "media.mp4").exists()
+
+
+# --- the connect-time guard (xbot.media.connguard) around the job's thread ------------------
+
+
+@pytest.fixture
+def rebinding(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``rebind.test`` resolves to a public address the first time, to 127.0.0.1 after."""
+    real = socket.getaddrinfo
+    answers: list[str] = []
+
+    def resolve(host: str, port: object, *args: object, **kwargs: object) -> list[Any]:
+        if host != "rebind.test":
+            return real(host, port, *args, **kwargs)  # type: ignore[arg-type]
+        answers.append("93.184.216.34" if not answers else "127.0.0.1")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[-1], int(str(port))))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    return answers
+
+
+async def test_a_name_that_resolves_to_loopback_the_second_time_is_refused(
+    media: MediaServer, tmp_path: Path, rebinding: list[str]
+) -> None:
+    """DNS rebinding: the pre-flight check sees a public address, yt-dlp's own lookup
+    gets 127.0.0.1; the connection is judged on the address it is made to."""
+    media.add("/v.mp4", fake_mp4(50_000), "video/mp4")
+    url = f"http://rebind.test:{media.port}/v.mp4"
+    with pytest.raises(BlockedAddress):
+        await run(url, tmp_path, config(allow_private=False), [])
+    assert rebinding[:2] == ["93.184.216.34", "127.0.0.1"], "checked, then rebound"
+    assert media.hits["/v.mp4"] == 0, "nothing reached the loopback server"
+
+
+async def test_a_redirect_to_loopback_is_refused_before_it_is_requested(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    """The generic extractor (``all``) follows a redirect from a public host (one local
+    port stands for it) to 127.0.0.1: the hop is refused at connect, not read and dropped."""
+    inner = await MediaServer().start()
+    try:
+        secret = inner.add("/secret.mp4", fake_mp4(50_000), "video/mp4")
+        url = media.add("/moving.mp4", b"", redirect_to=secret)
+
+        def public_host_only(ip: Any, port: int) -> bool:
+            return port == media.port  # stands for a host whose address is public
+
+        job = YtdlpJob(
+            url, tmp_path, config(allow_private=False), guard=lambda _: None,
+            policy=public_host_only,
+        )  # fmt: skip
+        async with job:
+            with pytest.raises(BlockedAddress):
+                await job.extract()  # the generic extractor asks for the file itself
+        assert media.hits["/moving.mp4"] >= 1, "the public host was asked"
+        assert inner.hits["/secret.mp4"] == 0, "the loopback one never was"
+    finally:
+        await inner.stop()

@@ -18,10 +18,13 @@ The rules that matter, and where they are kept:
 - Cancellation: a cancelled job sets a flag that the hook (and every request
   yt-dlp makes) checks, so the thread stops at its next block; the caller's
   temp folder is removed again when a thread outlives the grace period.
-- SSRF: every request yt-dlp makes passes `YtdlpJob`'s guard first (scheme,
-  literal and resolved addresses, like `xbot.media.netguard`). yt-dlp follows
-  redirects and resolves names again inside its HTTP handler, which no hook
-  sees; the systemd unit's ``IPAddressDeny=`` is the kernel-level answer.
+- SSRF: the job's thread runs inside `xbot.media.connguard.guarded`, so every
+  connection yt-dlp opens (pages, embeds, media, fragments, each redirect hop)
+  is checked on the address it actually connects to; a name that resolves
+  differently the second time gains nothing. Before that, every URL it
+  requests passes `YtdlpJob`'s guard (`host_guard`: scheme, user info,
+  literal and resolved addresses), an early and clear refusal. A refusal is
+  `BlockedAddress`, translated here (`YtdlpJob._in_thread`).
 - Errors (`translate`): exactly once, into `PostUnavailable` (login, age,
   geo, private or removed, live), `UnsupportedLink`, `TooLarge` and
   `TransientFetch` (everything that may pass: the task is retried).
@@ -47,6 +50,7 @@ import attrs
 import httpx
 
 from xbot.errors import (
+    BlockedAddress,
     FetchError,
     PostUnavailable,
     TooLarge,
@@ -55,7 +59,7 @@ from xbot.errors import (
 )
 from xbot.i18n import N_, reason_template
 from xbot.logs import kv
-from xbot.media import netguard
+from xbot.media import connguard, netguard
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp_options import YtdlpConfig, build_options, cache_key
 
@@ -337,6 +341,8 @@ class YtdlpJob:
     Attributes:
         on_progress: called on the event loop with each `Snapshot`.
         guard: checks each URL yt-dlp requests (default: `host_guard`).
+        policy: which addresses its connections may reach (default: the guard's own,
+            `connguard.policy_for`; tests let a local port stand for a public host).
     """
 
     url: str
@@ -344,6 +350,7 @@ class YtdlpJob:
     config: YtdlpConfig
     on_progress: Callable[[Snapshot], None] | None = None
     guard: Callable[[str], None] | None = None
+    policy: connguard.Policy | None = None
     _ydl: Any = attrs.field(default=None, init=False)
     _raw: Mapping[str, Any] | None = attrs.field(default=None, init=False)
     _cancel: threading.Event = attrs.field(factory=threading.Event, init=False)
@@ -392,7 +399,8 @@ class YtdlpJob:
     # -- the loop side ---------------------------------------------------------------
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+        watch = connguard.Watch(self.config.allow_private, policy=self.policy)
+        work = asyncio.ensure_future(asyncio.to_thread(self._guarded, watch, fn, *args))
         self._busy = work
         try:
             return await asyncio.shield(work)
@@ -406,6 +414,9 @@ class YtdlpJob:
                 work.add_done_callback(lambda _: shutil.rmtree(folder, ignore_errors=True))
             raise
         except Exception as exc:
+            if watch.refused:
+                log.info("yt-dlp refused %s", kv(url=self.url, address=watch.refused[0]))
+                raise BlockedAddress(netguard.BLOCKED_REASON) from exc
             if self._over_cap:
                 raise TooLarge(OVER_LIMIT) from exc
             error = translate(exc)
@@ -419,6 +430,11 @@ class YtdlpJob:
             self._loop.call_soon_threadsafe(self.on_progress, snapshot)
 
     # -- the thread side -------------------------------------------------------------
+
+    def _guarded(self, watch: connguard.Watch, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn` with every connection of this thread checked (`xbot.media.connguard`)."""
+        with connguard.guarded(watch):
+            return fn(*args)
 
     def _before_request(self, url: str) -> None:
         from yt_dlp.utils import DownloadCancelled

@@ -3,7 +3,8 @@
 Pure: nothing here imports yt-dlp (`xbot.sources.ytdlp_api` does, and runs the
 jobs). The rules kept here: `format_selector` (the best single file that fits
 the upload limit; ``<?`` admits formats of unknown size, which the job's hook
-caps), `allowed_extractors` (``known`` or ``all``), `OUTTMPL` (never a name
+caps), `allowed_extractors` (``known`` or ``all``), `GUARDED_OPTIONS` (what keeps
+yt-dlp inside the connect-time guard), `OUTTMPL` (never a name
 from the site) and `cache_key` (two spellings of one video share an entry).
 """
 
@@ -42,12 +43,30 @@ class _Logger:
         log.info("yt-dlp %s", msg)
 
 
+# Extractors whose URL pattern takes any host: the generic one, and Mediasite's
+# three (``https?://[^/]+/Mediasite/...``, a product many universities host). With
+# ``known`` they would fetch from wherever a user points them, so they are
+# excluded by name; a test re-hosts every extractor's own test URLs on a foreign
+# host and fails when yt-dlp gains another such extractor.
+ANY_HOST_EXTRACTORS = ("generic", "mediasite.*")
+
+# The connect-time guard (`xbot.media.connguard`) sees the job's own thread only:
+# no fragment threads, no external downloader (ffmpeg, aria2c: a child process
+# fetching a stream), and no proxy from the environment (it would resolve and
+# connect for us). They come after the overrides: nothing may turn them off.
+GUARDED_OPTIONS: Mapping[str, Any] = {
+    "concurrent_fragment_downloads": 1,
+    "external_downloader": {"default": "native"},
+    "proxy": "",
+}
+
+
 def allowed_extractors(sites: str) -> list[str]:
-    """``known``: every extractor but the generic one; ``all``: the generic one too."""
+    """``known``: every extractor but those that take any host; ``all``: those too."""
     if sites == "all":
         return ["default"]
     if sites == "known":
-        return ["default", "-generic"]
+        return ["default", *(f"-{name}" for name in ANY_HOST_EXTRACTORS)]
     raise ValueError(f"XBOT_YTDLP_SITES must be one of {SITES}, got {sites!r}")
 
 
@@ -63,7 +82,8 @@ def format_selector(limit_bytes: int) -> str:
     """
     if limit_bytes <= 0:
         raise ValueError(f"limit must be positive, got {limit_bytes}")
-    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}]"
+    # RTMP is fetched by a child program (rtmpdump), beyond the connect-time guard.
+    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}][protocol!*=?rtmp]"
 
 
 def cache_key(extractor_key: str, video_id: str, webpage_url: str) -> str:
@@ -124,4 +144,5 @@ def build_options(
         "color": {"stdout": "no_color", "stderr": "no_color"},
     }
     options.update(config.overrides)
+    options.update(GUARDED_OPTIONS)
     return options
