@@ -7,8 +7,10 @@ size we choose, so tests can exercise Telegram's photo-dimension rules.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import struct
+import zlib
 from collections.abc import Iterator
 
 import attrs
@@ -190,6 +192,52 @@ def big(size: int, *, prefix: bytes | None = None) -> Blob:
     if prefix is None:
         prefix = _FTYP + struct.pack(">I4s", max(0, size - len(_FTYP)) & 0xFFFFFFFF, b"mdat")
     return Blob(size=size, prefix=prefix)
+
+
+_ZEROS = bytes(1024 * 1024)
+# Past this a bomb's gzip trailer carries no real CRC: computing it costs a second per
+# GiB, and a bomb is never read to its end (the reader stops at its cap).
+_CRC_UP_TO = 256 * 1024 * 1024
+
+
+def _deflated_zeros(size: int) -> bytes:
+    """A raw deflate stream of `size` zero bytes, built without deflating them all.
+
+    After a full flush the compressor starts afresh, so each MiB of zeros
+    deflates to the same bytes: one block, repeated (about 1,000 to 1).
+    """
+    c = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    c.compress(_ZEROS)
+    c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(_ZEROS) + c.flush(zlib.Z_FULL_FLUSH)
+    whole, rest = divmod(size, len(_ZEROS))
+    return block * whole + c.compress(_ZEROS[:rest]) + c.flush()
+
+
+def _gzip_zeros(size: int) -> bytes:
+    crc = 0
+    if size <= _CRC_UP_TO:
+        for start in range(0, size, len(_ZEROS)):
+            crc = zlib.crc32(_ZEROS[: min(len(_ZEROS), size - start)], crc)
+    head = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # no name, no mtime, best
+    return head + _deflated_zeros(size) + struct.pack("<II", crc, size & 0xFFFFFFFF)
+
+
+def _zlib_zeros(size: int) -> bytes:
+    adler = (size % 65521) << 16 | 1  # Adler-32 of zeros: a stays 1, b adds 1 per byte
+    return b"\x78\xda" + _deflated_zeros(size) + struct.pack(">I", adler)
+
+
+def bomb(size: int, encoding: str = "gzip") -> bytes:
+    """`size` zero bytes under a ``Content-Encoding`` (``gzip``, ``deflate``, ``gzip, gzip``,
+    ``deflate, gzip``: applied in the order listed), small however large `size` is:
+    3 GiB as ``gzip, gzip`` is some 7 KB. A decompression bomb, to show a reader stops."""
+    codings = [c.strip() for c in encoding.split(",")]
+    first, *rest = codings
+    body = {"gzip": _gzip_zeros, "deflate": _zlib_zeros}[first](size)
+    for coding in rest:
+        body = gzip.compress(body, 9, mtime=0) if coding == "gzip" else zlib.compress(body, 9)
+    return body
 
 
 def image_size(data: bytes) -> tuple[str, int, int] | None:

@@ -30,13 +30,22 @@ from xbot.standins._http import (
     ServerBase,
     serve_forever_main,
 )
-from xbot.standins._mediabytes import Blob, big, fake_mp4, image_size, looks_like_mp4, tiny_jpeg
+from xbot.standins._mediabytes import (
+    Blob,
+    big,
+    bomb,
+    fake_mp4,
+    image_size,
+    looks_like_mp4,
+    tiny_jpeg,
+)
 
 __all__ = [
     "Blob",
     "MediaServer",
     "Route",
     "big",
+    "bomb",
     "fake_mp4",
     "image_size",
     "looks_like_mp4",
