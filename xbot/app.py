@@ -244,7 +244,7 @@ async def build_services(
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
-    authority = Authority(sender)
+    authority = Authority(sender, operators=settings.admin_ids)
     mover = ChatMover(queue, chats, authority, clock)
 
     # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.

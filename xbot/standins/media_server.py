@@ -132,12 +132,14 @@ class MediaServer(ServerBase):
 
     Attributes:
         hits: requests per path (registered or not), GET and HEAD alike.
+        cookies: the requests per path that carried a Cookie header.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
         self._routes: dict[str, Route] = {}
         self.hits: collections.Counter[str] = collections.Counter()
+        self.cookies: collections.Counter[str] = collections.Counter()
         self._http = HttpServer(self._handle, host=host, port=port, name="media-standin")
 
     def add(
@@ -197,6 +199,8 @@ class MediaServer(ServerBase):
     async def _handle(self, request: Request) -> Response:
         with self._lock:
             self.hits[request.path] += 1
+            if request.header("cookie"):
+                self.cookies[request.path] += 1
             route = self._routes.get(request.path)
         if request.method not in ("GET", "HEAD"):
             return Response(405, b"Method Not Allowed", {"allow": "GET, HEAD"})
