@@ -45,6 +45,7 @@ from xbot.media import thumbnail as thumbnails
 from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.mp4info import probe_mp4
+from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
@@ -502,7 +503,7 @@ class Delivery:
         try:
             return await download(
                 self.guarded, url, dest, max_bytes=limit or self.settings.upload_limit,
-                headers=dict(item.headers) or None,
+                headers=dict(item.headers) or None, floor=SpeedFloor.configured(self.settings),
             )  # fmt: skip
         except TooLarge:
             raise
