@@ -35,7 +35,7 @@ from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.links import classify
-from xbot.logs import kv
+from xbot.logs import add_secret, kv
 from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.media.tempfiles import sweep_temp
@@ -506,6 +506,9 @@ class Bot:
         self.telegram_budget = telegram_budget
         self.read_timeout = read_timeout
         self.webhook = webhook
+        if webhook is not None:
+            # PTB logs setWebhook's parameters at DEBUG, the secret among them.
+            add_secret(webhook.secret_token)
         self.poller: DurablePoller | None = None
         self.hook_listener: WebhookListener | None = None
         # The clock pair the time line is built on (a test's one-number clock, wrapped).
