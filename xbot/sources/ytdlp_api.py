@@ -25,6 +25,13 @@ The rules that matter, and where they are kept:
   requests passes `YtdlpJob`'s guard (`host_guard`: scheme, user info,
   literal and resolved addresses), an early and clear refusal. A refusal is
   `BlockedAddress`, translated here (`YtdlpJob._in_thread`).
+- Pages in memory (`bound_whole_reads`): yt-dlp reads a page, a manifest or an
+  API answer whole (``urlh.read()``), and urllib3 undoes its Content-Encoding
+  as it goes; a 7 KB ``gzip, gzip`` page became 3 GiB in the job's thread.
+  Each whole read is done in `PAGE_STEP` reads (urllib3 >= 2.6 bounds what
+  one read inflates) and refused past `MAX_PAGE`. Media files are not read
+  whole: yt-dlp's downloader asks for ``identity``, reads in blocks, and the
+  hook caps them.
 - Errors (`translate`): exactly once, into `PostUnavailable` (login, age,
   geo, private or removed, live), `UnsupportedLink`, `TooLarge` and
   `TransientFetch` (everything that may pass: the task is retried).
@@ -66,6 +73,10 @@ from xbot.sources.ytdlp_options import YtdlpConfig, build_options, cache_key
 log = logging.getLogger(__name__)
 
 REPORT_EVERY = 0.25  # the thread hands the loop at most this many snapshots a second
+# A page read whole: a video's page and its player script are a few MB; a page past
+# this is no page of a video, and each job's thread holds it twice while it joins.
+MAX_PAGE = 16 * 1024 * 1024
+PAGE_STEP = 1024 * 1024
 
 # The sentences people read (`PostUnavailable.reason`), and the retry reason.
 LOGIN_REQUIRED = N_(
@@ -80,6 +91,7 @@ NO_FORMAT_FITS = N_("no single-file version of that video fits the upload limit"
 OVER_LIMIT = N_("the video is over the upload limit")
 SITE_FAILED = N_("the site did not answer properly")
 SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
+PAGE_TOO_LARGE = N_("That page is far too large to be a video's page.")
 
 _URL = re.compile(r"\w+://\S+")
 _LIVE = re.compile(r"live event will begin|premieres? in|is_upcoming|this live stream|is live now")
@@ -291,6 +303,27 @@ def host_guard(allow_private: bool) -> Callable[[str], None]:
     return guard
 
 
+def bound_whole_reads(response: Any, limit: int = MAX_PAGE) -> None:
+    """Make ``response.read()`` (the whole body) read `PAGE_STEP` at a time and raise
+    `FetchError` past `limit` decoded bytes; reads of a given size stay as they are."""
+    read = response.read
+
+    def bounded(amt: int | None = None) -> bytes:
+        if amt is not None and amt >= 0:
+            return read(amt)  # type: ignore[no-any-return]
+        parts: list[bytes] = []
+        size = 0
+        while chunk := read(PAGE_STEP):
+            size += len(chunk)
+            if size > limit:
+                response.close()
+                raise FetchError(PAGE_TOO_LARGE)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    response.read = bounded
+
+
 @functools.cache
 def _guarded_youtubedl() -> type[Any]:
     """A `YoutubeDL` whose every request passes the job's `before_request` first.
@@ -316,6 +349,7 @@ def _guarded_youtubedl() -> type[Any]:
                 except BaseException:
                     response.close()
                     raise
+            bound_whole_reads(response)
             # A download stopped by the hook leaves its response open (yt-dlp closes
             # it only on success): keep hold of it so the job can close its socket.
             opened = [r for r in getattr(self, "_xbot_opened", ()) if not r.closed]
