@@ -7,18 +7,21 @@ import asyncio
 import contextlib
 import socket
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
-from xbot.errors import BlockedAddress, TooLarge
+from xbot.errors import BlockedAddress, FetchError, TooLarge, TooSlow
+from xbot.media.speed_floor import SLOW_SITE, SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_api import OVER_LIMIT, YtdlpJob
+from xbot.sources.ytdlp_api import MAX_PAGE, OVER_LIMIT, PAGE_TOO_LARGE, YtdlpJob
 from xbot.sources.ytdlp_options import YtdlpConfig
-from xbot.standins.media_server import MediaServer, big, fake_mp4
+from xbot.standins.media_server import MediaServer, big, bomb, fake_mp4
 
 LIMIT = 1_000_000
 
@@ -247,3 +250,95 @@ async def test_a_redirect_to_loopback_is_refused_before_it_is_requested(
         assert inner.hits["/secret.mp4"] == 0, "the loopback one never was"
     finally:
         await inner.stop()
+
+
+async def peak_of(work: Any) -> tuple[BaseException | None, int]:
+    """What `work` raised, and the most Python memory held at once (every thread)."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        raised: BaseException | None = None
+        try:
+            await work
+        except FetchError as exc:
+            raised = exc
+        return raised, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+async def test_a_page_that_inflates_is_refused_in_bounded_memory(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    """yt-dlp reads a page whole, and urllib3 inflates it as it reads: a 256 MiB
+    ``gzip, gzip`` page (a few KB on the wire) is refused past `MAX_PAGE`."""
+    page = bomb(256 * 2**20, "gzip, gzip", prefix=b"<!DOCTYPE html><html><head><title>")
+    url = media.add("/watch", page, "text/html", headers={"content-encoding": "gzip, gzip"})
+    raised, peak = await peak_of(run(url, tmp_path, config(), []))
+    assert isinstance(raised, FetchError)
+    assert raised.reason == PAGE_TOO_LARGE
+    assert peak < 4 * MAX_PAGE, f"held {peak / 2**20:.0f} MB at once"
+
+
+async def test_an_encoded_media_file_is_capped_as_it_inflates(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    """yt-dlp's downloader asks for identity; a server that gzips the file anyway is
+    decoded a block at a time (urllib3 >= 2.6) and the hook stops it at the cap."""
+    url = media.add("/v.mp4", bomb(3 * 2**30, "gzip, gzip"), "video/mp4",
+                    headers={"content-encoding": "gzip, gzip"})  # fmt: skip
+    raised, peak = await peak_of(run(url, tmp_path, config(), []))
+    assert isinstance(raised, TooLarge)
+    assert peak < 4 * MAX_PAGE, f"held {peak / 2**20:.0f} MB at once"
+
+
+# -- time: the speed floor on the download, a limit on saying what a link is -----------------
+
+QUICK = SpeedFloor(rate=2000.0, window=0.5)
+
+
+async def _thread_ends(job: YtdlpJob) -> None:
+    busy = job._busy
+    assert busy is not None
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(busy), 10)
+    assert busy.done(), "the thread's blocked read was woken: its socket was shut down"
+
+
+async def test_a_dripping_download_is_given_up_and_its_socket_shut(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    # One byte every 0.05 s: yt-dlp's read of a 1 KiB block would block ~50 s, and its
+    # socket timeout (20 s) never fires; the hook is not even called meanwhile.
+    url = media.add("/drip.mp4", fake_mp4(100_000), "video/mp4", drip=0.05)
+    cfg = attrs.evolve(config(), floor=QUICK, cancel_grace=0.1)
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(url, tmp_path, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+            await j.download()
+
+    with pytest.raises(TooSlow, match="too slowly"):
+        await asyncio.wait_for(job(), 30)
+    await _thread_ends(jobs[0])
+
+
+async def test_a_dripping_page_is_given_up_at_the_extract_limit(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    page = media.add("/drip.html", b"<html>" + bytes(50_000), "text/html", drip=0.05)
+    cfg = attrs.evolve(config(), extract_limit=0.5, cancel_grace=0.1)
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(page, tmp_path, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+
+    with pytest.raises(TooSlow) as caught:
+        await asyncio.wait_for(job(), 30)
+    assert caught.value.reason == SLOW_SITE
+    await _thread_ends(jobs[0])

@@ -175,6 +175,7 @@ async def start_album(update: Update, context: XContext, parameter: str) -> bool
             chat.id,
             now=services.clock(),
             dedup_key=f"start:{chat.id}:{message.message_id}",
+            user_id=user.id if user else None,
         )
     except StoreError as exc:
         log.warning("album not queued %s", kv(chat=chat.id, post=key, error=exc))

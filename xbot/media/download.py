@@ -15,6 +15,11 @@ whose ``aiter_bytes`` inflates each network read whole before the count
 sees it. A body that inflates past the cap is refused after at most the
 cap's worth of work, with the cap's own sentence, and each step yields to
 the event loop.
+
+Time is bounded by the speed floor (`xbot.media.speed_floor`), not only per
+read: the whole request, headers included, runs under a `SpeedWatch` that the
+loop feeds per chunk, and a transfer that falls under the floor is cancelled
+(its connection closed as the stream's ``with`` unwinds) and refused as `TooSlow`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import httpx
 from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
 from xbot.i18n import N_, reason_template
 from xbot.media.decoding import ACCEPT_MEDIA, BodyDecoder, encodings, undecodable
+from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor, SpeedWatch
 
 CHUNK_SIZE = 64 * 1024
 
@@ -168,8 +174,27 @@ async def download(
     max_bytes: int,
     progress: Progress | None = None,
     headers: Mapping[str, str] | None = None,
+    floor: SpeedFloor = DEFAULT_FLOOR,
 ) -> DownloadResult:
-    """GET `url` into `dest`, at most `max_bytes` bytes.
+    """GET `url` into `dest`, at most `max_bytes` bytes, no slower than `floor`."""
+    watch = SpeedWatch(floor)
+    async with watch.held():
+        return await _stream(
+            client, url, dest, watch, max_bytes=max_bytes, progress=progress, headers=headers
+        )
+
+
+async def _stream(
+    client: httpx.AsyncClient,
+    url: str,
+    dest: Path,
+    watch: SpeedWatch,
+    *,
+    max_bytes: int,
+    progress: Progress | None,
+    headers: Mapping[str, str] | None,
+) -> DownloadResult:
+    """`download` under its watch.
 
     `progress(done, total)` is called after each chunk (total is None without
     a Content-Length); the caller throttles what it shows. `headers` go with
@@ -177,6 +202,7 @@ async def download(
 
     Raises:
         TooLarge: announced or actual size over `max_bytes`.
+        TooSlow: under the speed floor (raised by the watch around it).
         TransientFetch: timeouts, resets, truncated bodies, 5xx, 429; a local
             disk that refuses the write (full).
         PostUnavailable: 404/410 (the file is gone), 401/403.
@@ -205,6 +231,7 @@ async def download(
                             raise too_large(max_bytes)
                         # A plain write: ≤64 KiB into the page cache is cheaper than a thread hop.
                         out.write(chunk)
+                        watch.sample(size)
                         if progress is not None:
                             progress(size, shown)
             if size == 0:

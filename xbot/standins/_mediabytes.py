@@ -200,41 +200,57 @@ _ZEROS = bytes(1024 * 1024)
 _CRC_UP_TO = 256 * 1024 * 1024
 
 
-def _deflated_zeros(size: int) -> bytes:
-    """A raw deflate stream of `size` zero bytes, built without deflating them all.
+def _deflated(prefix: bytes, size: int) -> bytes:
+    """A raw deflate stream of `prefix` and then zero bytes up to `size` in all, built
+    without deflating them all.
 
     After a full flush the compressor starts afresh, so each MiB of zeros
     deflates to the same bytes: one block, repeated (about 1,000 to 1).
     """
+    size = max(0, size - len(prefix))
     c = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    c.compress(_ZEROS)
-    c.flush(zlib.Z_FULL_FLUSH)
+    head = c.compress(prefix) + c.flush(zlib.Z_FULL_FLUSH)
     block = c.compress(_ZEROS) + c.flush(zlib.Z_FULL_FLUSH)
     whole, rest = divmod(size, len(_ZEROS))
-    return block * whole + c.compress(_ZEROS[:rest]) + c.flush()
+    if whole:
+        whole -= 1  # the first block was made above
+    else:
+        block = b""
+    return head + block * (whole + bool(block)) + c.compress(_ZEROS[:rest]) + c.flush()
 
 
-def _gzip_zeros(size: int) -> bytes:
+def _gzip_zeros(prefix: bytes, size: int) -> bytes:
     crc = 0
     if size <= _CRC_UP_TO:
-        for start in range(0, size, len(_ZEROS)):
+        crc = zlib.crc32(prefix)
+        for start in range(len(prefix), size, len(_ZEROS)):
             crc = zlib.crc32(_ZEROS[: min(len(_ZEROS), size - start)], crc)
     head = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # no name, no mtime, best
-    return head + _deflated_zeros(size) + struct.pack("<II", crc, size & 0xFFFFFFFF)
+    return (
+        head
+        + _deflated(prefix, size)
+        + struct.pack("<II", crc, max(size, len(prefix)) & 0xFFFFFFFF)
+    )
 
 
-def _zlib_zeros(size: int) -> bytes:
-    adler = (size % 65521) << 16 | 1  # Adler-32 of zeros: a stays 1, b adds 1 per byte
-    return b"\x78\xda" + _deflated_zeros(size) + struct.pack(">I", adler)
+def _zlib_zeros(prefix: bytes, size: int) -> bytes:
+    # Adler-32: a zero byte leaves `a` as it is and adds `a` to `b`.
+    a, b = 1, 0
+    for byte in prefix:
+        a = (a + byte) % 65521
+        b = (b + a) % 65521
+    b = (b + a * max(0, size - len(prefix))) % 65521
+    return b"\x78\xda" + _deflated(prefix, size) + struct.pack(">I", b << 16 | a)
 
 
-def bomb(size: int, encoding: str = "gzip") -> bytes:
-    """`size` zero bytes under a ``Content-Encoding`` (``gzip``, ``deflate``, ``gzip, gzip``,
-    ``deflate, gzip``: applied in the order listed), small however large `size` is:
-    3 GiB as ``gzip, gzip`` is some 7 KB. A decompression bomb, to show a reader stops."""
+def bomb(size: int, encoding: str = "gzip", *, prefix: bytes = b"") -> bytes:
+    """`prefix` and then zero bytes, `size` in all, under a ``Content-Encoding`` (``gzip``,
+    ``deflate``, ``gzip, gzip``, ``deflate, gzip``: applied in the order listed), small
+    however large `size` is: 3 GiB as ``gzip, gzip`` is some 7 KB. A decompression bomb,
+    to show a reader stops; `prefix` makes it look like something (``<html>``)."""
     codings = [c.strip() for c in encoding.split(",")]
     first, *rest = codings
-    body = {"gzip": _gzip_zeros, "deflate": _zlib_zeros}[first](size)
+    body = {"gzip": _gzip_zeros, "deflate": _zlib_zeros}[first](prefix, size)
     for coding in rest:
         body = gzip.compress(body, 9, mtime=0) if coding == "gzip" else zlib.compress(body, 9)
     return body
