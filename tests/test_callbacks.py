@@ -326,31 +326,75 @@ async def test_someone_elses_button_is_for_admins_only(h: Harness) -> None:
     assert await press_label(h, GROUP, prompt, "Forward to channel", STRANGER) == (
         "Only admins can do that."
     )
+    # Nor may the member who sent the link speak for the channel (issue 30).
+    for label in ("Forward to channel", "Edit caption"):
+        assert await press_label(h, GROUP, prompt, label, MEMBER) == "Only admins can do that."
     await h.wait_idle()
     assert channel_posts(h) == []
     assert buttons(current(h, GROUP, prompt)) == buttons(prompt)
-    # The owner may; so may an admin.
-    assert await press_label(h, GROUP, prompt, "Edit caption", MEMBER) == "Send me the new caption."
+    # An admin may.
+    assert await press_label(h, GROUP, prompt, "Edit caption", ADMIN) == "Send me the new caption."
     assert await press_label(h, GROUP, prompt, "Keep caption", ADMIN) is not None
     await press_label(h, GROUP, prompt, "Forward", ADMIN)
     await forwarded(h)
+
+
+async def test_the_owner_may_dismiss_his_own_answer(h: Harness) -> None:
+    await link_channel(h, GROUP)
+    prompt = await post_and_prompt(h, GROUP, "25", user_id=MEMBER, chat_type="supergroup")
+    assert await press_label(h, GROUP, prompt, "Skip", MEMBER) != "Only admins can do that."
+    await h.api.wait_for(lambda: not buttons(current(h, GROUP, prompt)), 5)
+    assert channel_posts(h) == []
+
+
+async def test_the_right_to_post_in_the_channel_is_checked_at_the_press(h: Harness) -> None:
+    """Rights change after /channel linked the channel: an admin of the group who is no
+    admin of the channel, a private user demoted since, the bot's own right taken away."""
+    await link_channel(h, GROUP)
+    h.api.add_chat(GROUP, "supergroup", title="The Group", admins=[ADMIN, STRANGER])
+    h.services.authority.forget(GROUP)
+    prompt = await post_and_prompt(h, GROUP, "26", user_id=MEMBER, chat_type="supergroup")
+    for label in ("Forward to channel", "Edit caption"):
+        answer = await press_label(h, GROUP, prompt, label, STRANGER)
+        assert answer == "Only admins of My Channel who may post there can forward to it."
+    await link_channel(h, USER)
+    mine = await post_and_prompt(h, USER, "27")
+    channel = h.api.chat(CHANNEL)
+    assert channel is not None
+    channel.creator = None  # the private user gave the channel away
+    h.services.authority.forget(CHANNEL)
+    answer = await press_label(h, USER, mine, "Forward to channel")
+    assert answer == "Only admins of My Channel who may post there can forward to it."
+    channel.creator = USER
+    channel.bot_can_post = False
+    h.services.authority.forget(CHANNEL)
+    answer = await press_label(h, USER, mine, "Forward to channel")
+    assert answer == (
+        "I cannot post in My Channel: make me an admin there allowed to post messages."
+    )
+    await h.wait_idle()
+    assert h.api.calls_for("sendPhoto", CHANNEL) == []
+    assert await h.services.queue.list(chat_id=CHANNEL) == []
+    assert buttons(current(h, USER, mine)) == buttons(mine)
 
 
 async def test_caption_by_reply_to_the_prompt_in_a_group(h: Harness) -> None:
     """With privacy mode on, a bot sees replies to itself: that path must work alone."""
     await link_channel(h, GROUP)
     prompt = await post_and_prompt(h, GROUP, "21", user_id=MEMBER, chat_type="supergroup")
-    # A stranger's reply is an ordinary message; the owner's reply is the caption.
-    h.api.user_message(GROUP, "not mine to edit", user_id=STRANGER, chat_type="supergroup",
-                       reply_to=prompt["message_id"])  # fmt: skip
-    await barrier(h, GROUP, user_id=STRANGER)
+    # A member's reply (the link's own sender's too) is an ordinary message; an admin's
+    # reply is the caption.
+    for who in (STRANGER, MEMBER):
+        h.api.user_message(GROUP, "not mine to edit", user_id=who, chat_type="supergroup",
+                           reply_to=prompt["message_id"])  # fmt: skip
+        await barrier(h, GROUP, user_id=who)
     assert current(h, GROUP, prompt)["text"] == prompt["text"]
-    h.api.user_message(GROUP, "owner's words", user_id=MEMBER, chat_type="supergroup",
+    h.api.user_message(GROUP, "admin's words", user_id=ADMIN, chat_type="supergroup",
                        reply_to=prompt["message_id"])  # fmt: skip
-    await h.api.wait_for(lambda: "owner's words" in current(h, GROUP, prompt)["text"], 5)
-    await press_label(h, GROUP, prompt, "Forward", MEMBER)
+    await h.api.wait_for(lambda: "admin's words" in current(h, GROUP, prompt)["text"], 5)
+    await press_label(h, GROUP, prompt, "Forward", ADMIN)
     (post,) = await forwarded(h)
-    assert post["caption"] == "owner's words"
+    assert post["caption"] == "admin's words"
 
 
 async def test_anonymous_admins_reply_sets_the_caption(h: Harness) -> None:
@@ -364,12 +408,13 @@ async def test_anonymous_admins_reply_sets_the_caption(h: Harness) -> None:
 async def test_only_the_editor_s_next_text_is_the_caption(h: Harness) -> None:
     await link_channel(h, GROUP)
     prompt = await post_and_prompt(h, GROUP, "23", user_id=MEMBER, chat_type="supergroup")
-    await press_label(h, GROUP, prompt, "Edit caption", MEMBER)
+    await press_label(h, GROUP, prompt, "Edit caption", ADMIN)
     await h.api.wait_for(lambda: "Send me" in current(h, GROUP, prompt)["text"], 5)
-    h.api.user_message(GROUP, "someone chatting", user_id=STRANGER, chat_type="supergroup")
-    await barrier(h, GROUP, user_id=STRANGER)
+    for who in (STRANGER, MEMBER):
+        h.api.user_message(GROUP, "someone chatting", user_id=who, chat_type="supergroup")
+        await barrier(h, GROUP, user_id=who)
     assert "Send me the new caption" in current(h, GROUP, prompt)["text"]
-    h.api.user_message(GROUP, "the editor speaks", user_id=MEMBER, chat_type="supergroup")
+    h.api.user_message(GROUP, "the editor speaks", user_id=ADMIN, chat_type="supergroup")
     await h.api.wait_for(lambda: "the editor speaks" in current(h, GROUP, prompt)["text"], 5)
 
 
@@ -415,7 +460,9 @@ async def test_a_failed_forward_is_retried(h: Harness) -> None:
 async def test_a_forward_that_cannot_succeed_is_reported_on_the_prompt(h: Harness) -> None:
     await link_channel(h, USER)
     prompt = await post_and_prompt(h, USER, "31")
-    h.api.block_bot(CHANNEL)  # the bot was removed from the channel
+    # The bot is removed from the channel after the press was checked, before the send.
+    h.api.fail_next("sendPhoto", 403, "Forbidden: bot was kicked from the channel chat",
+                    chat_id=CHANNEL)  # fmt: skip
     await press_label(h, USER, prompt, "Forward to channel")
     await h.api.wait_for(lambda: "Could not forward" in current(h, USER, prompt)["text"], 10)
     text = current(h, USER, prompt)["text"]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import socket
 import struct
+import tracemalloc
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -21,8 +24,10 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.media.download import CHUNK_SIZE, download, http_error, status_error
+from xbot.media.download import CHUNK_SIZE, download, http_error, status_error, too_large
 from xbot.media.netguard import make_client
+from xbot.standins.media_server import MediaServer as StandinMedia
+from xbot.standins.media_server import bomb
 
 KB = 1024
 CAP = 256 * KB
@@ -398,3 +403,161 @@ async def test_a_full_disk_is_a_retry_not_a_crash(
         await download(client, server.url("/ok"), dest, max_bytes=CAP)
     assert not dest.is_symlink(), "the partial file goes, as for any failed download"
     assert Path("/dev/full").exists()
+
+
+# -- decompression bombs (issue 30): the cap counts decoded bytes as they are produced ---
+
+MB = 1024 * 1024
+# What a refused bomb may cost the process at its peak: a few steps of 64 KiB and the
+# buffers of one network read. httpx's own decoding inflated each read whole (GiBs).
+BOMB_BOUND = 8 * MB
+
+
+@pytest.fixture
+async def media() -> AsyncIterator[StandinMedia]:
+    server = await StandinMedia().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def peak_during(work: Awaitable[object]) -> tuple[object, int]:
+    """What `work` returned (or raised), and the most Python memory it held at once."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        try:
+            outcome: object = await work
+        except FetchError as exc:
+            outcome = exc
+        return outcome, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "size", "chunked"),
+    [
+        ("gzip", 128 * MB, False),
+        ("gzip", 128 * MB, True),
+        ("gzip, gzip", 3 * 1024 * MB, False),
+        ("gzip, gzip", 3 * 1024 * MB, True),
+        ("deflate", 128 * MB, False),
+        ("deflate, gzip", 3 * 1024 * MB, True),
+    ],
+    ids=[
+        "gzip",
+        "gzip-chunked",
+        "gzip-gzip",
+        "gzip-gzip-chunked",
+        "deflate",
+        "deflate-gzip-chunked",
+    ],
+)
+async def test_a_bomb_is_refused_at_the_cap_in_bounded_memory(
+    media: StandinMedia, client: httpx.AsyncClient, dest: Path,
+    encoding: str, size: int, chunked: bool,
+) -> None:  # fmt: skip
+    """Bytes that inflate far past the cap: TooLarge with the cap's sentence, no file
+    left, never more than the cap written, and the process never holds much of it."""
+    body = bomb(size, encoding)
+    url = media.add("/b.jpg", body, "image/jpeg", chunked=chunked,
+                    headers={"content-encoding": encoding})  # fmt: skip
+    seen: list[int] = []
+    outcome, peak = await peak_during(
+        download(client, url, dest, max_bytes=CAP, progress=lambda done, _: seen.append(done))
+    )
+    assert isinstance(outcome, TooLarge), outcome
+    assert outcome.reason == too_large(CAP).reason  # the cap's own sentence
+    assert not dest.exists()
+    assert seen
+    assert seen[-1] <= CAP
+    assert peak < BOMB_BOUND, f"{encoding}: held {peak / MB:.0f} MB at once"
+
+
+async def test_a_gzipped_jpeg_under_the_cap_that_inflates_over_it(
+    media: StandinMedia, client: httpx.AsyncClient, dest: Path
+) -> None:
+    """7 KB on the wire, a jpeg by its label, 64 MiB inflated: the cap is on what it is."""
+    body = bomb(64 * MB)
+    assert len(body) < CAP
+    url = media.add("/p.jpg", body, "image/jpeg", headers={"content-encoding": "gzip"})
+    with pytest.raises(TooLarge):
+        await download(client, url, dest, max_bytes=CAP)
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "wire"),
+    [
+        ("gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("gzip, gzip", lambda b: gzip.compress(gzip.compress(b))),
+    ],
+    ids=["gzip", "deflate", "gzip-gzip"],
+)
+@pytest.mark.parametrize("chunked", [False, True], ids=["length", "chunked"])
+async def test_a_legit_encoded_file_under_the_cap_arrives_decoded(
+    media: StandinMedia, client: httpx.AsyncClient, dest: Path,
+    encoding: str, wire: Callable[[bytes], bytes], chunked: bool,
+) -> None:  # fmt: skip
+    url = media.add("/ok.bin", wire(BODY), "image/jpeg", chunked=chunked,
+                    headers={"content-encoding": encoding})  # fmt: skip
+    result = await download(client, url, dest, max_bytes=CAP)
+    assert result.size == len(BODY)
+    assert dest.read_bytes() == BODY
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd", "gzip, gzip, gzip, gzip"])
+async def test_an_encoding_we_did_not_ask_for_is_refused(
+    media: StandinMedia, client: httpx.AsyncClient, dest: Path, encoding: str
+) -> None:
+    url = media.add("/x.bin", b"\x00" * 100, "image/jpeg", headers={"content-encoding": encoding})
+    with pytest.raises(FetchError, match="could not decode") as info:
+        await download(client, url, dest, max_bytes=CAP)
+    assert type(info.value) is FetchError
+    assert not dest.exists()
+
+
+async def test_media_is_asked_for_without_encoding(dest: Path) -> None:
+    """Media is compressed already: the request asks for identity, whatever the site's
+    own headers asked for."""
+    asked: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("Accept-Encoding"))
+        return httpx.Response(200, content=BODY)
+
+    async with mock_client(handler) as c:
+        await download(c, "https://m.test/a.jpg", dest, max_bytes=CAP,
+                       headers={"accept-encoding": "gzip, br"})  # fmt: skip
+    assert asked == ["identity"]
+
+
+async def test_a_bomb_gives_the_event_loop_turns(
+    media: StandinMedia, client: httpx.AsyncClient, dest: Path
+) -> None:
+    """A 7 KB body is one network read: what it inflates to is decoded in steps, and
+    other tasks run between them."""
+    url = media.add("/b.jpg", bomb(3 * 1024 * MB, "gzip, gzip"), "image/jpeg",
+                    headers={"content-encoding": "gzip, gzip"})  # fmt: skip
+    turns = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            turns += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    try:
+        with pytest.raises(TooLarge):
+            await download(client, url, dest, max_bytes=16 * MB)
+    finally:
+        stop.set()
+        await task
+    # 16 MiB in 64 KiB steps: 256 turns at least, had the body come in one read.
+    assert turns >= 16 * MB // CHUNK_SIZE

@@ -6,25 +6,40 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import ipaddress
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from xbot.errors import FetchError, PostUnavailable, TransientFetch, UnsupportedLink
+from xbot.config import Settings
+from xbot.errors import (
+    BlockedAddress,
+    FetchError,
+    PostUnavailable,
+    TransientFetch,
+    UnsupportedLink,
+)
+from xbot.links import classify
+from xbot.media import connguard, netguard
 from xbot.sources import gallerydl_dump as dump
 from xbot.sources.gallerydl import (
+    GalleryDlSource,
     GalleryOutputTooLarge,
     GalleryTimeout,
     config_cookies,
     cookie_header,
     gallerydl_command,
+    has_global_cookie_dict,
     run_gallerydl,
 )
 from xbot.sources.other_route import engines
+from xbot.standins.gallery_sites import MastodonServer, gallerydl_config
 
 DATA = Path(__file__).parent / "data" / "gallerydl"
 MASTO = "https://mastodon.social/@alice/113467211109934826"
@@ -238,16 +253,87 @@ def test_config_cookies_from_a_dict_and_a_cookies_txt(tmp_path: Path) -> None:
     assert config_cookies({"extractor": "junk"}, "reddit") == []
 
 
+@pytest.mark.parametrize(
+    ("config", "category", "cookies"),
+    [
+        ({"cookies": {"sid": "1"}}, "directlink", []),
+        ({"cookies": {"sid": "1"}}, "reddit", []),
+        ({"cookies": {"sid": "1"}, "reddit": {"cookies": {"t": "2"}}}, "reddit", [("", "t", "2")]),
+        ({"directlink": {"cookies": {"sid": "1"}}}, "directlink", []),
+        ({"generic": {"cookies": {"sid": "1"}}}, "generic", []),
+    ],
+    ids=["global-dict-to-a-bare-file", "global-dict-to-a-site", "the-sites-own-dict",
+         "an-any-host-categorys-dict", "generic-dict"],
+)  # fmt: skip
+def test_a_dict_of_no_site_is_never_sent(
+    config: dict[str, Any], category: str, cookies: list[tuple[str, str, str]]
+) -> None:
+    """A dict names no domain: only a known site's own dict stands for that site."""
+    assert config_cookies({"extractor": config}, category) == cookies
+
+
+def test_a_global_cookies_txt_keeps_its_domains(tmp_path: Path) -> None:
+    jar = tmp_path / "cookies.txt"
+    jar.write_text("# Netscape HTTP Cookie File\n"
+                   ".instagram.com\tTRUE\t/\tTRUE\t0\tsessionid\tabc\n")  # fmt: skip
+    config = {"extractor": {"cookies": str(jar)}}
+    assert config_cookies(config, "directlink") == [(".instagram.com", "sessionid", "abc")]
+    assert not has_global_cookie_dict(config)
+    assert has_global_cookie_dict({"extractor": {"cookies": {"sid": "1"}}})
+
+
 # -- the process -----------------------------------------------------------------------
 
 
 def test_command_keeps_gallerydl_to_its_folder_and_the_operators_config(tmp_path: Path) -> None:
     command = gallerydl_command("https://e.com/p/1", tmp_path, config=tmp_path / "c.json")
-    assert command[1:3] == ["-m", "gallery_dl"]
+    # Through the connect-time guard, which then runs gallery-dl's main.
+    assert command[1:5] == ["-P", "-m", "xbot.media.connguard", "gallery_dl"]
+    assert "--allow-private" not in command
     assert "--config-ignore" in command
+    # After --config: the operator's file cannot switch the generic extractor on.
+    assert command.index("extractor.generic.enabled=false") > command.index("--config")
+    assert "extractor.cookies=null" not in command
     assert command[command.index("--cache-file") + 1] == str(tmp_path / "cache.sqlite3")
     assert command[command.index("--config") + 1] == str(tmp_path / "c.json")
     assert command[-2:] == ["--", "https://e.com/p/1"], "a URL is never read as an option"
+
+
+@pytest.mark.parametrize(
+    ("options", "present", "absent"),
+    [
+        ({"allow_private": True}, ["--allow-private"], []),
+        ({"known_only": False}, [], ["extractor.generic.enabled=false"]),
+        ({"clear_global_cookies": True}, ["extractor.cookies=null"], []),
+    ],
+    ids=["allow-private", "all-sites", "global-cookie-dict"],
+)
+def test_command_options(
+    tmp_path: Path, options: dict[str, bool], present: list[str], absent: list[str]
+) -> None:
+    command = gallerydl_command("https://e.com/p/1", tmp_path, **options)
+    assert all(p in command for p in present)
+    assert not any(a in command for a in absent)
+    assert command[-2:] == ["--", "https://e.com/p/1"]
+
+
+async def test_the_child_refuses_a_loopback_connection_and_says_so(tmp_path: Path) -> None:
+    """Real gallery-dl against a Mastodon stand-in on 127.0.0.1, guard on: the first
+    connect ends the process with the guard's status; the site never saw a request."""
+    async with MastodonServer() as masto:
+        masto.add_status("1", photos=1)
+        config = tmp_path / "gallery-dl.json"
+        config.write_text(json.dumps(gallerydl_config(masto)))
+        command = gallerydl_command(masto.status_url("1"), tmp_path, config=config)
+        result = await run_gallerydl(command, tmp_path)
+        assert result.status == connguard.REFUSED_STATUS, result.stderr
+        assert connguard.REFUSED_MARKER in result.stderr
+        assert masto.hits.total() == 0
+        allowed = gallerydl_command(
+            masto.status_url("1"), tmp_path, config=config, allow_private=True
+        )
+        assert (await run_gallerydl(allowed, tmp_path)).status == 0
+        assert masto.hits.total() > 0, "the same run with private networks allowed"
 
 
 def py(code: str) -> list[str]:
@@ -351,3 +437,33 @@ async def test_a_cancelled_run_kills_its_process_group(tmp_path: Path) -> None:
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # reaped by run_gallerydl: not even a zombie is left
+
+
+async def test_a_refused_connection_is_one_sentence_from_the_source(tmp_path: Path) -> None:
+    """The link's host passes the pre-check (its resolver answers a public address), then
+    gallery-dl's own lookup gives loopback: the child is stopped at connect, and the source
+    answers `BlockedAddress` with the guard's sentence."""
+    name = socket.gethostname()
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(name, 80, type=socket.SOCK_STREAM)}
+    except OSError:
+        found = set()
+    if not found or not all(ipaddress.ip_address(a).is_loopback for a in found):
+        pytest.skip(f"this machine's name {name!r} does not resolve to loopback")
+
+    async def public(host: str, port: int) -> list[str]:
+        return ["93.184.216.34"]
+
+    async with MastodonServer() as masto:
+        masto.add_status("1", photos=1)
+        root = f"http://{name}:{masto.port}"
+        config = tmp_path / "gallery-dl.json"
+        config.write_text(json.dumps({"extractor": {"mastodon": {"standin": {"root": root}}}}))
+        settings = Settings(data_dir=tmp_path, gallerydl_config=config)
+        source = GalleryDlSource(settings, resolver=public)
+        link = classify(f"{root}/@alice/1", allow_private=True)
+        assert link is not None
+        with pytest.raises(BlockedAddress) as caught:
+            await source.fetch(link)
+        assert caught.value.reason == netguard.BLOCKED_REASON
+        assert masto.hits.total() == 0

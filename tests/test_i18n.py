@@ -228,6 +228,8 @@ def _sample(text: str) -> str:
         "start": "12:03",
         "end": "12:19",
         "minutes": "16",
+        "rate": "10",
+        "seconds": "60",
         "delayed": "37",
         "lost": "0",
         "waiting": "12",

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+import tracemalloc
+import zlib
+from collections.abc import AsyncIterator, Callable
+
 import httpx
 import pytest
 
 from xbot.errors import FetchError, TransientFetch
+from xbot.media.decoding import ACCEPT_JSON
 from xbot.sources.jsonget import count, get_json, web_url
+from xbot.standins.media_server import MediaServer, bomb
 
 
 def client(handler: httpx.MockTransport) -> httpx.AsyncClient:
@@ -61,3 +69,68 @@ def test_count(value: object, expected: int | None) -> None:
 )
 def test_web_url(value: object, expected: str) -> None:
     assert web_url(value) == expected
+
+
+# -- encoded answers from a real server on 127.0.0.1 (issue 30) ---------------------
+
+MB = 1024 * 1024
+
+
+@pytest.fixture
+async def media() -> AsyncIterator[MediaServer]:
+    server = await MediaServer().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "wire"),
+    [("gzip", gzip.compress), ("deflate", zlib.compress), (None, lambda b: b)],
+    ids=["gzip", "deflate", "identity"],
+)
+async def test_a_compressed_answer_still_reads(
+    media: MediaServer, encoding: str | None, wire: Callable[[bytes], bytes]
+) -> None:
+    body = json.dumps({"posts": [{"text": "x" * 100, "n": n} for n in range(2000)]}).encode()
+    headers = {"content-encoding": encoding} if encoding else None
+    url = media.add("/api.json", wire(body), "application/json", chunked=True, headers=headers)
+    async with httpx.AsyncClient() as c:
+        answer = await get_json(c, url, who="S")
+    assert answer.status == 200
+    assert answer.body == json.loads(body)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "gzip, gzip"])
+async def test_a_json_bomb_is_refused_at_the_cap_in_bounded_memory(
+    media: MediaServer, encoding: str
+) -> None:
+    """An answer that inflates to GiBs: refused past `max_body` (the sources' own small
+    cap), having held little more than that."""
+    size = 64 * MB if encoding == "gzip" else 3 * 1024 * MB
+    url = media.add("/api.json", bomb(size, encoding), "application/json",
+                    headers={"content-encoding": encoding})  # fmt: skip
+    async with httpx.AsyncClient() as c:
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            with pytest.raises(FetchError, match="S sent an answer I could not read"):
+                await get_json(c, url, who="S", max_body=MB)
+            peak = tracemalloc.get_traced_memory()[1] - base
+        finally:
+            tracemalloc.stop()
+    assert peak < 8 * MB, f"held {peak / MB:.0f} MB at once"
+
+
+async def test_sources_ask_only_for_what_is_decoded() -> None:
+    asked: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("Accept-Encoding"))
+        return httpx.Response(200, content=b"{}")
+
+    await get_json(client(httpx.MockTransport(handler)), "https://s.test/", who="S",
+                   headers={"Accept-Encoding": "br"})  # fmt: skip
+    assert asked == [ACCEPT_JSON]

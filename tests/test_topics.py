@@ -191,7 +191,7 @@ async def test_the_forward_prompt_and_its_edits_stay_in_the_topic(h: Harness) ->
     rows = prompt["reply_markup"]["inline_keyboard"]
     data = {b["text"]: b["callback_data"] for row in rows for b in row}
     label = next(k for k in data if "Forward" in k)
-    update = h.api.callback_query(FORUM, prompt["message_id"], data[label], MEMBER)
+    update = h.api.callback_query(FORUM, prompt["message_id"], data[label], ADMIN)
     await h.api.wait_for(lambda: update["callback_query"]["id"] in h.api.callback_answers, 5)
     await h.api.wait_for(lambda: h.sent(CHANNEL), 10)
     await h.wait_idle()
@@ -218,7 +218,7 @@ async def test_a_caption_edit_asked_and_answered_in_the_topic(h: Harness) -> Non
             return {b["text"]: b["callback_data"] for row in rows for b in row}
 
         await h.api.wait_for(lambda: label in keyboard(), 5)
-        update = h.api.callback_query(FORUM, prompt["message_id"], keyboard()[label], MEMBER)
+        update = h.api.callback_query(FORUM, prompt["message_id"], keyboard()[label], ADMIN)
         await h.api.wait_for(lambda: update["callback_query"]["id"] in h.api.callback_answers, 5)
 
     def prompt_text() -> str:
@@ -226,7 +226,7 @@ async def test_a_caption_edit_asked_and_answered_in_the_topic(h: Harness) -> Non
 
     await press("Edit caption")
     await h.api.wait_for(lambda: "Send me" in prompt_text(), 5)
-    h.api.user_message(FORUM, "new words", user_id=MEMBER, topic_id=topic)
+    h.api.user_message(FORUM, "new words", user_id=ADMIN, topic_id=topic)
     await h.api.wait_for(lambda: "The caption will be" in prompt_text(), 5)
     await press("Forward")
     await h.api.wait_for(lambda: h.sent(CHANNEL), 10)

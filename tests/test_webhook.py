@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 from xbot.app import Bot
 from xbot.config import WebhookConfig
-from xbot.handlers.webhook import MAX_BODY, SECRET_HEADER
+from xbot.handlers.webhook import MAX_BODY, SECRET_HEADER, WebhookListener
 from xbot.sending.pacing import Pacer
 from xbot.standins.harness import Harness
 
@@ -278,3 +279,92 @@ async def test_no_more_than_max_connections_at_once(tmp_path: Path) -> None:
                 lock.execute("ROLLBACK")
             lock.close()
         await h.stop()
+
+
+async def test_the_secret_is_in_no_log_line_even_at_debug(
+    hooked: Hooked, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PTB logs each call's parameters at DEBUG, setWebhook's secret_token among them."""
+    caplog.set_level(logging.DEBUG)
+    await hooked.start_bot()
+    calls = [r.getMessage() for r in caplog.records if "setWebhook" in r.getMessage()]
+    assert any("secret_token" in line for line in calls), "PTB logged the call's parameters"
+    assert SECRET not in caplog.text
+
+
+# --- what an unauthenticated client can hold ------------------------------------------------
+
+
+@pytest.fixture
+async def bare_listener() -> AsyncIterator[WebhookListener]:
+    """The real listener on a real socket, with short timeouts and a small cap; nothing
+    here reaches the handlers (no request is complete and authentic)."""
+    listener = WebhookListener(
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        path="/tg/hook",
+        secret_token=SECRET,
+        idle_timeout=0.5,
+        body_timeout=0.5,
+        max_unauthenticated=2,
+    )
+    await listener.start()
+    try:
+        yield listener
+    finally:
+        await listener.stop(grace=1)
+
+
+async def closed_by_server(reader: asyncio.StreamReader) -> bool:
+    """Whether the server closes the connection (EOF) within a bound."""
+    async with asyncio.timeout(10):
+        while await reader.read(4096):
+            pass
+    return True
+
+
+async def test_a_slow_loris_is_closed_after_the_idle_timeout(
+    bare_listener: WebhookListener,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", bare_listener.port)
+    try:
+        writer.write(b"POST /tg/hook HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+        await writer.drain()
+        assert await closed_by_server(reader)
+    finally:
+        writer.close()
+
+
+async def test_a_body_that_trickles_is_closed_after_the_body_timeout(
+    bare_listener: WebhookListener,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", bare_listener.port)
+    try:
+        writer.write(
+            f"POST /tg/hook HTTP/1.1\r\nHost: x\r\n{SECRET_HEADER}: {SECRET}\r\n"
+            "Content-Length: 100\r\n\r\n{".encode()
+        )
+        await writer.drain()
+        assert await closed_by_server(reader)
+    finally:
+        writer.close()
+
+
+async def test_connections_over_the_cap_are_closed_at_once(
+    bare_listener: WebhookListener,
+) -> None:
+    held = [await asyncio.open_connection("127.0.0.1", bare_listener.port) for _ in range(2)]
+    try:
+        # Each held connection is served (waiting for its headers) before the next comes.
+        async with asyncio.timeout(10):
+            while bare_listener.unauthenticated < 2:
+                await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_connection("127.0.0.1", bare_listener.port)
+        try:
+            assert await closed_by_server(reader)
+        finally:
+            writer.close()
+        assert bare_listener.closed_at_cap == 1
+    finally:
+        for _, w in held:
+            w.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,33 @@ def test_importing_the_app_does_not_import_yt_dlp() -> None:
 
 @pytest.mark.parametrize(
     ("sites", "expected"),
-    [("known", ["default", "-generic"]), ("all", ["default"])],
-    ids=["known-without-generic", "all-with-generic"],
+    [("known", ["default", "-generic", "-mediasite.*"]), ("all", ["default"])],
+    ids=["known-without-any-host", "all-with-generic"],
 )
 def test_allowed_extractors(sites: str, expected: list[str]) -> None:
     assert allowed_extractors(sites) == expected
+
+
+def test_known_leaves_out_every_extractor_that_takes_any_host() -> None:
+    """Each extractor's own test URLs, moved to a host no site owns: with ``known``
+    none may still claim one (the generic and Mediasite's would; a new one fails here)."""
+    import yt_dlp
+
+    ydl = yt_dlp.YoutubeDL({"quiet": True, "allowed_extractors": allowed_extractors("known")})
+    claimed: dict[str, str] = {}
+    for ie in ydl._ies.values():
+        tests = [*(getattr(ie, "_TESTS", None) or ()), *(getattr(ie, "_EMBED_TESTS", None) or ())]
+        for case in tests:
+            url = case.get("url") if isinstance(case, dict) else None
+            parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+            if parts is None or parts.scheme not in ("http", "https"):
+                continue
+            foreign = parts._replace(netloc="attacker.example").geturl()
+            if ie.suitable(foreign):
+                claimed.setdefault(ie.ie_key(), foreign)
+    assert claimed == {}
+    everything = yt_dlp.YoutubeDL({"quiet": True, "allowed_extractors": allowed_extractors("all")})
+    assert {"Generic", "Mediasite"} <= set(everything._ies), "the names still exist"
 
 
 def test_allowed_extractors_refuses_anything_else() -> None:
@@ -73,7 +96,9 @@ def test_allowed_extractors_refuses_anything_else() -> None:
 
 
 def test_format_selector_spelling() -> None:
-    assert format_selector(50 * 2**20) == "best[filesize<?52428800][filesize_approx<?52428800]"
+    assert format_selector(50 * 2**20) == (
+        "best[filesize<?52428800][filesize_approx<?52428800][protocol!*=?rtmp]"
+    )
     with pytest.raises(ValueError):
         format_selector(0)
 
@@ -96,6 +121,9 @@ SELECTIONS: list[tuple[str, list[dict[str, Any]], list[str]]] = [
     ("video-only-never-chosen", [_fmt("v", acodec="none", filesize=1)], []),
     ("best-that-fits", [_fmt("lo", filesize=10, tbr=100), _fmt("hi", filesize=45, tbr=900)],
      ["hi"]),
+    # rtmpdump, a child program, would fetch it beyond the connect-time guard.
+    ("rtmp-never-chosen", [_fmt("r", protocol="rtmp", tbr=900), _fmt("h", tbr=100)], ["h"]),
+    ("no-protocol-admitted", [_fmt("p", protocol=None)], ["p"]),
 ]  # fmt: skip
 
 
@@ -129,10 +157,14 @@ def test_build_options_keep_the_rules(tmp_path: Path) -> None:
     assert options["socket_timeout"] == 20.0
     assert options["paths"] == {"home": str(tmp_path), "temp": str(tmp_path)}
     assert options["outtmpl"] == {"default": "media.%(ext)s"}  # never a name from the site
-    assert options["allowed_extractors"] == ["default", "-generic"]
+    assert options["allowed_extractors"] == allowed_extractors("known")
     assert options["format"] == format_selector(1000)
     assert options["progress_hooks"] == [hook]
     assert options["ratelimit"] == 5
+    # What keeps yt-dlp inside the connect-time guard, whatever the overrides say.
+    assert options["concurrent_fragment_downloads"] == 1
+    assert options["external_downloader"] == {"default": "native"}
+    assert options["proxy"] == ""
 
 
 @pytest.mark.parametrize(

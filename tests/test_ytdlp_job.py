@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 
-from xbot.errors import BlockedAddress, TooLarge
+from xbot.errors import BlockedAddress, FetchError, TooLarge, TooSlow
+from xbot.media.speed_floor import SLOW_SITE, SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_api import OVER_LIMIT, YtdlpJob
+from xbot.sources.ytdlp_api import MAX_PAGE, OVER_LIMIT, PAGE_TOO_LARGE, YtdlpJob
 from xbot.sources.ytdlp_options import YtdlpConfig
-from xbot.standins.media_server import MediaServer, big, fake_mp4
+from xbot.standins.media_server import MediaServer, big, bomb, fake_mp4
 
 LIMIT = 1_000_000
 
@@ -30,9 +35,9 @@ async def media() -> AsyncIterator[MediaServer]:
         await server.stop()
 
 
-def config(**overrides: object) -> YtdlpConfig:
+def config(*, allow_private: bool = True, **overrides: object) -> YtdlpConfig:
     return YtdlpConfig(
-        limit_bytes=LIMIT, sites="all", allow_private=True, overrides=dict(overrides)
+        limit_bytes=LIMIT, sites="all", allow_private=allow_private, overrides=dict(overrides)
     )
 
 
@@ -187,3 +192,153 @@ async def test_a_redirect_to_a_refused_address_is_not_used(
     # answer was not used.
     assert media.hits["/secret.mp4"] == 1
     assert not (tmp_path / "media.mp4").exists()
+
+
+# --- the connect-time guard (xbot.media.connguard) around the job's thread ------------------
+
+
+@pytest.fixture
+def rebinding(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``rebind.test`` resolves to a public address the first time, to 127.0.0.1 after."""
+    real = socket.getaddrinfo
+    answers: list[str] = []
+
+    def resolve(host: str, port: object, *args: object, **kwargs: object) -> list[Any]:
+        if host != "rebind.test":
+            return real(host, port, *args, **kwargs)  # type: ignore[arg-type]
+        answers.append("93.184.216.34" if not answers else "127.0.0.1")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[-1], int(str(port))))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    return answers
+
+
+async def test_a_name_that_resolves_to_loopback_the_second_time_is_refused(
+    media: MediaServer, tmp_path: Path, rebinding: list[str]
+) -> None:
+    """DNS rebinding: the pre-flight check sees a public address, yt-dlp's own lookup
+    gets 127.0.0.1; the connection is judged on the address it is made to."""
+    media.add("/v.mp4", fake_mp4(50_000), "video/mp4")
+    url = f"http://rebind.test:{media.port}/v.mp4"
+    with pytest.raises(BlockedAddress):
+        await run(url, tmp_path, config(allow_private=False), [])
+    assert rebinding[:2] == ["93.184.216.34", "127.0.0.1"], "checked, then rebound"
+    assert media.hits["/v.mp4"] == 0, "nothing reached the loopback server"
+
+
+async def test_a_redirect_to_loopback_is_refused_before_it_is_requested(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    """The generic extractor (``all``) follows a redirect from a public host (one local
+    port stands for it) to 127.0.0.1: the hop is refused at connect, not read and dropped."""
+    inner = await MediaServer().start()
+    try:
+        secret = inner.add("/secret.mp4", fake_mp4(50_000), "video/mp4")
+        url = media.add("/moving.mp4", b"", redirect_to=secret)
+
+        def public_host_only(ip: Any, port: int) -> bool:
+            return port == media.port  # stands for a host whose address is public
+
+        job = YtdlpJob(
+            url, tmp_path, config(allow_private=False), guard=lambda _: None,
+            policy=public_host_only,
+        )  # fmt: skip
+        async with job:
+            with pytest.raises(BlockedAddress):
+                await job.extract()  # the generic extractor asks for the file itself
+        assert media.hits["/moving.mp4"] >= 1, "the public host was asked"
+        assert inner.hits["/secret.mp4"] == 0, "the loopback one never was"
+    finally:
+        await inner.stop()
+
+
+async def peak_of(work: Any) -> tuple[BaseException | None, int]:
+    """What `work` raised, and the most Python memory held at once (every thread)."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        raised: BaseException | None = None
+        try:
+            await work
+        except FetchError as exc:
+            raised = exc
+        return raised, tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+async def test_a_page_that_inflates_is_refused_in_bounded_memory(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    """yt-dlp reads a page whole, and urllib3 inflates it as it reads: a 256 MiB
+    ``gzip, gzip`` page (a few KB on the wire) is refused past `MAX_PAGE`."""
+    page = bomb(256 * 2**20, "gzip, gzip", prefix=b"<!DOCTYPE html><html><head><title>")
+    url = media.add("/watch", page, "text/html", headers={"content-encoding": "gzip, gzip"})
+    raised, peak = await peak_of(run(url, tmp_path, config(), []))
+    assert isinstance(raised, FetchError)
+    assert raised.reason == PAGE_TOO_LARGE
+    assert peak < 4 * MAX_PAGE, f"held {peak / 2**20:.0f} MB at once"
+
+
+async def test_an_encoded_media_file_is_capped_as_it_inflates(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    """yt-dlp's downloader asks for identity; a server that gzips the file anyway is
+    decoded a block at a time (urllib3 >= 2.6) and the hook stops it at the cap."""
+    url = media.add("/v.mp4", bomb(3 * 2**30, "gzip, gzip"), "video/mp4",
+                    headers={"content-encoding": "gzip, gzip"})  # fmt: skip
+    raised, peak = await peak_of(run(url, tmp_path, config(), []))
+    assert isinstance(raised, TooLarge)
+    assert peak < 4 * MAX_PAGE, f"held {peak / 2**20:.0f} MB at once"
+
+
+# -- time: the speed floor on the download, a limit on saying what a link is -----------------
+
+QUICK = SpeedFloor(rate=2000.0, window=0.5)
+
+
+async def _thread_ends(job: YtdlpJob) -> None:
+    busy = job._busy
+    assert busy is not None
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(busy), 10)
+    assert busy.done(), "the thread's blocked read was woken: its socket was shut down"
+
+
+async def test_a_dripping_download_is_given_up_and_its_socket_shut(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    # One byte every 0.05 s: yt-dlp's read of a 1 KiB block would block ~50 s, and its
+    # socket timeout (20 s) never fires; the hook is not even called meanwhile.
+    url = media.add("/drip.mp4", fake_mp4(100_000), "video/mp4", drip=0.05)
+    cfg = attrs.evolve(config(), floor=QUICK, cancel_grace=0.1)
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(url, tmp_path, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+            await j.download()
+
+    with pytest.raises(TooSlow, match="too slowly"):
+        await asyncio.wait_for(job(), 30)
+    await _thread_ends(jobs[0])
+
+
+async def test_a_dripping_page_is_given_up_at_the_extract_limit(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    page = media.add("/drip.html", b"<html>" + bytes(50_000), "text/html", drip=0.05)
+    cfg = attrs.evolve(config(), extract_limit=0.5, cancel_grace=0.1)
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(page, tmp_path, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+
+    with pytest.raises(TooSlow) as caught:
+        await asyncio.wait_for(job(), 30)
+    assert caught.value.reason == SLOW_SITE
+    await _thread_ends(jobs[0])

@@ -35,8 +35,9 @@ from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.links import classify
-from xbot.logs import kv
+from xbot.logs import add_secret, kv
 from xbot.media import netguard
+from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.media.tempfiles import sweep_temp
 from xbot.metrics import Metrics, api_method
 from xbot.ops.instance import instance_lock
@@ -252,7 +253,7 @@ async def build_services(
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
-    authority = Authority(sender)
+    authority = Authority(sender, operators=settings.admin_ids)
     mover = ChatMover(queue, chats, authority, clock)
 
     # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
@@ -311,6 +312,10 @@ async def build_services(
         telegram_wait=health.lease_wait,
         telegram_budget=telegram_budget,
         on_finished=finished if hooks else None,
+        # Slow runs go on beside the workers (xbot.tasks.worker): a few per worker, so a
+        # handful of slow links never holds back a fresh one, and their number is bounded.
+        long_running=4 * settings.workers,
+        task_budget=task_budget(settings.upload_limit, SpeedFloor.configured(settings)),
     )
     health.add_listener(lambda sendable: workers.wake() if sendable else None)
     services = Services(
@@ -510,6 +515,9 @@ class Bot:
         self.telegram_budget = telegram_budget
         self.read_timeout = read_timeout
         self.webhook = webhook
+        if webhook is not None:
+            # PTB logs setWebhook's parameters at DEBUG, the secret among them.
+            add_secret(webhook.secret_token)
         self.poller: DurablePoller | None = None
         self.hook_listener: WebhookListener | None = None
         # The clock pair the time line is built on (a test's one-number clock, wrapped).

@@ -110,6 +110,19 @@ def _count(lo: int, hi: int) -> Callable[[str, str], int]:
     return lambda name, raw: _int(name, raw, lo, hi)
 
 
+def _number(lo: float, hi: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{name}: {raw!r} is not a number") from None
+        if not lo <= value <= hi:
+            raise ConfigError(f"{name}: {value:g} is out of range ({lo:g}..{hi:g})")
+        return value
+
+    return parse
+
+
 def _scale(name: str, raw: str) -> float:
     try:
         value = float(raw.strip() or "1")
@@ -374,6 +387,20 @@ class Settings:
         "up to 2000 on a local Bot API server)",
         "50",
         _count(1, 2000),
+    )
+    min_speed_kbps: float = setting(
+        "XBOT_MIN_SPEED_KBPS",
+        "the slowest a download may go, in kB/s on average over each `XBOT_SPEED_WINDOW_S`; "
+        "a slower one is given up with one sentence, and a task may run for 10 minutes plus "
+        "the upload limit at this speed (0.01-100000)",
+        "10",
+        _number(0.01, 100_000),
+    )
+    speed_window: float = setting(  # seconds
+        "XBOT_SPEED_WINDOW_S",
+        "seconds over which the speed floor (`XBOT_MIN_SPEED_KBPS`) is measured (1-3600)",
+        "60",
+        _whole(1, 3600),
     )
     ytdlp_sites: str = setting(
         "XBOT_YTDLP_SITES",

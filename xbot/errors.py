@@ -15,6 +15,7 @@ Everything above those modules speaks only this tree.
     │   ├── PostUnavailable      private, deleted, suspended, not found: a user-facing reason
     │   ├── UnsupportedLink      nothing we can fetch from this link
     │   ├── TooLarge             the file is over the upload limit
+    │   ├── TooSlow              the transfer fell under the speed floor, or ran out of time
     │   ├── BlockedAddress       the target is loopback/private/link-local (SSRF guard)
     │   └── TransientFetch       timeouts, 5xx, resets: worth retrying
     │       └── AllSourcesDown   every X source failed or is skipped (xbot.sources.x)
@@ -109,6 +110,11 @@ class UnsupportedLink(FetchError):
 
 class TooLarge(FetchError):
     """The media is over the upload limit."""
+
+
+class TooSlow(FetchError):
+    """The transfer fell under the speed floor (`xbot.media.speed_floor`), or a run
+    (yt-dlp, gallery-dl, a whole task) used up its time: given up, not retried."""
 
 
 class BlockedAddress(FetchError):

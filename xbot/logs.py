@@ -87,6 +87,13 @@ def redact(text: str) -> str:
     return _filter.redact(text)
 
 
+def add_secret(secret: str) -> None:
+    """Put `secret` on the redaction list too (the webhook's secret token): from now on no
+    log line carries it, whichever handler writes it."""
+    _filter.add(secret)
+    _install_record_factory()
+
+
 def _writes_to_journal(journal_stream: str, stream: TextIO) -> bool:
     """systemd sets ``$JOURNAL_STREAM`` to the ``device:inode`` of the journal stream it
     connected; children inherit the variable, so it counts only while `stream` is that

@@ -351,3 +351,35 @@ async def test_a_gallery_post_is_forwarded_to_the_linked_channel_by_file_id(
     assert len({p["media_group_id"] for p in posts}) == 1
     assert posts[0]["caption"].startswith("Alice A (@alice)")
     assert masto.file_hits(FILES) == hits, "copied by file_id, nothing downloaded again"
+
+
+# -- known sites only; operator cookies to their own domains -----------------------------
+
+
+async def test_known_sites_only_means_no_bare_file(h: Harness) -> None:
+    """A link to a file with an image extension (``.bmp``: not yt-dlp's, gallery-dl's
+    ``directlink``) is not a known site: nothing is fetched, one sentence."""
+    h.media.add("/pics/bare.bmp", b"BM" + b"\0" * 64, "image/bmp")
+    await settle(h, CHAT, h.media.url_for("/pics/bare.bmp"))
+    assert gallery(h).runs == 1
+    assert h.media.hits["/pics/bare.bmp"] == 0, "no bare-file fetch"
+    assert media_calls(h, CHAT) == []
+    assert texts(h, CHAT) == ["I cannot fetch a video from that link."]
+
+
+async def test_global_cookies_never_go_to_a_bare_files_host(
+    start_harness: Callable[..., Awaitable[Harness]],
+    sites: tuple[MastodonServer, BooruServer],
+    tmp_path: Path,
+) -> None:
+    """``all`` lets bare files through; the operator's global ``extractor.cookies`` (a dict:
+    no domain) still goes nowhere, least of all to a host a user names."""
+    config = tmp_path / "global-cookies.json"
+    operator = gallerydl_config(*sites)
+    operator["extractor"]["cookies"] = {"sid": "s3cret"}
+    config.write_text(json.dumps(operator))
+    h = await start_harness(gallerydl_config=config, ytdlp_sites="all")
+    h.media.add("/pics/bare.bmp", b"BM" + b"\0" * 64, "image/bmp")
+    await settle(h, CHAT, h.media.url_for("/pics/bare.bmp"))
+    assert h.media.hits["/pics/bare.bmp"] >= 1, "with all, the bare file is fetched"
+    assert h.media.cookies["/pics/bare.bmp"] == 0, "without the operator's cookie"

@@ -1,19 +1,37 @@
 """Who may do what. Authority comes from our settings, the database and the Bot API —
 never from callback data or anything else a client sends.
 
-- The bot's admins (``XBOT_ADMIN_IDS``) may use the operator commands anywhere.
-- In a private chat its one user may do everything there.
-- In groups only the chat's administrators may change settings, link a channel
-  or press another person's buttons. An anonymous admin posts as the group
-  itself (``sender_chat`` is the chat): only admins can do that, so it counts.
-  The admin list comes from ``getChatAdministrators``, cached for a short while.
-- In a channel only its admins can post at all, so a post there is an admin's.
+The rule is `decide`, a table of who (`Actor`, with the chat and the Bot API's admin
+list) may do what (`Act`):
 
-`decide` is the pure rule (table-tested); `Authority` feeds it from the Bot API.
+- The bot's operators (``XBOT_ADMIN_IDS``) alone may `Act.OPERATE` (retry a dead
+  letter, mute an alert, the operator commands); anywhere else they are users like
+  any other.
+- In a private chat its one user may do everything there.
+- In groups only the chat's administrators change settings, and only they speak for
+  the linked channel: forward to it or choose its caption (issue 30: a member
+  forwarded his own media to the admins' channel). The member who sent a link may
+  still dismiss the answer's buttons. An anonymous admin posts as the group itself
+  (``sender_chat`` is the chat): only admins can do that, so it counts.
+- In a channel only its admins act: a post as the channel is one of them (only admins
+  post there); a button press names the person, who is checked against the channel's
+  admin list (a subscriber's press is refused).
+
+Speaking for a channel needs one more thing, checked at every press that leads
+there (`channel_refusal`): the presser is still an admin of that channel allowed to
+post, and so is the bot. Telegram names the real person behind every button press,
+anonymous admins included, so a press is always checked as that person; an anonymous
+admin's reply only sets the caption, and the forward still waits for a named press.
+
+Admin lists come from ``getChatAdministrators`` (it lists the bot itself too, with
+its rights), cached for a short while per chat: the group's for its own rule, the
+channel's for the right to post there. `decide` is pure (table-tested); `Authority`
+feeds it from the Bot API.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Callable
@@ -30,9 +48,29 @@ log = logging.getLogger(__name__)
 
 ONLY_ADMINS = N_("Only admins can do that.")
 ONLY_OPERATORS = N_("That command is for the bot's operators.")
+# Said when a press would speak for the linked channel (plain text: a callback answer).
+NOT_A_POSTER = N_("Only admins of {channel} who may post there can forward to it.")
+BOT_CANNOT_POST = N_("I cannot post in {channel}: make me an admin there allowed to post messages.")
 ADMIN_TTL = 60.0  # seconds a chat's admin list is trusted; promotions show up within this
 
 _GROUPS = frozenset({"group", "supergroup"})
+
+
+class Act(enum.StrEnum):
+    """What someone does, as far as who may do it goes."""
+
+    MANAGE = "manage"  # settings toggles and the menu; /settings, /channel, /format
+    DISMISS = "dismiss"  # Skip under a forward prompt
+    CAPTION = "caption"  # Edit caption, Keep caption, a caption sent as text
+    FORWARD = "forward"  # Forward to channel, Forward after a caption edit
+    OPERATE = "operate"  # retry a dead letter, mute an alert, the operator commands
+
+
+# What the owner of a message (who sent the link) may do on it without being an admin.
+# Speaking for the linked channel is not among them: that is the admins' alone.
+OWNERS_MAY: frozenset[Act] = frozenset({Act.DISMISS})
+# The acts that speak for the linked channel: `channel_refusal` is asked at each press.
+FOR_THE_CHANNEL: frozenset[Act] = frozenset({Act.CAPTION, Act.FORWARD})
 
 
 @attrs.frozen
@@ -56,10 +94,15 @@ class ChatAdmins:
     Attributes:
         user_ids: the creator and every administrator (bots included).
         bot_can_delete: the bot is an administrator allowed to delete messages.
+        posters: in a channel, those who may post there: the creator and the
+            administrators with ``can_post_messages`` (the bot included).
+        bot_can_post: the bot is among `posters`.
     """
 
     user_ids: frozenset[int] = frozenset()
     bot_can_delete: bool = False
+    posters: frozenset[int] = frozenset()
+    bot_can_post: bool = False
 
 
 def is_operator(operator_ids: frozenset[int], user_id: int | None) -> bool:
@@ -71,26 +114,50 @@ def decide(
     chat_type: str,
     chat_id: int,
     actor: Actor,
-    owner_id: int | None,
-    admins: ChatAdmins | None,
+    act: Act,
+    *,
+    owner_id: int | None = None,
+    admins: ChatAdmins | None = None,
+    operators: frozenset[int] = frozenset(),
 ) -> bool | None:
-    """May `actor` act on something of `owner_id` (None: of the chat) in this chat?
+    """May `actor` do `act` in this chat, on something of `owner_id` (None: of the chat)?
 
-    Returns None when the answer depends on the admin list and `admins` is None.
+    Returns None when the answer depends on the chat's admin list and `admins` is None.
     """
-    if chat_type not in _GROUPS:
-        # Private: the one user. Channel: only admins post there at all.
-        return True
+    if act is Act.OPERATE:
+        return is_operator(operators, actor.user_id)
+    if chat_type == "private":
+        # Its one user: a private chat's id is its user's id.
+        return actor.sender_chat_id is None and actor.user_id == chat_id
+    if chat_type not in (*_GROUPS, "channel"):
+        return False  # a chat type Telegram may add one day: nobody, until we know it
     if actor.sender_chat_id is not None:
-        # An anonymous admin posts as the group; a channel posting into the group is not one.
+        # Posted as the chat itself: an anonymous admin in a group, the channel's own post
+        # (only admins post in a channel). Another chat posting into a group is not one.
         return actor.sender_chat_id == chat_id
     if actor.user_id is None:
         return False
-    if owner_id is not None and actor.user_id == owner_id:
+    if act in OWNERS_MAY and owner_id is not None and actor.user_id == owner_id:
         return True
     if admins is None:
         return None
     return actor.user_id in admins.user_ids
+
+
+def channel_refusal(channel: ChatAdmins, user_id: int | None) -> str | None:
+    """Why `user_id` may not speak for this channel now (a msgid with ``{channel}``), or
+    None when he may: he and the bot are both among its posters."""
+    if not channel.bot_can_post:
+        return BOT_CANNOT_POST
+    if user_id is None or user_id not in channel.posters:
+        return NOT_A_POSTER
+    return None
+
+
+def _may_post(member: telegram.ChatMember) -> bool:
+    if isinstance(member, telegram.ChatMemberOwner):
+        return True
+    return isinstance(member, telegram.ChatMemberAdministrator) and bool(member.can_post_messages)
 
 
 def admins_from(members: tuple[telegram.ChatMember, ...], bot_id: int) -> ChatAdmins:
@@ -101,7 +168,8 @@ def admins_from(members: tuple[telegram.ChatMember, ...], bot_id: int) -> ChatAd
         and m.can_delete_messages
         for m in members
     )
-    return ChatAdmins(ids, bot_can_delete)
+    posters = frozenset(m.user.id for m in members if _may_post(m))
+    return ChatAdmins(ids, bot_can_delete, posters, bot_id in posters)
 
 
 @attrs.define
@@ -110,11 +178,13 @@ class Authority:
 
     Attributes:
         sender: asks the Bot API (``getChatAdministrators``), its errors translated.
+        operators: the bot's operators (``XBOT_ADMIN_IDS``).
         ttl: how long an admin list is trusted.
         clock: monotonic seconds (injected in tests).
     """
 
     sender: Sender
+    operators: frozenset[int] = frozenset()
     ttl: float = ADMIN_TTL
     clock: Callable[[], float] = time.monotonic
     _cache: dict[int, tuple[float, ChatAdmins]] = attrs.field(factory=dict, init=False)
@@ -141,10 +211,20 @@ class Authority:
         self._cache.pop(chat_id, None)
 
     async def may(
-        self, chat_type: str, chat_id: int, actor: Actor, owner_id: int | None = None
+        self,
+        chat_type: str,
+        chat_id: int,
+        actor: Actor,
+        act: Act,
+        owner_id: int | None = None,
     ) -> bool:
         """`decide`, asking Telegram for the admin list only when it matters."""
-        quick = decide(chat_type, chat_id, actor, owner_id, None)
+        quick = decide(chat_type, chat_id, actor, act, owner_id=owner_id, operators=self.operators)
         if quick is not None:
             return quick
-        return bool(decide(chat_type, chat_id, actor, owner_id, await self.admins(chat_id)))
+        admins = await self.admins(chat_id)
+        return bool(decide(chat_type, chat_id, actor, act, owner_id=owner_id, admins=admins))
+
+    async def refusal_in(self, channel_id: int, user_id: int | None) -> str | None:
+        """`channel_refusal` from the channel's admin list now (cached briefly)."""
+        return channel_refusal(await self.admins(channel_id), user_id)

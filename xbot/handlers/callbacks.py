@@ -21,7 +21,14 @@ from telegram.ext import BaseHandler, CallbackQueryHandler
 
 from xbot.errors import XbotError
 from xbot.handlers.answers import edit
-from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.auth import (
+    FOR_THE_CHANNEL,
+    ONLY_ADMINS,
+    ONLY_OPERATORS,
+    Act,
+    Actor,
+    is_operator,
+)
 from xbot.handlers.commands import menu_context
 from xbot.handlers.language import language_of, remember_operator_language
 from xbot.handlers.messages import NOT_ALLOWED
@@ -40,7 +47,13 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CONDITIONS = frozenset(c.value for c in Condition)
-_PROMPT_ACTIONS = frozenset({Action.FORWARD, Action.EDIT, Action.SKIP, Action.CONFIRM})
+# What each button under a forward prompt does, as far as who may press it goes.
+_PROMPT_ACTS = {
+    Action.FORWARD: Act.FORWARD,
+    Action.CONFIRM: Act.FORWARD,  # "Forward" after an edit, or "Keep caption" (then Forward)
+    Action.EDIT: Act.CAPTION,
+    Action.SKIP: Act.DISMISS,
+}
 
 
 def carries(message: Message, data: str) -> bool:
@@ -67,6 +80,11 @@ def _only_arg(value: T | None, data: CallbackData) -> T:
     return value
 
 
+def _short(title: str, limit: int = 64) -> str:
+    """A channel's title inside a callback answer (Telegram allows 200 characters)."""
+    return title if len(title) <= limit else title[: limit - 1] + "…"
+
+
 async def answer(context: XContext, query: CallbackQuery, text: str | None = None) -> None:
     """Answer the press (Telegram shows a spinner until we do); a late answer is no error.
 
@@ -87,7 +105,7 @@ async def on_callback(update: Update, context: XContext) -> None:
         message, data = _pressed(query, context)
         try:
             _ = translator(await language_of(update, context)).gettext
-            if data.action in _PROMPT_ACTIONS:
+            if data.action in _PROMPT_ACTS:
                 await _prompt(query, message, data, context, _)
             elif data.action in (Action.SETTING, Action.MENU):
                 await _settings(query, message, data, context, _)
@@ -132,8 +150,17 @@ async def _prompt(
     if prompt is None or prompt.message_id != message.message_id:
         raise _Refused
     presser = query.from_user.id
-    if not await services.authority.may(chat.type, chat.id, Actor(presser), prompt.owner):
+    act = _PROMPT_ACTS[data.action]
+    if not await services.authority.may(chat.type, chat.id, Actor(presser), act, prompt.owner):
         raise _Refused(ONLY_ADMINS)
+    channel = state.settings.channel_id
+    if act in FOR_THE_CHANNEL and channel is not None:
+        # Rights in the channel change after /channel linked it: asked at every press.
+        refusal = await services.authority.refusal_in(channel, presser)
+        if refusal is not None:
+            title = state.settings.channel_title or str(channel)
+            await answer(context, query, _(refusal).format(channel=_short(title)))
+            return
     forwarding = services.forwarding
     result = await forwarding.press(chat.id, data, message_id=message.message_id, presser=presser)
     await answer(context, query, _(result.answer))
@@ -157,7 +184,8 @@ async def _settings(
 ) -> None:
     services = context.services
     chat = message.chat
-    if not await services.authority.may(chat.type, chat.id, Actor(query.from_user.id)):
+    # In a channel the presser is a subscriber unless its admin list names him.
+    if not await services.authority.may(chat.type, chat.id, Actor(query.from_user.id), Act.MANAGE):
         raise _Refused(ONLY_ADMINS)
     if data.action == Action.MENU:
         if data.args != ("close",):

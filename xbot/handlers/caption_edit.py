@@ -1,5 +1,7 @@
 """The new caption of a forward: the next text from the user who pressed "Edit caption"
-in that chat, or a reply to the prompt from someone who may press its buttons.
+in that chat, or a reply to the prompt from someone who may choose the channel's caption
+(`Act.CAPTION`: in a group its admins, an anonymous admin too). A caption sends nothing:
+the forward waits for a press, where the presser's right to post in the channel is asked.
 
 Registered in a handler group before the link handler; when it takes a
 message it stops the update there (`ApplicationHandlerStop`), so a caption
@@ -16,6 +18,7 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, filters
 
 from xbot.handlers.answers import reply
+from xbot.handlers.auth import Act
 from xbot.handlers.commands import actor_of
 from xbot.i18n import translator
 from xbot.logs import kv
@@ -44,7 +47,7 @@ async def _target(update: Update, context: XContext) -> Prompt | None:
     if reply is not None and reply.from_user is not None and reply.from_user.id == context.bot.id:
         prompt = prompt_by_message(state, reply.message_id, now)
         if prompt is not None and prompt.stage != "queued":
-            if await services.authority.may(chat.type, chat.id, actor, prompt.owner):
+            if await services.authority.may(chat.type, chat.id, actor, Act.CAPTION, prompt.owner):
                 return prompt
             return None
     if actor.user_id is None or actor.sender_chat_id is not None:

@@ -27,7 +27,7 @@ from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 from xbot.errors import ChatUnavailable, Permanent, StoreError, XbotError
 from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
-from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Actor, is_operator
+from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Act, Actor, is_operator
 from xbot.handlers.intake import telegram_resends
 from xbot.handlers.language import language_of, remember_operator_language, translator_of
 from xbot.handlers.messages import NOT_ALLOWED, cmd_get
@@ -107,7 +107,7 @@ async def may_manage(update: Update, context: XContext) -> bool:
     chat = update.effective_chat
     if chat is None:
         return False
-    return await context.services.authority.may(chat.type, chat.id, actor_of(update))
+    return await context.services.authority.may(chat.type, chat.id, actor_of(update), Act.MANAGE)
 
 
 async def menu_context(

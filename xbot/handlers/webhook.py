@@ -33,6 +33,13 @@ What the listener answers:
 `max_connections` is also what setWebhook tells Telegram (its default 40, 1-100), so
 Telegram itself never opens more.
 
+What an unauthenticated client can hold: a connection gets `IDLE_TIMEOUT` for a
+request's headers (and for the next request on a kept-alive connection) and
+`BODY_TIMEOUT` for its body, then it is closed, so one byte every few seconds
+(slow-loris) keeps nothing open; and at most `MAX_UNAUTHENTICATED` connections
+that have not yet shown the secret are open at once, beyond which a new one is
+closed as soon as it is accepted (it costs no handler, no buffer).
+
 Once only: Telegram sends an update again whenever it got no 2xx (a 500, a crash,
 an answer lost on its way). Each update answered 200 is marked in the database
 first (`xbot.storage.webhook_updates`), and a marked update is answered 200 again
@@ -55,6 +62,7 @@ import attrs
 from telegram import Update
 from telegram.ext import Application
 from tornado.httpserver import HTTPServer
+from tornado.iostream import IOStream
 from tornado.netutil import bind_sockets
 from tornado.web import Application as TornadoApplication
 from tornado.web import RequestHandler, stream_request_body
@@ -74,6 +82,12 @@ MAX_BODY = 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 40
 MAX_CONNECTIONS = 100
 _REFUSED_LOG_EVERY = 100  # 403s are logged at the first and then every 100th
+# Telegram sends an update of a few KB at once; a client that trickles is closed.
+IDLE_TIMEOUT = 10.0
+BODY_TIMEOUT = 10.0
+# Connections that have not shown the secret yet, at once: above Telegram's own
+# 100 (each of its connections is one of these until its first request).
+MAX_UNAUTHENTICATED = 128
 STOP_GRACE = 10.0  # how long a stop waits for the updates in progress
 
 Answer = Callable[[int, str], Awaitable[None]]  # sends (status, text) as the HTTP answer
@@ -90,7 +104,10 @@ class WebhookListener:
         secret_token: what Telegram sends in ``X-Telegram-Bot-Api-Secret-Token``.
         max_connections: requests handled at once; more get a 503.
         port: where it listens once started (0 asks the kernel for a free one).
+        idle_timeout, body_timeout: how long a request's headers and its body may take.
+        max_unauthenticated: open connections that have not shown the secret, at most.
         in_progress: requests being handled now.
+        closed_at_cap: connections closed because `max_unauthenticated` were open.
     """
 
     application: Application[Any, Any, Any, Any, Any, Any]
@@ -101,8 +118,13 @@ class WebhookListener:
     port: int = 0
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     clock: Callable[[], float] = time.time  # wall clock: when an update was answered
+    idle_timeout: float = IDLE_TIMEOUT
+    body_timeout: float = BODY_TIMEOUT
+    max_unauthenticated: int = MAX_UNAUTHENTICATED
     in_progress: int = attrs.field(default=0, init=False)
     refused: int = attrs.field(default=0, init=False)
+    closed_at_cap: int = attrs.field(default=0, init=False)
+    _unauthenticated: set[IOStream] = attrs.field(factory=set, init=False)
     _server: HTTPServer | None = attrs.field(default=None, init=False)
     _accepting: bool = attrs.field(default=False, init=False)
     _idle: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
@@ -116,7 +138,14 @@ class WebhookListener:
         app = TornadoApplication([(self.path, _UpdateHandler, {"listener": self})])
         # tornado's own limit above ours: up to it the handler answers 413 itself
         # (tornado would only drop the connection); past it, tornado drops it.
-        server = HTTPServer(app, max_body_size=2 * MAX_BODY, max_buffer_size=2 * MAX_BODY)
+        server = _CappedServer(
+            app,
+            max_body_size=2 * MAX_BODY,
+            max_buffer_size=2 * MAX_BODY,
+            idle_connection_timeout=self.idle_timeout,
+            body_timeout=self.body_timeout,
+        )
+        server.admit = self.admit
         sockets = bind_sockets(self.port, self.listen)
         server.add_sockets(sockets)
         self.port = sockets[0].getsockname()[1]
@@ -137,6 +166,29 @@ class WebhookListener:
         except TimeoutError:
             log.warning("webhook stops with updates in progress %s", kv(left=self.in_progress))
         await server.close_all_connections()
+
+    @property
+    def unauthenticated(self) -> int:
+        """Open connections that have not shown the secret yet."""
+        return sum(1 for s in self._unauthenticated if not s.closed())
+
+    def admit(self, stream: IOStream) -> bool:
+        """Whether a new connection may stay: fewer than `max_unauthenticated` are open."""
+        self._unauthenticated = {s for s in self._unauthenticated if not s.closed()}
+        if len(self._unauthenticated) >= self.max_unauthenticated:
+            self.closed_at_cap += 1
+            if self.closed_at_cap % _REFUSED_LOG_EVERY == 1:
+                log.warning(
+                    "webhook closed a connection %s",
+                    kv(reason="too many without the secret", closed=self.closed_at_cap),
+                )
+            return False
+        self._unauthenticated.add(stream)
+        return True
+
+    def vouch(self, stream: object) -> None:  # the request's connection's stream
+        """The connection showed the secret: it no longer counts against the cap."""
+        self._unauthenticated.discard(stream)
 
     def authentic(self, secret: str | None) -> bool:
         """Whether a request carries the secret (compared in constant time); a 403 if not."""
@@ -194,6 +246,18 @@ class WebhookListener:
         return 200, "ok"
 
 
+class _CappedServer(HTTPServer):
+    """tornado's HTTP server, asking the listener before it serves a new connection."""
+
+    admit: Callable[[IOStream], bool] = staticmethod(lambda stream: True)
+
+    def handle_stream(self, stream: IOStream, address: tuple[Any, ...]) -> None:
+        if not self.admit(stream):
+            stream.close()
+            return
+        super().handle_stream(stream, address)
+
+
 @stream_request_body
 class _UpdateHandler(RequestHandler):
     """tornado's side: the secret and the size are checked on the headers, so a refused
@@ -211,7 +275,9 @@ class _UpdateHandler(RequestHandler):
             return  # tornado answers 405
         if not self.listener.authentic(self.request.headers.get(SECRET_HEADER)):
             self.refusal = (403, "forbidden")
-        elif int(self.request.headers.get("Content-Length") or 0) > MAX_BODY:
+            return
+        self.listener.vouch(getattr(self.request.connection, "stream", None))
+        if int(self.request.headers.get("Content-Length") or 0) > MAX_BODY:
             self.refusal = (413, "too large")
 
     def data_received(self, chunk: bytes) -> None:

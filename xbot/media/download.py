@@ -6,11 +6,27 @@ stream has no length; h11 stops a body at the announced length, so a server
 that announces little and sends much cannot push past it either). Bytes go
 to disk chunk by chunk, and any failure, cancellation included, removes the
 partial file.
+
+The cap counts *decoded* bytes as they are produced. Media is already
+compressed, so the request asks for ``identity``; a server that gzips the
+body anyway (or stacks ``gzip, gzip``: 7 KB that inflate to 3 GiB) is read
+raw and decoded in bounded steps by `xbot.media.decoding`, never by httpx,
+whose ``aiter_bytes`` inflates each network read whole before the count
+sees it. A body that inflates past the cap is refused after at most the
+cap's worth of work, with the cap's own sentence, and each step yields to
+the event loop.
+
+Time is bounded by the speed floor (`xbot.media.speed_floor`), not only per
+read: the whole request, headers included, runs under a `SpeedWatch` that the
+loop feeds per chunk, and a transfer that falls under the floor is cancelled
+(its connection closed as the stream's ``with`` unwinds) and refused as `TooSlow`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -18,6 +34,8 @@ import httpx
 
 from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, UnsupportedLink
 from xbot.i18n import N_, reason_template
+from xbot.media.decoding import ACCEPT_MEDIA, BodyDecoder, encodings, undecodable
+from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor, SpeedWatch
 
 CHUNK_SIZE = 64 * 1024
 
@@ -51,7 +69,6 @@ MEDIA_SERVER = N_("the media server")
 NO_ANSWER = reason_template(N_("No answer in time from {who}."))
 BROKE_OFF = reason_template(N_("The transfer from {who} broke off."))
 NO_CONNECTION = reason_template(N_("Could not connect to {who}."))
-UNDECODABLE = reason_template(N_("{who} sent data I could not decode."))
 FAILED = reason_template(N_("The transfer from {who} failed."))
 DISK = reason_template(N_("The bot could not write the media to its disk ({error})."))
 
@@ -93,7 +110,7 @@ def http_error(exc: httpx.HTTPError | httpx.InvalidURL, who: str = MEDIA_SERVER)
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return UnsupportedLink(N_("The link does not lead to an http or https address."))
     if isinstance(exc, httpx.DecodingError):
-        return FetchError(UNDECODABLE.format(who=who[:1].upper() + who[1:]))
+        return undecodable(who)
     if isinstance(exc, httpx.LocalProtocolError):
         return FetchError(N_("I could not make a valid request for that link."))
     # ProxyError and whatever httpx adds later: a retry is the safe guess.
@@ -113,6 +130,36 @@ def _content_type(response: httpx.Response) -> str | None:
     return media_type or None
 
 
+async def decoded(response: httpx.Response, *, who: str) -> AsyncGenerator[bytes, None]:
+    """The body of a streamed response, decoded in steps of at most `decoding.STEP` bytes.
+
+    Read raw and decoded by `BodyDecoder`, never by httpx; while it inflates,
+    the event loop gets a turn after each step. A response built in memory (a
+    test's MockTransport) was read, and decoded, when it was made: it comes whole.
+
+    Raises:
+        FetchError: an encoding refused, or corrupt data (`decoding.undecodable`).
+        TransientFetch: fewer bytes than announced, or a coded stream cut short.
+        httpx.HTTPError: from the network, for the caller to translate.
+    """
+    if response.is_stream_consumed:
+        if response.content:
+            yield response.content
+        return
+    decoder = BodyDecoder(response.headers.get("Content-Encoding"), who=who)
+    total = _content_length(response)
+    received = 0
+    async for raw in response.aiter_raw(CHUNK_SIZE):
+        received += len(raw)
+        for piece in decoder.feed(raw):
+            yield piece
+            if not decoder.identity:
+                # 7 KB may inflate to the whole cap: the loop gets a turn each step.
+                await asyncio.sleep(0)
+    if (total is not None and received != total) or not decoder.complete():
+        raise TransientFetch(BROKE_OFF.format(who=who))
+
+
 def _discard(path: Path) -> None:
     # Synchronous on purpose: it runs while a cancellation unwinds, where an
     # await could be cancelled again and leave the file behind; unlink is one syscall.
@@ -127,8 +174,27 @@ async def download(
     max_bytes: int,
     progress: Progress | None = None,
     headers: Mapping[str, str] | None = None,
+    floor: SpeedFloor = DEFAULT_FLOOR,
 ) -> DownloadResult:
-    """GET `url` into `dest`, at most `max_bytes` bytes.
+    """GET `url` into `dest`, at most `max_bytes` bytes, no slower than `floor`."""
+    watch = SpeedWatch(floor)
+    async with watch.held():
+        return await _stream(
+            client, url, dest, watch, max_bytes=max_bytes, progress=progress, headers=headers
+        )
+
+
+async def _stream(
+    client: httpx.AsyncClient,
+    url: str,
+    dest: Path,
+    watch: SpeedWatch,
+    *,
+    max_bytes: int,
+    progress: Progress | None,
+    headers: Mapping[str, str] | None,
+) -> DownloadResult:
+    """`download` under its watch.
 
     `progress(done, total)` is called after each chunk (total is None without
     a Content-Length); the caller throttles what it shows. `headers` go with
@@ -136,33 +202,38 @@ async def download(
 
     Raises:
         TooLarge: announced or actual size over `max_bytes`.
+        TooSlow: under the speed floor (raised by the watch around it).
         TransientFetch: timeouts, resets, truncated bodies, 5xx, 429; a local
             disk that refuses the write (full).
         PostUnavailable: 404/410 (the file is gone), 401/403.
         BlockedAddress: the SSRF guard refused a hop (from a guarded client).
         UnsupportedLink, FetchError: other permanent failures.
     """
+    sent = httpx.Headers(headers)
+    sent["Accept-Encoding"] = ACCEPT_MEDIA  # a site's own headers may not ask for gzip
     try:
-        async with client.stream("GET", url, headers=headers) as response:
+        async with client.stream("GET", url, headers=sent) as response:
             error = status_error(response.status_code)
             if error is not None:
                 raise error
             total = _content_length(response)
             if total is not None and total > max_bytes:
                 raise too_large(max_bytes)
+            # Content-Length counts the encoded bytes: no total to show while decoding.
+            plain = encodings(response.headers.get("Content-Encoding")) == []
+            shown = total if plain else None
             size = 0
             with dest.open("wb") as out:
-                async for chunk in response.aiter_bytes(CHUNK_SIZE):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise too_large(max_bytes)
-                    # A plain write: ≤64 KiB into the page cache is cheaper than a thread hop.
-                    out.write(chunk)
-                    if progress is not None:
-                        progress(size, total)
-            identity = response.headers.get("Content-Encoding", "identity") == "identity"
-            if identity and total is not None and size != total:
-                raise TransientFetch(N_("The transfer from the media server broke off."))
+                async with contextlib.aclosing(decoded(response, who=MEDIA_SERVER)) as chunks:
+                    async for chunk in chunks:
+                        size += len(chunk)
+                        if size > max_bytes:
+                            raise too_large(max_bytes)
+                        # A plain write: ≤64 KiB into the page cache is cheaper than a thread hop.
+                        out.write(chunk)
+                        watch.sample(size)
+                        if progress is not None:
+                            progress(size, shown)
             if size == 0:
                 raise FetchError(N_("The media server sent an empty file."))
             return DownloadResult(path=dest, size=size, content_type=_content_type(response))

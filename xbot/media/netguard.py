@@ -11,8 +11,9 @@ original host name: httpcore calls ``start_tls(server_hostname=origin host)``
 on the stream we return (``httpcore/_async/connection.py``).
 
 `check_url` and `resolve_and_check` are the pre-flight for code that opens
-its own sockets (yt-dlp); there the kernel-level ``IPAddressDeny=`` of the
-systemd unit covers the rest.
+its own sockets (yt-dlp, gallery-dl): an early, clear refusal. What holds
+there is `xbot.media.connguard`, which checks each address those libraries
+actually connect to, with the same policy (`xbot.media.addresses`).
 
 The endpoints the operator configures (``XBOT_X_API_URL``, the Bot API) are
 trusted as given and do not go through this module.
@@ -32,61 +33,13 @@ import httpx
 
 from xbot.errors import BlockedAddress, UnsupportedLink
 from xbot.i18n import N_, reason_template
+from xbot.media.addresses import IPAddress, is_allowed_ip, parse_ip
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host, port -> the addresses the name resolves to (strings, as getaddrinfo gives them)
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-# IPv4-compatible IPv6 (deprecated, ::a.b.c.d): never a legitimate public target.
-_V4_COMPAT = ipaddress.IPv6Network("::/96")
-
 NO_HOST = reason_template(N_("I could not find the host {host}."))
 BLOCKED_REASON = N_("That link points to a private or local network address, which I do not fetch.")
-
-
-def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address stands for, where the network would route it there."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:  # 2002::/16; Python calls 2002:7f00:1:: "global"
-        return ip.sixtofour
-    if ip.teredo is not None:
-        return ip.teredo[1]
-    if ip in _NAT64:
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
-
-
-def is_allowed_ip(ip: IPAddress, allow_private: bool) -> bool:
-    """Whether a connection to `ip` is allowed.
-
-    Without `allow_private` only globally routable unicast addresses pass:
-    ``is_global`` already refuses loopback, RFC 1918, link-local (the cloud
-    metadata address 169.254.169.254), CGNAT 100.64/10, ULA fc00::/7 and
-    0.0.0.0; multicast needs its own test because 224/4 counts as global.
-    """
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = _embedded_v4(ip)
-        if inner is not None:
-            # Judge what the packet would reach, and the wrapper too (teredo's is not global).
-            return is_allowed_ip(inner, allow_private) and (
-                allow_private or ip.ipv4_mapped is not None or ip.is_global
-            )
-        if ip in _V4_COMPAT and not ip.is_loopback and not ip.is_unspecified:
-            return False
-    if ip.is_multicast or ip.is_unspecified:
-        return False
-    if allow_private:
-        return True
-    return ip.is_global
-
-
-def _parse_ip(host: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
 
 
 def _numeric_v4(host: str) -> ipaddress.IPv4Address | None:
@@ -129,7 +82,7 @@ def check_url(url: str, allow_private: bool) -> None:
     if allow_private:
         return
     host = parsed.host
-    literal: IPAddress | None = _parse_ip(host) or _numeric_v4(host)
+    literal: IPAddress | None = parse_ip(host) or _numeric_v4(host)
     if literal is not None:
         if not is_allowed_ip(literal, allow_private):
             raise BlockedAddress(BLOCKED_REASON)
@@ -166,7 +119,7 @@ async def resolve_and_check(
     host = host.strip("[]")
     if not allow_private and _is_localhost_name(host):
         raise BlockedAddress(BLOCKED_REASON)
-    literal = _parse_ip(host)
+    literal = parse_ip(host)
     if literal is not None:
         addresses = [str(literal)]
     else:
@@ -177,7 +130,7 @@ async def resolve_and_check(
     if not addresses:
         raise UnsupportedLink(NO_HOST.format(host=repr(host)))
     for address in addresses:
-        ip = _parse_ip(address)
+        ip = parse_ip(address)
         if ip is None or not is_allowed_ip(ip, allow_private):
             raise BlockedAddress(BLOCKED_REASON)
     return addresses

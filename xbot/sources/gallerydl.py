@@ -22,13 +22,27 @@ The process, and what bounds it (`run_gallerydl`):
   program), and its own private temp folder (the project's temp prefix) as
   its HOME, TMPDIR, cache file and working directory; ``--config-ignore``
   keeps it from reading any config but the operator's ``XBOT_GALLERYDL_CONFIG``;
-- its requests to the site itself are its own: the link's host is checked
-  by the SSRF guard first, and the systemd unit's ``IPAddressDeny=`` holds
-  for the rest. Every file URL it reports is fetched by the bot, guarded.
+- every connection it makes is checked on the address it is made to: the
+  process is started through `xbot.media.connguard` (an audit hook installed
+  before gallery-dl's main runs), which ends it at the first refused address;
+  that is `BlockedAddress` here. The link's host is checked first as well
+  (an early, clear refusal). Every file URL it reports is fetched by the bot,
+  guarded like every other download.
+
+Which sites: with ``XBOT_YTDLP_SITES=known`` (the default) only extractors
+of known sites. `ANY_HOST_CATEGORIES` take any host: ``directlink`` (any URL
+ending in an image extension, handed back as a file without a request) is
+refused after the run, ``generic`` (it reads the page) is switched off in
+the command (``extractor.generic.enabled``, whatever the operator's config).
 
 Cookies in the operator's config (``extractor.<site>.cookies``: a dict or a
 cookies.txt file) go with a file's request only when the file's host is the
 post's site or under it (`cookie_header`), never to a CDN of someone else.
+A dict names no domain: one under the global ``extractor.cookies`` belongs
+to no site, and one for an any-host category to no host, so neither is ever
+sent; gallery-dl itself would set the global dict on every site's session
+(and on every host of an extractor without a cookie domain), so the command
+clears it (`config_cookies`, `gallerydl_command`).
 """
 
 from __future__ import annotations
@@ -52,22 +66,25 @@ import attrs
 import httpx
 
 from xbot.config import Settings
-from xbot.errors import FetchError, UnsupportedLink
+from xbot.errors import BlockedAddress, FetchError, UnsupportedLink
 from xbot.i18n import N_
 from xbot.links import Link
 from xbot.logs import kv
-from xbot.media import netguard
+from xbot.media import connguard, netguard
 from xbot.media.models import Post
+from xbot.media.speed_floor import SLOW_SITE
 from xbot.media.tempfiles import temp_folder
 from xbot.sources.gallerydl_dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_dump
 
 __all__ = [
+    "ANY_HOST_CATEGORIES",
     "GalleryDlSource",
     "GalleryOutputTooLarge",
     "GalleryTimeout",
     "RunResult",
     "cookie_header",
     "gallerydl_command",
+    "has_global_cookie_dict",
     "run_gallerydl",
 ]
 
@@ -77,8 +94,10 @@ TIME_LIMIT = 60.0  # one post's extraction; a site that takes longer is given up
 MAX_OUTPUT = 8 * 1024 * 1024  # a post's dump is kilobytes; a gallery of thousands is not a post
 MEMORY_LIMIT = 1024 * 1024 * 1024  # address space: Python and requests need ~300 MB of it
 UNSUPPORTED_STATUS = 64  # gallery-dl: no extractor matched the URL (decided without a request)
+# Extractors that take a URL of any host: not known sites.
+ANY_HOST_CATEGORIES = frozenset({"directlink", "generic"})
 
-TOO_SLOW = N_("That site took too long to answer, so I gave up on this link.")
+TOO_SLOW = SLOW_SITE
 CRASHED = N_("I could not read that post: the image downloader failed on it.")
 TOO_BIG = WHOLE_GALLERY  # a dump past the cap is no single post either
 
@@ -117,10 +136,17 @@ def gallerydl_command(
     config: Path | None = None,
     python: str = sys.executable,
     max_files: int = 100,
+    allow_private: bool = False,
+    known_only: bool = True,
+    clear_global_cookies: bool = False,
 ) -> list[str]:
-    """The argument list of one run. Pure (the tests read it)."""
+    """The argument list of one run. Pure (the tests read it).
+
+    `known_only`: no generic extractor (``XBOT_YTDLP_SITES=known``);
+    `clear_global_cookies`: the operator's global ``extractor.cookies`` is a dict.
+    """
     command = [
-        python, "-m", "gallery_dl",
+        *connguard.child_command(python, "gallery_dl", allow_private),
         "--dump-json",
         "--config-ignore",  # no ~/.config/gallery-dl: only what the operator passes
         "--no-colors",
@@ -134,6 +160,11 @@ def gallerydl_command(
     ]  # fmt: skip
     if config is not None:
         command += ["--config", str(config)]
+    # -o is applied after --config: these win over the operator's file.
+    if known_only:
+        command += ["-o", "extractor.generic.enabled=false"]
+    if clear_global_cookies:
+        command += ["-o", "extractor.cookies=null"]
     command += ["--", url]
     return command
 
@@ -283,16 +314,30 @@ def cookie_header(
     return "; ".join(pairs) or None
 
 
+def has_global_cookie_dict(config: Mapping[str, Any]) -> bool:
+    """Whether the config's global ``extractor.cookies`` is a dict (cookies of no domain)."""
+    extractor = config.get("extractor")
+    return isinstance(extractor, Mapping) and isinstance(extractor.get("cookies"), Mapping)
+
+
 def config_cookies(config: Mapping[str, Any], category: str) -> list[tuple[str, str, str]]:
-    """The cookies the operator's config gives a site: a dict, or a cookies.txt path."""
+    """The cookies the operator's config gives a site: a dict, or a cookies.txt path.
+
+    A dict's cookies name no domain ("" stands for the post's site): only a known
+    site's own dict counts; the global one and an any-host category's belong to
+    no site and are left out.
+    """
     extractor = config.get("extractor")
     if not isinstance(extractor, Mapping):
         return []
     site = extractor.get(category)
     source = site.get("cookies") if isinstance(site, Mapping) else None
+    own = source is not None
     if source is None:
         source = extractor.get("cookies")
     if isinstance(source, Mapping):
+        if not own or category in ANY_HOST_CATEGORIES:
+            return []
         return [("", str(k), str(v)) for k, v in source.items() if isinstance(v, str | int)]
     if isinstance(source, str):
         jar = http.cookiejar.MozillaCookieJar()
@@ -380,8 +425,14 @@ class GalleryDlSource:
         """
         await self.precheck(link.url)
         config = self.settings.gallerydl_config
+        operator = read_config(config)
+        known_only = self.settings.ytdlp_sites == "known"
         with temp_folder(self.settings.data_dir) as folder:
-            command = gallerydl_command(link.url, folder, config=config, python=self.python)
+            command = gallerydl_command(
+                link.url, folder, config=config, python=self.python,
+                allow_private=self.settings.allow_private_networks, known_only=known_only,
+                clear_global_cookies=has_global_cookie_dict(operator),
+            )  # fmt: skip
             self.runs += 1
             result = await run_gallerydl(
                 command, folder, time_limit=self.time_limit, max_output=self.max_output,
@@ -392,6 +443,9 @@ class GalleryDlSource:
             kv(url=link.url, status=result.status, bytes=len(result.stdout),
                cpu=f"{result.cpu:.2f}", wall=f"{result.wall:.2f}"),
         )  # fmt: skip
+        if result.status == connguard.REFUSED_STATUS and connguard.REFUSED_MARKER in result.stderr:
+            log.info("gallery-dl refused %s", kv(url=link.url, stderr=result.stderr[-300:]))
+            raise BlockedAddress(netguard.BLOCKED_REASON)
         if result.status == UNSUPPORTED_STATUS and not result.stdout.strip():
             raise UnsupportedLink(NOT_KNOWN)
         if result.status != 0:
@@ -399,6 +453,9 @@ class GalleryDlSource:
             raise FetchError(CRASHED)
         if not result.stdout.strip():
             raise FetchError(JUNK)
+        category = category_of(result.stdout)
+        if known_only and category in ANY_HOST_CATEGORIES:
+            # A bare file (directlink answers without a request): not a known site.
+            raise UnsupportedLink(NOT_KNOWN)
         post = parse_dump(result.stdout, link_key=link.key, link_url=link.url)
-        cookies = config_cookies(read_config(config), category_of(result.stdout))
-        return with_cookies(post, link.url, cookies)
+        return with_cookies(post, link.url, config_cookies(operator, category))

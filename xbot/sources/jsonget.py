@@ -7,10 +7,17 @@ each API says "not found" or "needs a login" in its own words, and its source
 module reads them. What is decided here, for all of them: a `check` of the
 status before the body is read (the default: 408, 429 and 5xx are
 `TransientFetch`), the cap on the body, and what a body that is not JSON means.
+
+The cap counts decoded bytes as they are produced: the body is read raw and
+decoded in bounded steps (`xbot.media.decoding`; httpx would inflate each
+network read whole first), so a gzip bomb posing as an answer is refused
+after `MAX_BODY` bytes of work. JSON compresses well: gzip and deflate are
+asked for, and nothing else is accepted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -22,7 +29,8 @@ import httpx
 from xbot import __version__
 from xbot.errors import FetchError, TransientFetch, XbotError
 from xbot.i18n import N_, reason_template
-from xbot.media.download import http_error
+from xbot.media.decoding import ACCEPT_JSON
+from xbot.media.download import decoded, http_error
 
 MAX_BODY = 4 * 1024 * 1024  # a post or a work is a few KiB; a 200-page work some 100 KiB
 # Who we are, to every source and media host (the app's clients send it); pixiv's
@@ -85,19 +93,22 @@ async def get_json(
     body is None.
     """
     judge = check if check is not None else transient_on_trouble(who)
+    sent = httpx.Headers(headers)
+    sent["Accept-Encoding"] = ACCEPT_JSON
     try:
         async with client.stream(
-            "GET", url, params=params, headers=headers,
+            "GET", url, params=params, headers=sent,
             timeout=per_request if per_request is not None else httpx.USE_CLIENT_DEFAULT,
         ) as response:  # fmt: skip
             status = response.status_code
             if not judge(status):
                 return JsonAnswer(status, None)
             raw = bytearray()
-            async for chunk in response.aiter_bytes():
-                raw += chunk
-                if len(raw) > max_body:
-                    raise FetchError(too_large or UNREADABLE.format(who=who))
+            async with contextlib.aclosing(decoded(response, who=who)) as pieces:
+                async for piece in pieces:
+                    raw += piece
+                    if len(raw) > max_body:
+                        raise FetchError(too_large or UNREADABLE.format(who=who))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise http_error(exc, who) from exc
     try:

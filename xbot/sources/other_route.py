@@ -21,7 +21,9 @@ The rule, and why:
   other library would read the same site.
 - **A direct link to a media file → yt-dlp only**, as before gallery-dl came:
   whether the bot fetches bare files is ``XBOT_YTDLP_SITES`` (its generic
-  extractor), and gallery-dl's ``directlink`` would bypass that choice.
+  extractor). A file whose extension is not listed here (``.bmp``, ``.avif``)
+  goes to gallery-dl first, whose ``directlink`` answers it only with ``all``
+  (`xbot.sources.gallerydl.ANY_HOST_CATEGORIES`).
 """
 
 from __future__ import annotations

@@ -18,10 +18,28 @@ The rules that matter, and where they are kept:
 - Cancellation: a cancelled job sets a flag that the hook (and every request
   yt-dlp makes) checks, so the thread stops at its next block; the caller's
   temp folder is removed again when a thread outlives the grace period.
-- SSRF: every request yt-dlp makes passes `YtdlpJob`'s guard first (scheme,
-  literal and resolved addresses, like `xbot.media.netguard`). yt-dlp follows
-  redirects and resolves names again inside its HTTP handler, which no hook
-  sees; the systemd unit's ``IPAddressDeny=`` is the kernel-level answer.
+- SSRF: the job's thread runs inside `xbot.media.connguard.guarded`, so every
+  connection yt-dlp opens (pages, embeds, media, fragments, each redirect hop)
+  is checked on the address it actually connects to; a name that resolves
+  differently the second time gains nothing. Before that, every URL it
+  requests passes `YtdlpJob`'s guard (`host_guard`: scheme, user info,
+  literal and resolved addresses), an early and clear refusal. A refusal is
+  `BlockedAddress`, translated here (`YtdlpJob._in_thread`).
+- Pages in memory (`bound_whole_reads`): yt-dlp reads a page, a manifest or an
+  API answer whole (``urlh.read()``), and urllib3 undoes its Content-Encoding
+  as it goes; a 7 KB ``gzip, gzip`` page became 3 GiB in the job's thread.
+  Each whole read is done in `PAGE_STEP` reads (urllib3 >= 2.6 bounds what
+  one read inflates) and refused past `MAX_PAGE`. Media files are not read
+  whole: yt-dlp's downloader asks for ``identity``, reads in blocks, and the
+  hook caps them.
+- Time (`xbot.media.speed_floor`): the download is held to the speed floor,
+  measured on the bytes the hook sees, by a `SpeedWatch` on the loop; saying
+  what a link is (no bytes to measure) has `extract_limit`. Past either, the
+  job is cancelled and the sockets its thread opened are shut down from the
+  loop (`connguard.Watch.shut_down`): a read blocked on a dripping server
+  wakes at once, where the hook alone would wait for the next block to fill.
+  yt-dlp's own ``throttledratelimit`` is no use here: it re-extracts and tries
+  again rather than give up.
 - Errors (`translate`): exactly once, into `PostUnavailable` (login, age,
   geo, private or removed, live), `UnsupportedLink`, `TooLarge` and
   `TransientFetch` (everything that may pass: the task is retried).
@@ -47,21 +65,28 @@ import attrs
 import httpx
 
 from xbot.errors import (
+    BlockedAddress,
     FetchError,
     PostUnavailable,
     TooLarge,
+    TooSlow,
     TransientFetch,
     UnsupportedLink,
 )
 from xbot.i18n import N_, reason_template
 from xbot.logs import kv
-from xbot.media import netguard
+from xbot.media import connguard, netguard
+from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp_options import YtdlpConfig, build_options, cache_key
 
 log = logging.getLogger(__name__)
 
 REPORT_EVERY = 0.25  # the thread hands the loop at most this many snapshots a second
+# A page read whole: a video's page and its player script are a few MB; a page past
+# this is no page of a video, and each job's thread holds it twice while it joins.
+MAX_PAGE = 16 * 1024 * 1024
+PAGE_STEP = 1024 * 1024
 
 # The sentences people read (`PostUnavailable.reason`), and the retry reason.
 LOGIN_REQUIRED = N_(
@@ -76,6 +101,7 @@ NO_FORMAT_FITS = N_("no single-file version of that video fits the upload limit"
 OVER_LIMIT = N_("the video is over the upload limit")
 SITE_FAILED = N_("the site did not answer properly")
 SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
+PAGE_TOO_LARGE = N_("That page is far too large to be a video's page.")
 
 _URL = re.compile(r"\w+://\S+")
 _LIVE = re.compile(r"live event will begin|premieres? in|is_upcoming|this live stream|is live now")
@@ -287,6 +313,27 @@ def host_guard(allow_private: bool) -> Callable[[str], None]:
     return guard
 
 
+def bound_whole_reads(response: Any, limit: int = MAX_PAGE) -> None:
+    """Make ``response.read()`` (the whole body) read `PAGE_STEP` at a time and raise
+    `FetchError` past `limit` decoded bytes; reads of a given size stay as they are."""
+    read = response.read
+
+    def bounded(amt: int | None = None) -> bytes:
+        if amt is not None and amt >= 0:
+            return read(amt)  # type: ignore[no-any-return]
+        parts: list[bytes] = []
+        size = 0
+        while chunk := read(PAGE_STEP):
+            size += len(chunk)
+            if size > limit:
+                response.close()
+                raise FetchError(PAGE_TOO_LARGE)
+            parts.append(chunk)
+        return b"".join(parts)
+
+    response.read = bounded
+
+
 @functools.cache
 def _guarded_youtubedl() -> type[Any]:
     """A `YoutubeDL` whose every request passes the job's `before_request` first.
@@ -312,6 +359,7 @@ def _guarded_youtubedl() -> type[Any]:
                 except BaseException:
                     response.close()
                     raise
+            bound_whole_reads(response)
             # A download stopped by the hook leaves its response open (yt-dlp closes
             # it only on success): keep hold of it so the job can close its socket.
             opened = [r for r in getattr(self, "_xbot_opened", ()) if not r.closed]
@@ -337,6 +385,8 @@ class YtdlpJob:
     Attributes:
         on_progress: called on the event loop with each `Snapshot`.
         guard: checks each URL yt-dlp requests (default: `host_guard`).
+        policy: which addresses its connections may reach (default: the guard's own,
+            `connguard.policy_for`; tests let a local port stand for a public host).
     """
 
     url: str
@@ -344,6 +394,7 @@ class YtdlpJob:
     config: YtdlpConfig
     on_progress: Callable[[Snapshot], None] | None = None
     guard: Callable[[str], None] | None = None
+    policy: connguard.Policy | None = None
     _ydl: Any = attrs.field(default=None, init=False)
     _raw: Mapping[str, Any] | None = attrs.field(default=None, init=False)
     _cancel: threading.Event = attrs.field(factory=threading.Event, init=False)
@@ -351,6 +402,7 @@ class YtdlpJob:
     _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
     _busy: asyncio.Future[Any] | None = attrs.field(default=None, init=False)
     _reported: float = attrs.field(default=0.0, init=False)
+    _speed: SpeedWatch | None = attrs.field(default=None, init=False)
 
     async def __aenter__(self) -> YtdlpJob:
         self._loop = asyncio.get_running_loop()
@@ -374,7 +426,7 @@ class YtdlpJob:
 
     async def extract(self) -> VideoInfo:
         """What the link is (no download yet): its cache key, title, size, …"""
-        raw = await self._in_thread(self._extract_sync)
+        raw = await self._in_thread(self._extract_sync, limit=self.config.extract_limit)
         self._raw = raw
         return video_info(raw, self.url)
 
@@ -391,13 +443,29 @@ class YtdlpJob:
 
     # -- the loop side ---------------------------------------------------------------
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
-        work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    async def _in_thread(
+        self, fn: Callable[..., Any], *args: Any, limit: float | None = None
+    ) -> Any:
+        """`fn` in a thread, held to `limit` seconds if given, else to the speed floor."""
+        watch = connguard.Watch(self.config.allow_private, policy=self.policy)
+        work = asyncio.ensure_future(asyncio.to_thread(self._guarded, watch, fn, *args))
         self._busy = work
         try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
+            if limit is not None:
+                try:
+                    async with asyncio.timeout(limit):
+                        return await asyncio.shield(work)
+                except TimeoutError:
+                    log.info("yt-dlp too slow %s", kv(url=self.url, limit=limit))
+                    raise TooSlow(SLOW_SITE) from None
+            self._speed = SpeedWatch(self.config.floor)
+            async with self._speed.held():
+                return await asyncio.shield(work)
+        except (asyncio.CancelledError, TooSlow) as exc:
             self.cancel()
+            if isinstance(exc, TooSlow):
+                # Its reads may be blocked on a dripping socket: wake them, close them.
+                watch.shut_down()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(work), self.config.cancel_grace)
             if not work.done():
@@ -406,11 +474,21 @@ class YtdlpJob:
                 work.add_done_callback(lambda _: shutil.rmtree(folder, ignore_errors=True))
             raise
         except Exception as exc:
+            if watch.refused:
+                log.info("yt-dlp refused %s", kv(url=self.url, address=watch.refused[0]))
+                raise BlockedAddress(netguard.BLOCKED_REASON) from exc
             if self._over_cap:
                 raise TooLarge(OVER_LIMIT) from exc
             error = translate(exc)
             log.info("yt-dlp failed %s", kv(url=self.url, error=error))
             raise error from exc
+
+    def _sample(self, done: int) -> None:
+        """The hook's byte count, on the loop: the speed watch's next sample."""
+        if self._speed is not None:
+            # Short and due: the watch's own timer ends the download, in its task.
+            with contextlib.suppress(TooSlow):
+                self._speed.sample(done)
 
     def _report(self, snapshot: Snapshot) -> None:
         if self.on_progress is None or self._loop is None:
@@ -419,6 +497,11 @@ class YtdlpJob:
             self._loop.call_soon_threadsafe(self.on_progress, snapshot)
 
     # -- the thread side -------------------------------------------------------------
+
+    def _guarded(self, watch: connguard.Watch, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn` with every connection of this thread checked (`xbot.media.connguard`)."""
+        with connguard.guarded(watch):
+            return fn(*args)
 
     def _before_request(self, url: str) -> None:
         from yt_dlp.utils import DownloadCancelled
@@ -475,6 +558,9 @@ class YtdlpJob:
         if done > limit or (total is not None and total > limit):
             self._over_cap = True
             raise DownloadCancelled("over the upload limit")
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                self._loop.call_soon_threadsafe(self._sample, done)
         now = time.monotonic()
         finished = status.get("status") == "finished"
         if finished or now - self._reported >= REPORT_EVERY:

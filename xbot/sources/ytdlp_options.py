@@ -3,7 +3,8 @@
 Pure: nothing here imports yt-dlp (`xbot.sources.ytdlp_api` does, and runs the
 jobs). The rules kept here: `format_selector` (the best single file that fits
 the upload limit; ``<?`` admits formats of unknown size, which the job's hook
-caps), `allowed_extractors` (``known`` or ``all``), `OUTTMPL` (never a name
+caps), `allowed_extractors` (``known`` or ``all``), `GUARDED_OPTIONS` (what keeps
+yt-dlp inside the connect-time guard), `OUTTMPL` (never a name
 from the site) and `cache_key` (two spellings of one video share an entry).
 """
 
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+
+from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +45,30 @@ class _Logger:
         log.info("yt-dlp %s", msg)
 
 
+# Extractors whose URL pattern takes any host: the generic one, and Mediasite's
+# three (``https?://[^/]+/Mediasite/...``, a product many universities host). With
+# ``known`` they would fetch from wherever a user points them, so they are
+# excluded by name; a test re-hosts every extractor's own test URLs on a foreign
+# host and fails when yt-dlp gains another such extractor.
+ANY_HOST_EXTRACTORS = ("generic", "mediasite.*")
+
+# The connect-time guard (`xbot.media.connguard`) sees the job's own thread only:
+# no fragment threads, no external downloader (ffmpeg, aria2c: a child process
+# fetching a stream), and no proxy from the environment (it would resolve and
+# connect for us). They come after the overrides: nothing may turn them off.
+GUARDED_OPTIONS: Mapping[str, Any] = {
+    "concurrent_fragment_downloads": 1,
+    "external_downloader": {"default": "native"},
+    "proxy": "",
+}
+
+
 def allowed_extractors(sites: str) -> list[str]:
-    """``known``: every extractor but the generic one; ``all``: the generic one too."""
+    """``known``: every extractor but those that take any host; ``all``: those too."""
     if sites == "all":
         return ["default"]
     if sites == "known":
-        return ["default", "-generic"]
+        return ["default", *(f"-{name}" for name in ANY_HOST_EXTRACTORS)]
     raise ValueError(f"XBOT_YTDLP_SITES must be one of {SITES}, got {sites!r}")
 
 
@@ -63,7 +84,8 @@ def format_selector(limit_bytes: int) -> str:
     """
     if limit_bytes <= 0:
         raise ValueError(f"limit must be positive, got {limit_bytes}")
-    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}]"
+    # RTMP is fetched by a child program (rtmpdump), beyond the connect-time guard.
+    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}][protocol!*=?rtmp]"
 
 
 def cache_key(extractor_key: str, video_id: str, webpage_url: str) -> str:
@@ -84,6 +106,9 @@ class YtdlpConfig:
         allow_private: let yt-dlp reach loopback/private addresses (tests, demo).
         socket_timeout: yt-dlp's per-socket timeout, seconds.
         cancel_grace: how long a cancelled job waits for its thread to stop.
+        floor: the speed floor its download is held to (`xbot.media.speed_floor`).
+        extract_limit: seconds yt-dlp may take to say what a link is (no bytes to
+            measure a speed on then; gallery-dl's runs have the same kind of limit).
         overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
     """
 
@@ -92,6 +117,8 @@ class YtdlpConfig:
     allow_private: bool = False
     socket_timeout: float = 20.0
     cancel_grace: float = 1.0
+    floor: SpeedFloor = DEFAULT_FLOOR
+    extract_limit: float = 120.0
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
 
 
@@ -124,4 +151,5 @@ def build_options(
         "color": {"stdout": "no_color", "stderr": "no_color"},
     }
     options.update(config.overrides)
+    options.update(GUARDED_OPTIONS)
     return options

@@ -27,6 +27,8 @@ class ChatInfo:
 
     Attributes:
         admins: user ids of administrators (besides `creator` and the bot).
+        cannot_post: administrators (in `admins`) of a channel whose
+            ``can_post_messages`` is false (they may edit or delete, not post).
         bot_is_admin: the bot is an administrator (in a channel: a member at all).
         bot_can_post: in a channel, the bot may post messages.
         members: user id -> status for everyone else (default: "member" in groups,
@@ -41,6 +43,7 @@ class ChatInfo:
     username: str | None = None
     first_name: str | None = None
     admins: list[int] = attrs.Factory(list)
+    cannot_post: list[int] = attrs.Factory(list)
     creator: int | None = None
     bot_is_admin: bool = True
     bot_can_post: bool = True
@@ -160,7 +163,8 @@ class ChatRegistry:
         if user_id == chat.creator:
             return {"user": who, "status": "creator", "is_anonymous": False}
         if user_id in chat.admins:
-            rights = admin_rights(channel=channel, can_post=True, can_be_edited=False)
+            can_post = user_id not in chat.cannot_post
+            rights = admin_rights(channel=channel, can_post=can_post, can_be_edited=False)
             return {"user": who, "status": "administrator", **rights}
         status = chat.members.get(user_id, "left" if channel else "member")
         if status == "kicked":

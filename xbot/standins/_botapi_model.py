@@ -190,19 +190,24 @@ class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMod
         *,
         username: str | None = None,
         admins: Iterable[int] = (),
+        cannot_post: Iterable[int] = (),
         creator: int | None = None,
         bot_is_admin: bool = True,
         bot_can_post: bool = True,
         linked_chat_id: int | None = None,
         members: dict[int, str] | None = None,
     ) -> ChatInfo:
-        """Register a chat for getChat/getChatMember/sending (type: group, supergroup, channel)."""
+        """Register a chat for getChat/getChatMember/sending (type: group, supergroup, channel).
+
+        In a channel, `members` with status "member" are its subscribers and `cannot_post`
+        names administrators without ``can_post_messages``."""
         chat = ChatInfo(
             id=chat_id,
             type=type,
             title=title,
             username=username.lstrip("@") if username else None,
             admins=list(admins),
+            cannot_post=list(cannot_post),
             creator=creator,
             bot_is_admin=bot_is_admin,
             bot_can_post=bot_can_post,

@@ -7,8 +7,10 @@ size we choose, so tests can exercise Telegram's photo-dimension rules.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import struct
+import zlib
 from collections.abc import Iterator
 
 import attrs
@@ -190,6 +192,68 @@ def big(size: int, *, prefix: bytes | None = None) -> Blob:
     if prefix is None:
         prefix = _FTYP + struct.pack(">I4s", max(0, size - len(_FTYP)) & 0xFFFFFFFF, b"mdat")
     return Blob(size=size, prefix=prefix)
+
+
+_ZEROS = bytes(1024 * 1024)
+# Past this a bomb's gzip trailer carries no real CRC: computing it costs a second per
+# GiB, and a bomb is never read to its end (the reader stops at its cap).
+_CRC_UP_TO = 256 * 1024 * 1024
+
+
+def _deflated(prefix: bytes, size: int) -> bytes:
+    """A raw deflate stream of `prefix` and then zero bytes up to `size` in all, built
+    without deflating them all.
+
+    After a full flush the compressor starts afresh, so each MiB of zeros
+    deflates to the same bytes: one block, repeated (about 1,000 to 1).
+    """
+    size = max(0, size - len(prefix))
+    c = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    head = c.compress(prefix) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(_ZEROS) + c.flush(zlib.Z_FULL_FLUSH)
+    whole, rest = divmod(size, len(_ZEROS))
+    if whole:
+        whole -= 1  # the first block was made above
+    else:
+        block = b""
+    return head + block * (whole + bool(block)) + c.compress(_ZEROS[:rest]) + c.flush()
+
+
+def _gzip_zeros(prefix: bytes, size: int) -> bytes:
+    crc = 0
+    if size <= _CRC_UP_TO:
+        crc = zlib.crc32(prefix)
+        for start in range(len(prefix), size, len(_ZEROS)):
+            crc = zlib.crc32(_ZEROS[: min(len(_ZEROS), size - start)], crc)
+    head = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # no name, no mtime, best
+    return (
+        head
+        + _deflated(prefix, size)
+        + struct.pack("<II", crc, max(size, len(prefix)) & 0xFFFFFFFF)
+    )
+
+
+def _zlib_zeros(prefix: bytes, size: int) -> bytes:
+    # Adler-32: a zero byte leaves `a` as it is and adds `a` to `b`.
+    a, b = 1, 0
+    for byte in prefix:
+        a = (a + byte) % 65521
+        b = (b + a) % 65521
+    b = (b + a * max(0, size - len(prefix))) % 65521
+    return b"\x78\xda" + _deflated(prefix, size) + struct.pack(">I", b << 16 | a)
+
+
+def bomb(size: int, encoding: str = "gzip", *, prefix: bytes = b"") -> bytes:
+    """`prefix` and then zero bytes, `size` in all, under a ``Content-Encoding`` (``gzip``,
+    ``deflate``, ``gzip, gzip``, ``deflate, gzip``: applied in the order listed), small
+    however large `size` is: 3 GiB as ``gzip, gzip`` is some 7 KB. A decompression bomb,
+    to show a reader stops; `prefix` makes it look like something (``<html>``)."""
+    codings = [c.strip() for c in encoding.split(",")]
+    first, *rest = codings
+    body = {"gzip": _gzip_zeros, "deflate": _zlib_zeros}[first](prefix, size)
+    for coding in rest:
+        body = gzip.compress(body, 9, mtime=0) if coding == "gzip" else zlib.compress(body, 9)
+    return body
 
 
 def image_size(data: bytes) -> tuple[str, int, int] | None:

@@ -5,10 +5,11 @@
         url = media.add("/big.mp4", big(30 * 2**20), "video/mp4", chunked=True)
         url = media.add("/slow.mp4", fake_mp4(10_000), "video/mp4", stall_after=4096)
 
-Each path can be served without a Content-Length (chunked), stall after N
-bytes, reset the connection after N bytes, announce a Content-Length smaller
-than what it sends, redirect, answer another status, or wait before
-answering. Byte ranges are honoured for well-behaved paths, as CDNs do.
+Each path can be served without a Content-Length (chunked), drip one byte
+every N seconds, stall after N bytes, reset the connection after N bytes,
+announce a Content-Length smaller than what it sends, redirect, answer
+another status, or wait before answering. Byte ranges are honoured for
+well-behaved paths, as CDNs do.
 `hits[path]` counts requests, so tests can prove a cache was used.
 """
 
@@ -18,7 +19,7 @@ import asyncio
 import collections
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 
 import attrs
 
@@ -30,13 +31,22 @@ from xbot.standins._http import (
     ServerBase,
     serve_forever_main,
 )
-from xbot.standins._mediabytes import Blob, big, fake_mp4, image_size, looks_like_mp4, tiny_jpeg
+from xbot.standins._mediabytes import (
+    Blob,
+    big,
+    bomb,
+    fake_mp4,
+    image_size,
+    looks_like_mp4,
+    tiny_jpeg,
+)
 
 __all__ = [
     "Blob",
     "MediaServer",
     "Route",
     "big",
+    "bomb",
     "fake_mp4",
     "image_size",
     "looks_like_mp4",
@@ -63,6 +73,7 @@ class Route:
     delay: float = 0.0
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
+    drip: float | None = None
 
     @property
     def size(self) -> int:
@@ -74,6 +85,7 @@ class Route:
             self.stall_after is None
             and self.reset_after is None
             and self.lie_length is None
+            and self.drip is None
             and self.status == 200
         )
 
@@ -92,6 +104,8 @@ async def _chunks(route: Route, start: int, end: int) -> AsyncIterator[bytes]:
         source = route.data.chunks(start, end)
     else:
         source = (route.data[i : min(i + 65536, end)] for i in range(start, end, 65536))
+    if route.drip is not None:
+        source = _dripped(source)
     sent = 0
     for chunk in source:
         if cut is not None and sent + len(chunk) >= cut:
@@ -102,7 +116,15 @@ async def _chunks(route: Route, start: int, end: int) -> AsyncIterator[bytes]:
             raise AbortConnection
         sent += len(chunk)
         yield chunk
-        await asyncio.sleep(0)  # let a stop or another connection in between chunks
+        # Between chunks: a drip's pause, or a stop or another connection let in.
+        await asyncio.sleep(route.drip or 0)
+
+
+def _dripped(source: Iterable[bytes]) -> Iterator[bytes]:
+    """The same bytes, one at a time."""
+    for chunk in source:
+        for i in range(len(chunk)):
+            yield chunk[i : i + 1]
 
 
 class MediaServer(ServerBase):
@@ -110,12 +132,14 @@ class MediaServer(ServerBase):
 
     Attributes:
         hits: requests per path (registered or not), GET and HEAD alike.
+        cookies: the requests per path that carried a Cookie header.
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self._lock = threading.Lock()
         self._routes: dict[str, Route] = {}
         self.hits: collections.Counter[str] = collections.Counter()
+        self.cookies: collections.Counter[str] = collections.Counter()
         self._http = HttpServer(self._handle, host=host, port=port, name="media-standin")
 
     def add(
@@ -132,6 +156,7 @@ class MediaServer(ServerBase):
         delay: float = 0.0,
         status: int = 200,
         headers: dict[str, str] | None = None,
+        drip: float | None = None,
     ) -> str:
         """Serve `data` at `path`; returns its full URL (valid once started).
 
@@ -143,6 +168,7 @@ class MediaServer(ServerBase):
             redirect_to: answer 302 to this URL or path instead.
             delay: seconds to wait before answering.
             status: answer this status with `data` as the body.
+            drip: send the headers, then the body one byte every `drip` seconds.
         """
         if not path.startswith("/"):
             path = "/" + path
@@ -157,6 +183,7 @@ class MediaServer(ServerBase):
             delay=delay,
             status=status,
             headers=tuple((headers or {}).items()),
+            drip=drip,
         )
         with self._lock:
             self._routes[path] = route
@@ -172,6 +199,8 @@ class MediaServer(ServerBase):
     async def _handle(self, request: Request) -> Response:
         with self._lock:
             self.hits[request.path] += 1
+            if request.header("cookie"):
+                self.cookies[request.path] += 1
             route = self._routes.get(request.path)
         if request.method not in ("GET", "HEAD"):
             return Response(405, b"Method Not Allowed", {"allow": "GET, HEAD"})

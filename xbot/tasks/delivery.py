@@ -45,6 +45,7 @@ from xbot.media import thumbnail as thumbnails
 from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.mp4info import probe_mp4
+from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
@@ -301,7 +302,7 @@ class Delivery:
                 card_payload = DeliverPayload.for_link(card, payload.dest, user_id=payload.user_id)
                 await ctx.queue.enqueue(
                     KIND, card_payload.to_json(), ctx.task.chat_id, now=ctx.clock(),
-                    dedup_key=f"card:{ctx.task.id}:{card.key}",
+                    dedup_key=f"card:{ctx.task.id}:{card.key}", user_id=ctx.task.user_id,
                 )  # fmt: skip
             return None
         return post
@@ -502,7 +503,7 @@ class Delivery:
         try:
             return await download(
                 self.guarded, url, dest, max_bytes=limit or self.settings.upload_limit,
-                headers=dict(item.headers) or None,
+                headers=dict(item.headers) or None, floor=SpeedFloor.configured(self.settings),
             )  # fmt: skip
         except TooLarge:
             raise

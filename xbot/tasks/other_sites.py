@@ -5,8 +5,8 @@ The deliver task of a link whose kind is ``other`` lands here
 `Outbox` as X posts. The same rules as for X posts hold:
 
 - **SSRF first.** The URL's host is checked and resolved before yt-dlp
-  sees it (`xbot.media.netguard`); inside yt-dlp every request passes the
-  same check (`xbot.sources.ytdlp_api.host_guard`).
+  sees it (`xbot.media.netguard`); inside yt-dlp every connection is checked
+  on the address it is made to (`xbot.media.connguard`).
 - **Link cache.** The link arrives as ``url:{normalised url}``; only
   yt-dlp knows which video it is (``yt:{extractor}:{id}``). Entries are
   written under both keys: the same URL again is answered without asking

@@ -10,6 +10,22 @@ nothing but the probe: each looks at `telegram_wait` before it leases and naps
 until the next probe is due or the hold ends (the app wakes them). Tasks wait in
 the queue, pending, their leases neither held nor renewed; a task whose call
 found Telegram down is put back in its place without an attempt counted.
+
+Slow work never starves quick work: a task still running after `detach_after`
+seconds hands its worker back and goes on *detached*, in a pool of its own
+(at most `long_running` tasks), its lease still held and beaten; the worker
+leases again at once. Why this and not more workers, or network waits not
+counted: the workers bound how many tasks *start* at a time (their first
+seconds are the busy ones: look-ups, the database, the send of a cached
+album), and most tasks end within those seconds; a task that outlives them is
+almost always waiting on a slow network, which costs an open connection and
+a temp file, not a worker. So a fresh link starts within `detach_after` of
+arriving however many slow downloads are in flight, and the slow ones are
+still bounded (the pool, each user's share in the queue's claim, the speed
+floor, and `task_budget`). When the pool is full a task keeps its worker, as
+before. Every run is bounded in time by `task_budget`: past it, it is given
+up with one sentence to the chat (a lease kept alive by heartbeats never ends
+by itself).
 """
 
 from __future__ import annotations
@@ -40,6 +56,7 @@ from xbot.errors import (
 )
 from xbot.i18n import N_
 from xbot.logs import kv
+from xbot.media.speed_floor import took_too_long
 from xbot.sending.telegram_health import TELEGRAM_BUDGET
 from xbot.storage.queue import Effect, Task, TaskQueue
 from xbot.tasks.backoff import compute_backoff, compute_outage_delay
@@ -102,6 +119,14 @@ class TaskContext:
         return self.task.payload
 
 
+@attrs.define
+class _Run:
+    """One run of a task, as its worker sees it: detached once it went on in the
+    long-running pool (its done mark then leases nothing in passing)."""
+
+    detached: bool = False
+
+
 TaskHandler = Callable[[TaskContext], Coroutine[Any, Any, None]]
 ChatMovedHook = Callable[[int, int], Coroutine[Any, Any, None]]
 # Told of every run's ending: the task as it stands (its last payload) and the outcome.
@@ -127,6 +152,11 @@ class Workers:
             given up (dead-lettered, its notice queued behind the hold).
         on_finished: told of each run's ending, with the outcome of the log line
             (the metrics count there); must not raise or block.
+        detach_after: seconds after which a running task hands its worker back.
+        long_running: the most tasks going on detached at once (then a task keeps
+            its worker).
+        task_budget: seconds one run of a task may take (None: no bound); the app's
+            is `xbot.media.speed_floor.task_budget`.
     """
 
     queue: TaskQueue
@@ -141,9 +171,13 @@ class Workers:
     telegram_wait: Callable[[], float] = lambda: 0.0
     telegram_budget: float = TELEGRAM_BUDGET
     on_finished: FinishedHook | None = None
+    detach_after: float = 5.0
+    long_running: int = 16
+    task_budget: float | None = None
     _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _running: set[int] = attrs.field(factory=set, init=False)
+    _detached: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
     _stopping: bool = attrs.field(default=False, init=False)
     done_count: int = attrs.field(default=0, init=False)
 
@@ -161,6 +195,11 @@ class Workers:
     def in_flight(self) -> int:
         return len(self._running)
 
+    @property
+    def detached(self) -> int:
+        """Tasks going on detached (in the long-running pool), not holding a worker."""
+        return len(self._detached)
+
     async def stop(self, grace: float = 6.0) -> None:
         """Stop leasing; let running tasks finish for `grace` s, then hand their leases back.
 
@@ -171,15 +210,18 @@ class Workers:
         """
         self._stopping = True
         self._wake.set()
-        if self._loops:
-            _, busy = await asyncio.wait(self._loops, timeout=grace)
+        # Loops first: a loop may still detach its task while it ends.
+        everyone = [*self._loops, *self._detached]
+        if everyone:
+            _, busy = await asyncio.wait(everyone, timeout=grace)
+            busy |= {run for run in self._detached if not run.done()}
             for loop in busy:
                 loop.cancel()
             if busy:
                 _, stuck = await asyncio.wait(busy, timeout=2.0)
                 for loop in stuck:  # the hand-back itself hangs (a locked database)
                     loop.cancel()
-        await asyncio.gather(*self._loops, return_exceptions=True)
+        await asyncio.gather(*self._loops, *self._detached, return_exceptions=True)
         self._loops.clear()
 
     async def _loop(self, index: int) -> None:
@@ -200,14 +242,47 @@ class Workers:
             if task is None:
                 await self._nap(self.idle_poll)
                 continue
-            running = task.id
-            self._running.add(running)
-            try:
-                task = await self._execute(task)
-            finally:
-                self._running.discard(running)
+            task = await self._run_or_detach(task)
         if task is not None:
             await self._hand_back(task)
+
+    async def _run_or_detach(self, task: Task) -> Task | None:
+        """Run `task` on this worker; past `detach_after`, hand the worker back (the run
+        goes on in the long-running pool) while the pool has room.
+
+        Returns the next task when the run's done mark leased it in passing.
+        """
+        run = _Run()
+        work = asyncio.create_task(self._execute(task, run), name=f"xbot-task-{task.id}")
+        try:
+            done, _ = await asyncio.wait({work}, timeout=self.detach_after)
+            if not done and len(self._detached) < self.long_running and not self._stopping:
+                run.detached = True
+                going_on = asyncio.create_task(self._going_on(work), name=f"xbot-long-{task.id}")
+                self._detached.add(going_on)
+                going_on.add_done_callback(self._detached.discard)
+                return None
+            return await work
+        except asyncio.CancelledError:
+            # Stopping: the run hands its task back itself once cancelled.
+            work.cancel()
+            await asyncio.wait({work})
+            raise
+
+    async def _going_on(self, work: asyncio.Task[Task | None]) -> None:
+        """A detached run to its end. A task its done mark leased in passing (when the
+        run was detached in that very moment) goes back in its place: no worker waits
+        for it here."""
+        try:
+            following = await work
+        except asyncio.CancelledError:
+            work.cancel()
+            await asyncio.wait({work})
+            raise
+        if following is not None:
+            with contextlib.suppress(LeaseLost, StoreError):
+                await self.queue.put_back(following.lease, self.clock(), "interrupted")
+        self.wake()  # its chat's next task, and its user's, may run now
 
     async def _hand_back(self, task: Task) -> None:
         """Give a task back at once, its attempt given back (stopping, or interrupted)."""
@@ -241,18 +316,21 @@ class Workers:
                 log.warning("heartbeat failed %s", kv(task=ctx.task.id, error=exc))
             await asyncio.sleep(self.heartbeat_every)
 
-    async def _execute(self, task: Task) -> Task | None:
+    async def _execute(self, task: Task, run: _Run | None = None) -> Task | None:
         """Run one task; returns the next one when its done mark leased it in passing."""
+        self._running.add(task.id)
         try:
-            return await self._ladder(task)
+            return await self._ladder(task, run or _Run())
         except LeaseLost:
             log.warning("lease lost during write-back %s", kv(task=task.id, chat=task.chat_id))
         except StoreError as exc:
             # The write-back did not land; the lease expires and repair hands it back.
             log.error("write-back failed %s", kv(task=task.id, chat=task.chat_id, error=exc))
+        finally:
+            self._running.discard(task.id)
         return None
 
-    async def _ladder(self, task: Task) -> Task | None:
+    async def _ladder(self, task: Task, run: _Run) -> Task | None:
         """Run the task, then settle its ending; one log line per task."""
         ctx = TaskContext(task, self.queue, self.clock)
         following: Task | None = None
@@ -266,7 +344,7 @@ class Workers:
         outcome = "done"
         try:
             await self._run(ctx)
-            following = await self._done(ctx)
+            following = await self._done(ctx, run)
             self.done_count += 1
         except asyncio.CancelledError:
             outcome = "handed_back"
@@ -280,20 +358,23 @@ class Workers:
             outcome = await self._settle(ctx, exc, fields)
         finally:
             fields["outcome"] = outcome
+            if run.detached:
+                fields["detached"] = True
             fields["duration"] = f"{time.monotonic() - started:.3f}"
             log.info("task %s", kv(**fields))
             if self.on_finished is not None:
                 self.on_finished(ctx.task, outcome)
         return following
 
-    async def _done(self, ctx: TaskContext) -> Task | None:
-        """The done mark (with any staged record) and, unless stopping, the next lease.
+    async def _done(self, ctx: TaskContext, run: _Run) -> Task | None:
+        """The done mark (with any staged record) and, unless stopping or detached, the
+        next lease.
 
         One transaction for both: a thread hop and a commit fewer per task
-        (docs/benchmarks.md, "Queue").
+        (docs/benchmarks.md, "Queue"). A detached run has no worker to run the next.
         """
         payload = ctx.take_staged()
-        if self._stopping:
+        if self._stopping or run.detached:
             await self.queue.mark_done(ctx.task.lease, self.clock(), payload=payload)
             return None
         return await self.queue.mark_done_and_lease_next(
@@ -308,6 +389,7 @@ class Workers:
         cancels the handler and ends as `LeaseLost`: nothing more is written.
         """
         handler = self.handlers.get(ctx.task.kind)
+        budget: asyncio.Timeout | None = None
         if handler is None:
             raise PayloadError(f"no handler for task kind {ctx.task.kind!r}")
         me = asyncio.current_task()
@@ -325,7 +407,12 @@ class Workers:
 
         timer = asyncio.get_running_loop().call_later(self.heartbeat_every, start_beating)
         try:
-            await handler(ctx)
+            async with asyncio.timeout(self.task_budget) as budget:
+                await handler(ctx)
+        except TimeoutError as exc:
+            if budget is None or not budget.expired():
+                raise
+            raise Permanent(took_too_long(self.task_budget or 0).reason) from exc
         except asyncio.CancelledError:
             if state["lost"] and me.uncancel() == 0:  # ours alone, not a shutdown
                 raise LeaseLost(ctx.task.id, "heartbeat") from None
