@@ -22,6 +22,7 @@ from xbot.ops.doctor import (
     check_database,
     clock_finding,
     diagnose,
+    on_loopback,
     telegram_findings,
     timedatectl_synchronized,
 )
@@ -103,7 +104,24 @@ def test_unreachable_bot_api_is_a_line_not_a_traceback(tmp_path: Path) -> None:
     (line,) = [line for line in text.splitlines() if "Bot API" in line]
     assert line.startswith("FAIL  Bot API: could not reach the Bot API at http://127.0.0.1:")
     assert "ConnectError" in line
+    assert "IPAddressAllow=127.0.0.1" in line, "a local Bot API needs the unit's drop-in"
     assert WRONG not in text
+
+
+@pytest.mark.parametrize(
+    ("url", "loopback"),
+    [
+        ("http://127.0.0.1:8081/bot", True),
+        ("http://127.5.6.7:8081/bot", True),
+        ("http://[::1]:8081/bot", True),
+        ("http://localhost:8081/bot", True),
+        ("https://api.telegram.org/bot", False),
+        ("http://10.0.0.2:8081/bot", False),
+    ],
+    ids=["v4", "v4-anywhere-in-8", "v6", "localhost", "cloud", "private-not-loopback"],
+)
+def test_on_loopback(url: str, loopback: bool) -> None:
+    assert on_loopback(url) is loopback
 
 
 def test_timeout_through_a_mock_transport(tmp_path: Path) -> None:

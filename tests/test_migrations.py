@@ -51,7 +51,7 @@ EXPECTED_COLUMNS = {
     "tasks": [
         "id", "kind", "chat_id", "payload", "state", "dedup_key", "attempts", "max_attempts",
         "run_after", "lease_token", "lease_expires", "last_error", "created_at", "updated_at",
-        "lost_leases", "progressed", "ambiguous_sends",
+        "lost_leases", "progressed", "ambiguous_sends", "user_id",
     ],
     "chat_state": ["chat_id", "settings", "records", "updated_at"],
     "link_cache": ["key", "entry", "created_at"],
@@ -152,8 +152,9 @@ def test_baseline_never_gains_a_column() -> None:
     for table in ("tasks", "chat_state", "link_cache"):
         got = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
         want = EXPECTED_COLUMNS[table]
-        if table == "tasks":  # what 0005 and 0006 added, the baseline never had
-            want = [c for c in want if c not in ("lost_leases", "progressed", "ambiguous_sends")]
+        if table == "tasks":  # what 0005, 0006 and 0009 added, the baseline never had
+            added = ("lost_leases", "progressed", "ambiguous_sends", "user_id")
+            want = [c for c in want if c not in added]
         assert got == want, f"the baseline's {table} must never gain a column"
 
 

@@ -22,6 +22,7 @@ from xbot.storage.db import DbPool, connect, open_store
 # The queue from its face; its statements and internals (the plans, the claim's cost) from inside.
 from xbot.storage.queue import (
     POISON_TELL,
+    USER_LEASES,
     Lease,
     Task,
     TaskQueue,
@@ -177,6 +178,36 @@ async def test_one_chat_runs_one_task_at_a_time_in_order(q: TaskQueue) -> None:
     third = await q.lease_next(T0 + 7)
     assert third is not None
     assert third.id == a3.id
+
+
+async def test_one_users_leases_are_bounded_across_chats(q: TaskQueue) -> None:
+    # User 5 asked in four chats (oldest first), user 6 and the bot itself after.
+    mine = [await add(q, 100 + i, at=T0 + i, user_id=5) for i in range(4)]
+    other = await add(q, 200, at=T0 + 10, user_id=6)
+    bots = await add(q, 300, at=T0 + 11)  # a notice: nobody's
+    got = [await q.lease_next(T0 + 20) for _ in range(5)]
+    assert [t.id if t else None for t in got] == [
+        mine[0].id, mine[1].id, other.id, bots.id, None,
+    ], f"user 5 holds {USER_LEASES}: their other chats wait, others' work does not"  # fmt: skip
+    assert got[0] is not None
+    assert got[0].user_id == 5
+    await q.mark_done(got[0].lease, T0 + 21)
+    after = await q.lease_next(T0 + 21)
+    assert after is not None
+    assert after.id == mine[2].id, "one lease given back: the user's next task goes"
+
+
+async def test_an_expired_lease_does_not_count_against_its_user(q: TaskQueue) -> None:
+    first = await add(q, 1, user_id=5)
+    second = await add(q, 2, user_id=5)
+    await add(q, 3, user_id=5)
+    assert [await q.lease_next(T0, LEASE) for _ in range(2)] != [None, None]
+    assert await q.lease_next(T0) is None
+    # Both leases ran out (their holder died): the repair hands them back, and the
+    # user's oldest task is claimed again, as before.
+    again = await q.lease_next(T0 + LEASE + 1)
+    assert again is not None
+    assert again.id in (first.id, second.id)
 
 
 async def test_chat_order_is_run_after_then_id(q: TaskQueue) -> None:
@@ -846,7 +877,7 @@ def plan(conn: apsw.Connection, sql: str, params: Any = None) -> list[str]:
 
 
 PLANNED = {
-    "claim": (_lease._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0}),
+    "claim": (_lease._CLAIM_SQL, {"token": "t", "expires": 1.0, "now": 0.0, "per_user": 2}),
     "repair": (_lost_leases._EXPIRED_SQL, {"now": 0.0}),
     "reclaim": (_lost_leases._ORPHANS_SQL, None),
     "lost": (

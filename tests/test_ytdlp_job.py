@@ -12,9 +12,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
-from xbot.errors import BlockedAddress, FetchError, TooLarge
+from xbot.errors import BlockedAddress, FetchError, TooLarge, TooSlow
+from xbot.media.speed_floor import SLOW_SITE, SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp_api import MAX_PAGE, OVER_LIMIT, PAGE_TOO_LARGE, YtdlpJob
@@ -289,3 +291,54 @@ async def test_an_encoded_media_file_is_capped_as_it_inflates(
     raised, peak = await peak_of(run(url, tmp_path, config(), []))
     assert isinstance(raised, TooLarge)
     assert peak < 4 * MAX_PAGE, f"held {peak / 2**20:.0f} MB at once"
+
+
+# -- time: the speed floor on the download, a limit on saying what a link is -----------------
+
+QUICK = SpeedFloor(rate=2000.0, window=0.5)
+
+
+async def _thread_ends(job: YtdlpJob) -> None:
+    busy = job._busy
+    assert busy is not None
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(busy), 10)
+    assert busy.done(), "the thread's blocked read was woken: its socket was shut down"
+
+
+async def test_a_dripping_download_is_given_up_and_its_socket_shut(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    # One byte every 0.05 s: yt-dlp's read of a 1 KiB block would block ~50 s, and its
+    # socket timeout (20 s) never fires; the hook is not even called meanwhile.
+    url = media.add("/drip.mp4", fake_mp4(100_000), "video/mp4", drip=0.05)
+    cfg = attrs.evolve(config(), floor=QUICK, cancel_grace=0.1)
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(url, tmp_path, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+            await j.download()
+
+    with pytest.raises(TooSlow, match="too slowly"):
+        await asyncio.wait_for(job(), 30)
+    await _thread_ends(jobs[0])
+
+
+async def test_a_dripping_page_is_given_up_at_the_extract_limit(
+    media: MediaServer, tmp_path: Path
+) -> None:
+    page = media.add("/drip.html", b"<html>" + bytes(50_000), "text/html", drip=0.05)
+    cfg = attrs.evolve(config(), extract_limit=0.5, cancel_grace=0.1)
+    jobs: list[YtdlpJob] = []
+
+    async def job() -> None:
+        async with YtdlpJob(page, tmp_path, cfg) as j:
+            jobs.append(j)
+            await j.extract()
+
+    with pytest.raises(TooSlow) as caught:
+        await asyncio.wait_for(job(), 30)
+    assert caught.value.reason == SLOW_SITE
+    await _thread_ends(jobs[0])

@@ -1,5 +1,6 @@
 """Hostile input through the real bot: over 300 updates no one should send, and the bot
-answers each clearly or ignores it, keeps serving, and queues nothing that cannot succeed.
+answers each clearly or ignores it, keeps serving, and queues nothing that cannot succeed;
+then Hypothesis's batches of random and forged updates against who may do what.
 
 The corpus is built from tables: hostile texts (4096 characters, 60 links,
 RTL/zero-width/combining characters, entities past the end, SSRF bait, junk
@@ -23,7 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import attrs
+import hypothesis
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import strategies as st
 from telegram import Update
 
 from xbot.standins._tgtext import auto_entities, utf16_len
@@ -432,3 +437,347 @@ async def test_an_edit_of_a_delivered_message_does_not_resend_it(hostile: Harnes
     await h.wait_idle(15)
     photos = [m for m in h.sent(USER) if "photo" in m]
     assert len(photos) == 1, "an edit must not deliver the same post again"
+
+
+# --- hypothesis: random and malicious updates against who may do what ---------------------
+#
+# A world with every role of `xbot.handlers.auth`: a group with its admin, the member who
+# sent a link and another member, its linked channel with a subscriber, private chats (one
+# user linked the channel once and is no admin of it now), the bot's operator, a stranger.
+# Hypothesis draws batches of updates, Telegram-shaped or forged: messages, edits, channel
+# posts, messages without a sender, chats of types unknown to us, huge texts, odd
+# entities, replies to the bot's prompts, and button presses with junk data or data naming
+# other chats' prompts, tasks and settings, by anyone, under any of the bot's messages.
+# After each batch has been handled: no error logged, every press answered once, nothing
+# sent to a chat that did not ask (the channel only after a press by someone who may post
+# there), and no chat's settings changed unless the batch held an update from someone
+# allowed to change them.
+
+W_GROUP = -1_001_777_000_001
+W_CHANNEL = -1_001_777_000_002
+W_ELSEWHERE = -1_001_777_000_003  # a chat of a type we do not know
+W_ADMIN, W_OWNER, W_MEMBER, W_SUBSCRIBER = 8001, 8002, 8003, 8004
+W_USER, W_OPERATOR, W_STRANGER = 8005, 8006, 8007
+W_USERS = (W_ADMIN, W_OWNER, W_MEMBER, W_SUBSCRIBER, W_USER, W_OPERATOR, W_STRANGER)
+W_POST = "1700000000000000777"
+W_GROUP_CHAT = {"id": W_GROUP, "type": "supergroup", "title": "Rights group"}
+W_CHANNEL_CHAT = {"id": W_CHANNEL, "type": "channel", "title": "Rights channel"}
+ANONYMOUS_ADMIN = {"id": 1087968824, "is_bot": True, "first_name": "Group",
+                   "username": "GroupAnonymousBot"}  # fmt: skip
+CHANNEL_BOT = {"id": 136817688, "is_bot": True, "first_name": "Channel", "username": "Channel_Bot"}
+# Only the channel's creator may post there: the one whose press may reach it.
+W_POSTERS = frozenset({W_ADMIN})
+HYPOTHESIS = hypothesis.settings(
+    max_examples=100,
+    deadline=None,  # each example waits for the real bot: seconds, not milliseconds
+    derandomize=True,  # the same batches on every run: a failure is repeatable
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@attrs.define
+class World:
+    """The harness with the world's chats, and what the bot showed in them at the start."""
+
+    h: Harness
+    buttons: list[tuple[int, int]]  # (chat, message id) of the bot's messages with buttons
+    datas: list[str]  # every callback data the bot ever showed
+    prompt_ids: list[int]
+
+
+class _Errors(logging.Handler):
+    """Every error, and every line with a traceback, logged anywhere."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR or record.exc_info or "Traceback" in record.getMessage():
+            self.seen.append(f"{record.name}: {record.getMessage()[:200]}")
+
+
+async def _build_world(h: Harness) -> World:
+    h.api.add_chat(W_GROUP, "supergroup", "Rights group", admins=[W_ADMIN],
+                   members={W_SUBSCRIBER: "left"})  # fmt: skip
+    h.api.add_chat(W_CHANNEL, "channel", "Rights channel", creator=W_ADMIN,
+                   members={W_SUBSCRIBER: "member"})  # fmt: skip
+    h.fx.add_post(W_POST, text="to forward", photos=[h.photo("world")])
+    for chat in (W_GROUP, W_USER):  # the private user linked it once; no admin there now
+        await h.services.chats.set_settings(
+            chat, h.clock(), channel_id=W_CHANNEL, channel_title="Rights channel"
+        )
+    h.api.user_message(W_GROUP, f"{X}{W_POST}", user_id=W_OWNER, chat_type="supergroup")
+    h.api.user_message(W_USER, f"{X}{W_POST}")
+    h.api.user_message(W_GROUP, "/settings", user_id=W_ADMIN, chat_type="supergroup")
+    h.api.user_message(W_CHANNEL, "/settings", chat_type="channel")
+    h.api.user_message(W_OPERATOR, "/dead")
+
+    def with_buttons() -> list[tuple[int, int]]:
+        return [
+            (chat, m["message_id"])
+            for chat in (W_GROUP, W_USER, W_CHANNEL)
+            for m in h.sent(chat)
+            if m.get("reply_markup")
+        ]
+
+    await h.api.wait_for(lambda: len(with_buttons()) >= 4, 15)
+    await h.wait_idle(15)
+    datas = sorted(
+        {
+            b["callback_data"]
+            for chat, mid in with_buttons()
+            for row in (h.api.message(chat, mid) or {}).get("reply_markup", {})["inline_keyboard"]
+            for b in row
+        }
+    )
+    prompt_ids = sorted({int(d.split(":")[2]) for d in datas if d.startswith("v1:fwd:")})
+    assert len(prompt_ids) == 2, datas
+    return World(h, with_buttons(), datas, prompt_ids)
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    h = await Harness.start(
+        tmp_path / "data", allow_private_networks=False, admin_ids=frozenset({W_OPERATOR})
+    )
+    try:
+        yield await _build_world(h)
+    finally:
+        await h.stop()
+
+
+_COMMANDS = ["/settings", "/settings@xbot_test_bot", "/settings@another_bot", "/channel off",
+             f"/channel {W_CHANNEL}", "/channel @nobody_here", "/format {text} {url}",
+             "/format reset", "/cancel", "/get", "/stats", "/dead", "/clear_cache", "/start",
+             "/help", "/debug " + X + "1"]  # fmt: skip
+_ENTITY_TYPES = ["url", "bot_command", "mention", "text_link", "hashtag", "bold", "custom_emoji",
+                 "spoiler", "expandable_blockquote", "a_type_from_the_future"]  # fmt: skip
+_ENTITY = st.fixed_dictionaries(
+    {"type": st.sampled_from(_ENTITY_TYPES), "offset": st.integers(-3, 5000),
+     "length": st.integers(-3, 5000)},
+    optional={"url": st.sampled_from(["http://127.0.0.1/", X + "1", "javascript:x"]),
+              "custom_emoji_id": st.just("5")},
+)  # fmt: skip
+_TEXTS = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(_COMMANDS),
+    st.tuples(st.sampled_from(_COMMANDS), st.text(max_size=30)).map(" ".join),
+    st.integers(0, 10**22).map(lambda n: f"{X}{n}"),
+    st.just(f"{X}{W_POST}"),
+    st.integers(4000, 6000).map(lambda n: "ы" * n),
+)
+_ACTIONS = ["fwd", "edit", "skip", "conf", "set", "retry", "menu", "mute", "teleport", ""]
+_ARGS = ["0", "1", "2", "3", "99", "close", "keep", "ytdlp", "lang", "delete", "dead", "disk",
+         "9" * 30, "-1", "007", "x y"]  # fmt: skip
+
+
+@st.composite
+def _sender(draw: st.DrawFn) -> JSON:
+    """Who a group message is from: a member, an anonymous admin, the linked channel, or
+    (never from Telegram, but forged) nobody at all."""
+    how = draw(st.sampled_from(["user", "anonymous admin", "linked channel", "nobody"]))
+    if how == "user":
+        return {"from": _user(draw(st.sampled_from(W_USERS)))}
+    if how == "anonymous admin":
+        return {"from": ANONYMOUS_ADMIN, "sender_chat": W_GROUP_CHAT}
+    if how == "linked channel":
+        return {"from": CHANNEL_BOT, "sender_chat": W_CHANNEL_CHAT}
+    return {}
+
+
+# Who is in each chat of the world, the one its buttons are for first: the member whose
+# link the group's prompt answers, the channel's subscriber, the private chat's user.
+_PEOPLE = {W_GROUP: (W_OWNER, W_ADMIN, W_MEMBER), W_CHANNEL: (W_SUBSCRIBER, W_ADMIN),
+           W_USER: (W_USER,)}  # fmt: skip
+
+
+@attrs.frozen
+class Press:
+    """A button press as drawn; what it presses is read when it is made (`_data_now`)."""
+
+    chat: int
+    message_id: int
+    presser: int
+    which: int  # index into the buttons the message shows then
+    shown: bool  # press one of those (if any), else `other`
+    other: str  # data from another message, forged or junk
+
+
+@attrs.frozen
+class Post:
+    """A message update as drawn; `reply_to` names one of the bot's messages, read when
+    the update is sent (it is a reply to the message as it is then)."""
+
+    kind: str
+    chat: JSON
+    text: str
+    entities: list[JSON] | None
+    extra: JSON
+    reply_to: int | None
+
+
+def _presses(world: World) -> st.SearchStrategy[Press]:
+    """Mostly a button the message shows, pressed by someone in the chat; else anyone,
+    data from another message, forged or junk, and now and then under a message that
+    never had buttons."""
+    ghosts = [(W_GROUP, 1), (W_USER, 10**6), (W_CHANNEL, 2)]
+    args = st.one_of(st.sampled_from(_ARGS), st.sampled_from([str(p) for p in world.prompt_ids]))
+    forged = st.tuples(
+        st.sampled_from(["v1", "v2", "v0", ""]),
+        st.sampled_from(_ACTIONS),
+        st.lists(args, max_size=3),
+    ).map(lambda t: ":".join([t[0], t[1], *t[2]]))
+
+    @st.composite
+    def press(draw: st.DrawFn) -> Press:
+        ghost = draw(st.integers(0, 9)) == 0
+        chat, mid = draw(st.sampled_from(ghosts if ghost else world.buttons))
+        people = _PEOPLE[chat]
+        presser = draw(st.sampled_from([people[0], *people, *W_USERS]))
+        other = draw(st.one_of(st.sampled_from(world.datas), forged, st.text(max_size=70)))
+        return Press(chat, mid, presser, draw(st.integers(0, 15)), draw(st.booleans()), other)
+
+    return press()
+
+
+def _data_now(world: World, press: Press) -> str:
+    message = world.h.api.message(press.chat, press.message_id) or {}
+    rows = message.get("reply_markup", {}).get("inline_keyboard", [])
+    shown = [b["callback_data"] for row in rows for b in row]
+    return shown[press.which % len(shown)] if press.shown and shown else press.other
+
+
+def _posts(world: World) -> st.SearchStrategy[Post]:
+    @st.composite
+    def post(draw: st.DrawFn) -> Post:
+        where = draw(st.sampled_from(["private", "group", "channel", "elsewhere"]))
+        text, entities = draw(_TEXTS), draw(st.one_of(st.none(), st.lists(_ENTITY, max_size=4)))
+        if where == "private":
+            uid = draw(st.sampled_from(W_USERS))
+            chat: JSON = {"id": uid, "type": "private", "first_name": "U"}
+            extra: JSON = {"from": _user(uid)}
+            kind = draw(st.sampled_from(["message", "edited_message"]))
+        elif where == "group":
+            chat, extra = W_GROUP_CHAT, draw(_sender())
+            kind = draw(st.sampled_from(["message", "edited_message"]))
+        elif where == "channel":
+            chat, extra = W_CHANNEL_CHAT, {"sender_chat": W_CHANNEL_CHAT}
+            kind = draw(st.sampled_from(["channel_post", "edited_channel_post"]))
+        else:
+            chat_type = draw(st.sampled_from(["business", "secret", "direct_messages", "x"]))
+            chat = {"id": W_ELSEWHERE, "type": chat_type, "title": "?"}
+            extra = {"from": _user(draw(st.sampled_from(W_USERS)))}
+            kind = "message"
+        if kind.startswith("edited"):
+            extra["edit_date"] = 1_700_000_100
+        # A reply to one of the bot's messages in this chat (a caption for its prompt?).
+        mine = [mid for c, mid in world.buttons if c == chat["id"]]
+        reply_to = draw(st.one_of(st.none(), st.sampled_from(mine))) if mine else None
+        return Post(kind, chat, text, entities, extra, reply_to)
+
+    return post()
+
+
+def _update_now(world: World, post: Post) -> JSON:
+    extra = dict(post.extra)
+    if post.reply_to is not None:
+        replied = world.h.api.message(post.chat["id"], post.reply_to)
+        if replied is not None:
+            extra["reply_to_message"] = {
+                k: v for k, v in replied.items() if k != "reply_to_message"
+            }
+    return {post.kind: _message(post.chat, post.text, post.entities, **extra)}
+
+
+def _an_alert(chat: int, params: JSON) -> bool:
+    """An alert to the operator (the dead letters of the batches' links add up): the
+    operator asked for those by being one."""
+    return chat == W_OPERATOR and "v1:mute:" in json.dumps(params.get("reply_markup"))
+
+
+async def _settings_of(h: Harness, chats: list[int]) -> dict[int, object]:
+    now = h.clock()
+    return {chat: (await h.services.chats.get(chat, now)).settings for chat in chats}
+
+
+def _may_change(chat: int, acts: list[tuple[str, int, int | None, int | None]]) -> bool:
+    """Whether one of the batch's fresh updates (kind, chat, user, sender chat) may change
+    this chat's settings, as `decide` says for the roles of the world."""
+    for kind, where, user, sender_chat in acts:
+        if chat > 0 and user == chat:
+            return True  # a private chat's own user (or an operator's language)
+        if where != chat:
+            continue
+        if chat == W_GROUP and (user == W_ADMIN or sender_chat == W_GROUP):
+            return True
+        if chat == W_CHANNEL and (kind == "channel_post" or user == W_ADMIN):
+            return True
+    return False
+
+
+@hypothesis.given(data=st.data())
+@HYPOTHESIS
+async def test_hostile_updates_break_no_rule(world: World, data: st.DataObject) -> None:
+    h = world.h
+    errors = _Errors()
+    logging.getLogger().addHandler(errors)
+    watched = [W_GROUP, W_CHANNEL, W_ELSEWHERE, *W_USERS]
+    try:
+        before = await _settings_of(h, watched)
+        first_call = len(h.api.calls)
+        asked: set[int] = set()
+        acts: list[tuple[str, int, int | None, int | None]] = []  # fresh updates: who, where
+        queries: list[str] = []
+        channel_pressed = False
+        # Everything is drawn before anything is sent: a draw Hypothesis cuts short must
+        # not leave half a batch to be handled during the next example.
+        batch = data.draw(
+            st.lists(st.one_of(_presses(world), _posts(world)), min_size=1, max_size=6),
+            label="batch",
+        )
+        for step in batch:
+            if isinstance(step, Press):
+                update = h.api.callback_query(
+                    step.chat, step.message_id, _data_now(world, step), step.presser
+                )
+                queries.append(update["callback_query"]["id"])
+                asked.add(step.chat)
+                acts.append(("callback_query", step.chat, step.presser, None))
+                channel_pressed |= step.presser in W_POSTERS
+                continue
+            update = _update_now(world, step)
+            h.api.inject_update(json.loads(json.dumps(update)))
+            ((kind, msg),) = update.items()
+            asked.add(msg["chat"]["id"])
+            if not kind.startswith("edited"):
+                sender = msg.get("sender_chat", {}).get("id")
+                user = msg["from"]["id"] if "from" in msg else None
+                acts.append((kind, msg["chat"]["id"], user, sender))
+        # The poller confirms a batch only once every handler of it returned.
+        await h.api.wait_for(lambda: h.api.pending_updates == 0, 30)
+        await h.wait_idle(30)
+
+        assert errors.seen == [], "no error logged, no traceback"
+        answers = defaultdict(int)
+        for call in h.api.calls[first_call:]:
+            if call.method == "answerCallbackQuery":
+                answers[str(call.params.get("callback_query_id"))] += 1
+        assert {q: answers[q] for q in queries} == dict.fromkeys(queries, 1), "answered once"
+        allowed = asked | ({W_CHANNEL} if channel_pressed else set())
+        uninvited = [
+            (c.method, c.chat_id)
+            for c in h.api.calls[first_call:]
+            if c.chat_id is not None
+            and not c.method.startswith("get")
+            and c.chat_id not in allowed
+            and not _an_alert(c.chat_id, c.params)
+        ]
+        assert uninvited == [], f"sent to chats that did not ask; the batch: {acts}"
+        after = await _settings_of(h, watched)
+        changed = [chat for chat in watched if before[chat] != after[chat]]
+        unruly = [c for c in changed if not _may_change(c, acts)]
+        assert unruly == [], f"settings changed by no one allowed; the batch: {acts}"
+    finally:
+        logging.getLogger().removeHandler(errors)

@@ -189,6 +189,9 @@ def test_addresses_private_ranges_denied_dns_stub_allowed() -> None:
         assert needed in deny
     allow = " ".join(DIRECTIVES["IPAddressAllow"]).split()
     assert "127.0.0.53" in allow
+    # Loopback (the metrics and webhook listeners, a local Bot API server) is opened
+    # by a drop-in only where one of them needs it (docs/deployment.md).
+    assert allow == ["127.0.0.53"]
 
 
 def test_limits_and_timeouts() -> None:

@@ -127,7 +127,7 @@ async def answer_for(
             return None
 
     try:
-        found = await services.inline.look_up(link, read_cache)
+        found = await services.inline.look_up(link, read_cache, user_id)
     except PostUnavailable as exc:
         return plan.for_failure(
             post_id, link.url, exc.reason, personal=personal, lasting=True, lang=lang
@@ -175,6 +175,7 @@ async def start_album(update: Update, context: XContext, parameter: str) -> bool
             chat.id,
             now=services.clock(),
             dedup_key=f"start:{chat.id}:{message.message_id}",
+            user_id=user.id if user else None,
         )
     except StoreError as exc:
         log.warning("album not queued %s", kv(chat=chat.id, post=key, error=exc))

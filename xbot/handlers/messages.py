@@ -180,6 +180,9 @@ async def _enqueue_links(
     dest = Destination.answering(message, quote=True, lang=lang)
     if answer_to is not None:
         dest = dest.replying_to(answer_to)
+    # Whose work it is, for the queue's bound on one user's work in flight: the user,
+    # or the chat a message is posted as (an anonymous admin, a channel).
+    requester = message.sender_chat.id if message.sender_chat else (user.id if user else None)
     queued = 0
     refused_other = 0
     for link in plan.links:
@@ -205,6 +208,7 @@ async def _enqueue_links(
                     # confirmed): the same message's link is queued once (for /get: the
                     # command's message, so a second /get asks again).
                     dedup_key=f"msg:{chat.id}:{message.message_id}:{link.key}",
+                    user_id=requester,
                 )
                 break
             except StoreError:

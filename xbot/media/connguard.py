@@ -40,6 +40,7 @@ import runpy
 import socket
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -91,11 +92,21 @@ class Watch:
         policy: whether an address and port may be connected to (`policy_for`;
             tests let one local port stand for a public host).
         refused: the addresses refused so far, as ``host:port`` strings.
+        sockets: the sockets it let connect, while they live: the owner may shut
+            them down from another thread (a transfer given up as too slow), which
+            wakes a read blocked on them.
     """
 
     def __init__(self, allow_private: bool, *, policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else policy_for(allow_private)
         self.refused: list[str] = []
+        self.sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+
+    def shut_down(self) -> None:
+        """Shut down every socket it let connect (both ways): a thread reading one wakes."""
+        for sock in list(self.sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class _Process:
@@ -135,6 +146,8 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if event == "socket.sendto" and getattr(sock, "type", None) == socket.SOCK_STREAM:
         return  # sendto on a connected stream socket ignores the address
     if address_allowed(getattr(sock, "family", -1), address, watch.policy):
+        if event == "socket.connect" and isinstance(sock, socket.socket):
+            watch.sockets.add(sock)
         return
     watch.refused.append(_where(address))
     if watch is _Process.watch:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import AsyncIterator
 
 import attrs
@@ -44,6 +45,9 @@ TOO_SLOW = reason_template(
         "so I gave up."
     )
 )
+TOOK_TOO_LONG = reason_template(N_("It took too long (over {minutes} min), so I gave up."))
+# A site's answer about a post (yt-dlp's or gallery-dl's extraction) that did not come in time.
+SLOW_SITE = N_("That site took too long to answer, so I gave up on this link.")
 # What every task may spend besides its downloads: API look-ups, Telegram's
 # uploads and their retries inside the task. Generous: the floor, not this,
 # is what stops a dripping download.
@@ -100,6 +104,11 @@ def step(floor: SpeedFloor, pace: Pace, now: float, done: int) -> Pace | None:
 def due(floor: SpeedFloor, pace: Pace) -> float:
     """When the current block must be full."""
     return pace.since + floor.window
+
+
+def took_too_long(seconds: float) -> TooSlow:
+    """A run that used up its time (a task's budget, an extraction's limit)."""
+    return TooSlow(TOOK_TOO_LONG.format(minutes=f"{math.ceil(seconds / 60):.0f}"))
 
 
 def task_budget(upload_limit: int, floor: SpeedFloor = DEFAULT_FLOOR) -> float:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
@@ -43,6 +44,7 @@ from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.errors import StoreError
 from xbot.links import classify
 from xbot.logs import redact
+from xbot.media.addresses import parse_ip
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
 from xbot.storage import migrations
@@ -499,6 +501,15 @@ def method_url(base_url: str, token: str, method: str) -> str:
     return f"{base_url}{token}/{method}"
 
 
+def on_loopback(url: str) -> bool:
+    """Whether `url` names a loopback host (a local Bot API server). Pure."""
+    host = (urllib.parse.urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    ip = parse_ip(host)
+    return ip is not None and ip.is_loopback
+
+
 def check_bot_api(
     settings: Settings, *, timeout: float = 10.0, transport: httpx.BaseTransport | None = None
 ) -> list[Finding]:
@@ -509,12 +520,17 @@ def check_bot_api(
             response = c.get(url)
     except httpx.HTTPError as exc:
         reason = str(exc).replace(settings.token, "***") or type(exc).__name__
+        hint = "check the network, DNS and any firewall, or run `xbot doctor --offline`"
+        if on_loopback(settings.bot_api_url):
+            hint += (
+                "; the shipped systemd unit closes loopback unless a drop-in opens it "
+                "(IPAddressAllow=127.0.0.1, docs/deployment.md)"
+            )
         return [
             Finding(
                 "fail",
                 "Bot API",
-                f"could not reach the Bot API at {where} ({type(exc).__name__}: {reason}); "
-                "check the network, DNS and any firewall, or run `xbot doctor --offline`",
+                f"could not reach the Bot API at {where} ({type(exc).__name__}: {reason}); {hint}",
             )
         ]
     try:

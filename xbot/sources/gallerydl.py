@@ -72,6 +72,7 @@ from xbot.links import Link
 from xbot.logs import kv
 from xbot.media import connguard, netguard
 from xbot.media.models import Post
+from xbot.media.speed_floor import SLOW_SITE
 from xbot.media.tempfiles import temp_folder
 from xbot.sources.gallerydl_dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_dump
 
@@ -96,7 +97,7 @@ UNSUPPORTED_STATUS = 64  # gallery-dl: no extractor matched the URL (decided wit
 # Extractors that take a URL of any host: not known sites.
 ANY_HOST_CATEGORIES = frozenset({"directlink", "generic"})
 
-TOO_SLOW = N_("That site took too long to answer, so I gave up on this link.")
+TOO_SLOW = SLOW_SITE
 CRASHED = N_("I could not read that post: the image downloader failed on it.")
 TOO_BIG = WHOLE_GALLERY  # a dump past the cap is no single post either
 

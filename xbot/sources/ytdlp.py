@@ -22,6 +22,7 @@ from xbot.config import Settings
 from xbot.links import Link
 from xbot.media import netguard
 from xbot.media.models import MediaItem, Post
+from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp_api import VideoInfo, YtdlpJob
@@ -73,6 +74,7 @@ class YtdlpSource:
             limit_bytes=self.settings.upload_limit,
             sites=self.settings.ytdlp_sites,
             allow_private=self.settings.allow_private_networks,
+            floor=SpeedFloor.configured(self.settings),
             overrides=dict(self.overrides),
         )
 

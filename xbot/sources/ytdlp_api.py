@@ -32,6 +32,14 @@ The rules that matter, and where they are kept:
   one read inflates) and refused past `MAX_PAGE`. Media files are not read
   whole: yt-dlp's downloader asks for ``identity``, reads in blocks, and the
   hook caps them.
+- Time (`xbot.media.speed_floor`): the download is held to the speed floor,
+  measured on the bytes the hook sees, by a `SpeedWatch` on the loop; saying
+  what a link is (no bytes to measure) has `extract_limit`. Past either, the
+  job is cancelled and the sockets its thread opened are shut down from the
+  loop (`connguard.Watch.shut_down`): a read blocked on a dripping server
+  wakes at once, where the hook alone would wait for the next block to fill.
+  yt-dlp's own ``throttledratelimit`` is no use here: it re-extracts and tries
+  again rather than give up.
 - Errors (`translate`): exactly once, into `PostUnavailable` (login, age,
   geo, private or removed, live), `UnsupportedLink`, `TooLarge` and
   `TransientFetch` (everything that may pass: the task is retried).
@@ -61,12 +69,14 @@ from xbot.errors import (
     FetchError,
     PostUnavailable,
     TooLarge,
+    TooSlow,
     TransientFetch,
     UnsupportedLink,
 )
 from xbot.i18n import N_, reason_template
 from xbot.logs import kv
 from xbot.media import connguard, netguard
+from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp_options import YtdlpConfig, build_options, cache_key
 
@@ -392,6 +402,7 @@ class YtdlpJob:
     _loop: asyncio.AbstractEventLoop | None = attrs.field(default=None, init=False)
     _busy: asyncio.Future[Any] | None = attrs.field(default=None, init=False)
     _reported: float = attrs.field(default=0.0, init=False)
+    _speed: SpeedWatch | None = attrs.field(default=None, init=False)
 
     async def __aenter__(self) -> YtdlpJob:
         self._loop = asyncio.get_running_loop()
@@ -415,7 +426,7 @@ class YtdlpJob:
 
     async def extract(self) -> VideoInfo:
         """What the link is (no download yet): its cache key, title, size, …"""
-        raw = await self._in_thread(self._extract_sync)
+        raw = await self._in_thread(self._extract_sync, limit=self.config.extract_limit)
         self._raw = raw
         return video_info(raw, self.url)
 
@@ -432,14 +443,29 @@ class YtdlpJob:
 
     # -- the loop side ---------------------------------------------------------------
 
-    async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _in_thread(
+        self, fn: Callable[..., Any], *args: Any, limit: float | None = None
+    ) -> Any:
+        """`fn` in a thread, held to `limit` seconds if given, else to the speed floor."""
         watch = connguard.Watch(self.config.allow_private, policy=self.policy)
         work = asyncio.ensure_future(asyncio.to_thread(self._guarded, watch, fn, *args))
         self._busy = work
         try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
+            if limit is not None:
+                try:
+                    async with asyncio.timeout(limit):
+                        return await asyncio.shield(work)
+                except TimeoutError:
+                    log.info("yt-dlp too slow %s", kv(url=self.url, limit=limit))
+                    raise TooSlow(SLOW_SITE) from None
+            self._speed = SpeedWatch(self.config.floor)
+            async with self._speed.held():
+                return await asyncio.shield(work)
+        except (asyncio.CancelledError, TooSlow) as exc:
             self.cancel()
+            if isinstance(exc, TooSlow):
+                # Its reads may be blocked on a dripping socket: wake them, close them.
+                watch.shut_down()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(work), self.config.cancel_grace)
             if not work.done():
@@ -456,6 +482,13 @@ class YtdlpJob:
             error = translate(exc)
             log.info("yt-dlp failed %s", kv(url=self.url, error=error))
             raise error from exc
+
+    def _sample(self, done: int) -> None:
+        """The hook's byte count, on the loop: the speed watch's next sample."""
+        if self._speed is not None:
+            # Short and due: the watch's own timer ends the download, in its task.
+            with contextlib.suppress(TooSlow):
+                self._speed.sample(done)
 
     def _report(self, snapshot: Snapshot) -> None:
         if self.on_progress is None or self._loop is None:
@@ -525,6 +558,9 @@ class YtdlpJob:
         if done > limit or (total is not None and total > limit):
             self._over_cap = True
             raise DownloadCancelled("over the upload limit")
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                self._loop.call_soon_threadsafe(self._sample, done)
         now = time.monotonic()
         finished = status.get("status") == "finished"
         if finished or now - self._reported >= REPORT_EVERY:

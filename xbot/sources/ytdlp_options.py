@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor
+
 log = logging.getLogger(__name__)
 
 SITES = ("known", "all")
@@ -104,6 +106,9 @@ class YtdlpConfig:
         allow_private: let yt-dlp reach loopback/private addresses (tests, demo).
         socket_timeout: yt-dlp's per-socket timeout, seconds.
         cancel_grace: how long a cancelled job waits for its thread to stop.
+        floor: the speed floor its download is held to (`xbot.media.speed_floor`).
+        extract_limit: seconds yt-dlp may take to say what a link is (no bytes to
+            measure a speed on then; gallery-dl's runs have the same kind of limit).
         overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
     """
 
@@ -112,6 +117,8 @@ class YtdlpConfig:
     allow_private: bool = False
     socket_timeout: float = 20.0
     cancel_grace: float = 1.0
+    floor: SpeedFloor = DEFAULT_FLOOR
+    extract_limit: float = 120.0
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
 
 

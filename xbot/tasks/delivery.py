@@ -302,7 +302,7 @@ class Delivery:
                 card_payload = DeliverPayload.for_link(card, payload.dest, user_id=payload.user_id)
                 await ctx.queue.enqueue(
                     KIND, card_payload.to_json(), ctx.task.chat_id, now=ctx.clock(),
-                    dedup_key=f"card:{ctx.task.id}:{card.key}",
+                    dedup_key=f"card:{ctx.task.id}:{card.key}", user_id=ctx.task.user_id,
                 )  # fmt: skip
             return None
         return post

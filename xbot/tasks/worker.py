@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import random
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -55,15 +54,15 @@ from xbot.errors import (
     StoreError,
     TelegramUnreachable,
 )
-from xbot.i18n import N_, reason_template
+from xbot.i18n import N_
 from xbot.logs import kv
+from xbot.media.speed_floor import took_too_long
 from xbot.sending.telegram_health import TELEGRAM_BUDGET
 from xbot.storage.queue import Effect, Task, TaskQueue
 from xbot.tasks.backoff import compute_backoff, compute_outage_delay
 
 log = logging.getLogger(__name__)
 
-TOOK_TOO_LONG = reason_template(N_("It took too long (over {minutes} min), so I gave up."))
 # After a hold or a backoff, the worker looks again this much later: the
 # queue compares run_after with a clock read a little after the timer fires.
 WAKE_MARGIN = 0.02
@@ -413,8 +412,7 @@ class Workers:
         except TimeoutError as exc:
             if budget is None or not budget.expired():
                 raise
-            minutes = f"{math.ceil((self.task_budget or 0) / 60):.0f}"
-            raise Permanent(TOOK_TOO_LONG.format(minutes=minutes)) from exc
+            raise Permanent(took_too_long(self.task_budget or 0).reason) from exc
         except asyncio.CancelledError:
             if state["lost"] and me.uncancel() == 0:  # ours alone, not a shutdown
                 raise LeaseLost(ctx.task.id, "heartbeat") from None

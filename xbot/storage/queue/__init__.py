@@ -67,7 +67,7 @@ sweep's pruning) and `_task_queue` (the two front doors, `TaskQueue` and
 
 from xbot.storage.queue._admin import QueueStats
 from xbot.storage.queue._dead_letters import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, BuriedNotice
-from xbot.storage.queue._lease import Effect
+from xbot.storage.queue._lease import USER_LEASES, Effect
 from xbot.storage.queue._lost_leases import (
     LOST_LEASE_FACTOR,
     POISON_TELL,
@@ -85,6 +85,7 @@ __all__ = [
     "NOTICE_MAX_ATTEMPTS",
     "POISON_TELL",
     "STATES",
+    "USER_LEASES",
     "BuriedNotice",
     "Effect",
     "Lease",

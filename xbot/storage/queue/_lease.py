@@ -29,11 +29,20 @@ from xbot.storage.time_line import clamp_due
 Effect = Callable[[apsw.Connection], object]
 
 
+# How many live leases one user's tasks may hold at once, across every chat: the
+# rest of their work waits (in each chat's order) while other users' runs. Two,
+# not one: a user's private chat and a group they share with others each make
+# progress; more would let one account pin the workers with slow links.
+USER_LEASES: Final = 2
+
 # The claim, in one statement. It walks chat lanes (one row per chat with
 # pending work, naming its head; see migrations_sql/0002_chat_lanes.sql)
 # oldest head first and skips chats with a live lease or a hold: one row per
 # busy or held chat, whatever their backlogs. Claiming only heads keeps each
-# chat in (run_after, id) order; the lane triggers move the head along.
+# chat in (run_after, id) order; the lane triggers move the head along. A head
+# whose user holds :per_user live leases waits too (its chat with it, keeping the
+# chat's order); the count walks tasks_running_chat, the live leases (a handful),
+# and a head with no user (the bot's own work) matches no lease and never waits.
 # INDEXED BY: without statistics the planner preferred a full sort. ``+:now``:
 # once PRAGMA optimize has gathered STAT4 samples, SQLite re-prepares a
 # statement each time a parameter used in a range constraint changes value
@@ -52,6 +61,10 @@ WHERE state = 'pending' AND id = (
         WHERE r.state = 'running' AND r.chat_id = l.chat_id AND r.lease_expires > +:now)
       AND NOT EXISTS (
         SELECT 1 FROM chat_holds AS h WHERE h.chat_id = l.chat_id AND h.not_before > +:now)
+      AND (SELECT count(*) FROM tasks AS u INDEXED BY tasks_running_chat
+           WHERE u.state = 'running' AND u.lease_expires > +:now
+             AND u.user_id = (SELECT t.user_id FROM tasks AS t WHERE t.id = l.head_id)
+          ) < :per_user
     ORDER BY l.head_run_after, l.head_id
     LIMIT 1)
 RETURNING {COLUMNS}
@@ -61,10 +74,17 @@ RETURNING {COLUMNS}
 Leased = tuple[Task | None, builtins.list[Burial]]
 
 
-def lease_next(conn: apsw.Connection, now: float, lease_for: float) -> Leased:
+def lease_next(
+    conn: apsw.Connection, now: float, lease_for: float, per_user: int = USER_LEASES
+) -> Leased:
     """The inline repair, then the claim; returns the task and whatever the repair buried."""
     _, buried = repair(conn, now)
-    params = {"token": secrets.token_hex(16), "expires": now + lease_for, "now": now}
+    params = {
+        "token": secrets.token_hex(16),
+        "expires": now + lease_for,
+        "now": now,
+        "per_user": per_user,
+    }
     # fetchall(), always: an unfinished RETURNING statement keeps the write lock.
     rows = conn.execute(_CLAIM_SQL, params).fetchall()
     return (task_from_row(rows[0]) if rows else None), buried

@@ -23,7 +23,7 @@ STATES: Final = ("pending", "running", "done", "dead")
 COLUMNS: Final = (
     "id, kind, chat_id, payload, state, dedup_key, attempts, max_attempts, run_after, "
     "lease_token, lease_expires, last_error, created_at, updated_at, lost_leases, progressed, "
-    "ambiguous_sends"
+    "ambiguous_sends, user_id"
 )
 
 
@@ -56,6 +56,7 @@ class Task:
     lost_leases: int = 0
     progressed: int = 0
     ambiguous_sends: int = 0  # sends that timed out and may have reached the chat (0006)
+    user_id: int | None = None  # who asked for it; None: the bot's own work (0009)
 
     @property
     def lease(self) -> Lease:
@@ -82,8 +83,9 @@ FREE: Final = "lease_token = NULL, lease_expires = NULL, updated_at = :now"
 
 _INSERT_SQL: Final = f"""
 INSERT INTO tasks (kind, chat_id, payload, state, dedup_key, attempts, max_attempts,
-                   run_after, created_at, updated_at)
-VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now)
+                   run_after, created_at, updated_at, user_id)
+VALUES (:kind, :chat_id, :payload, 'pending', :dedup_key, 0, :max_attempts, :run_after, :now, :now,
+        :user_id)
 RETURNING {COLUMNS}
 """  # noqa: S608
 
@@ -109,6 +111,7 @@ def enqueue_fields(
     run_after: float | None,
     dedup_key: str | None,
     max_attempts: int,
+    user_id: int | None = None,
 ) -> dict[str, Any]:
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
@@ -121,4 +124,5 @@ def enqueue_fields(
         "run_after": now if run_after is None else clamp_due(run_after, now),
         "dedup_key": dedup_key,
         "max_attempts": max_attempts,
+        "user_id": user_id,
     }

@@ -98,8 +98,12 @@ class TaskQueue:
         run_after: float | None = None,
         dedup_key: str | None = None,
         max_attempts: int = 5,
+        user_id: int | None = None,
     ) -> Task:
-        """Add a task; with a ``dedup_key`` already pending or running, return that task."""
+        """Add a task; with a ``dedup_key`` already pending or running, return that task.
+
+        ``user_id``: who asked for it (their leases are bounded by `USER_LEASES`).
+        """
         fields = enqueue_fields(
             kind=kind,
             payload=payload,
@@ -108,6 +112,7 @@ class TaskQueue:
             run_after=run_after,
             dedup_key=dedup_key,
             max_attempts=max_attempts,
+            user_id=user_id,
         )
         return await self._write(partial(enqueue, fields=fields))
 

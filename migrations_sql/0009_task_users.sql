@@ -1,0 +1,14 @@
+-- 0009: who asked for a task, so one user's work in flight is bounded (issue 30).
+--
+-- Tasks of one chat run one at a time, but one user with many chats (groups,
+-- their private chat) had as many tasks running as the bot has workers: six
+-- dripping links from one account pinned every worker. The claim now skips a
+-- task whose user already holds enough live leases (xbot.storage.queue).
+--
+-- user_id: the Telegram user (or the chat posting as one: an anonymous admin,
+--          a channel) whose message made the task; NULL for the bot's own
+--          work (notices, alerts, forwards), which no user's bound holds back.
+--
+-- No index: the claim counts a user's leases over tasks_running_chat, whose rows
+-- are the live leases (one per running task: a handful).
+ALTER TABLE tasks ADD COLUMN user_id INTEGER;
