@@ -34,7 +34,7 @@ async def pool(tmp_path: Path):  # type: ignore[no-untyped-def]
     ("pragma", "expected"),
     [
         ("journal_mode", "wal"),
-        ("synchronous", 1),  # NORMAL
+        ("synchronous", 1),  # NORMAL: the pool syncs by itself (DbPool.sync)
         ("foreign_keys", 1),
         ("journal_size_limit", 32 * 1024 * 1024),
         ("wal_autocheckpoint", 4000),
