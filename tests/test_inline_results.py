@@ -72,6 +72,9 @@ WEBM = MediaItem(
     thumbnail_url="https://t",
 )
 GIF = MediaItem("gif", "https://video.example/g.mp4")
+# Within 5 MB but outside Telegram's photo shape: it refuses them by URL as chats learnt.
+TALL_PHOTO = MediaItem("photo", "https://pbs.example/tall.jpg", width=200, height=8000)
+WIDE_PHOTO = MediaItem("photo", "https://pbs.example/wide.jpg", width=7000, height=4000)
 
 
 @pytest.mark.parametrize(
@@ -83,6 +86,8 @@ GIF = MediaItem("gif", "https://video.example/g.mp4")
         ((HUGE_VIDEO,), ["article"], True),
         ((NO_THUMB, PHOTO), ["photo"], True),
         ((WEBM,), ["article"], True),
+        ((TALL_PHOTO, PHOTO), ["photo"], True),
+        ((WIDE_PHOTO,), ["article"], True),
     ],
     ids=[
         "one-photo",
@@ -91,6 +96,8 @@ GIF = MediaItem("gif", "https://video.example/g.mp4")
         "video-over-20MB",
         "video-without-still",
         "webm-only",
+        "photo-ratio-over-20",
+        "photo-sides-over-10000",
     ],
 )
 def test_fresh_results(media: tuple[MediaItem, ...], types: list[str], button: bool) -> None:
