@@ -30,7 +30,7 @@ import apsw
 import apsw.bestpractice
 import attrs
 
-from xbot.errors import SchemaTooNew, StoreBusy, StoreError
+from xbot.errors import SchemaTooNew, StoreBusy, StoreDamaged, StoreError
 from xbot.storage import migrations
 from xbot.storage.files import sync_folder
 
@@ -138,6 +138,8 @@ def _reading(path: Path | str, conn: apsw.Connection) -> Iterator[apsw.Connectio
         yield conn
     except apsw.NotADBError as exc:
         raise StoreError(f"{path} is not an SQLite database (is XBOT_DATA_DIR right?)") from exc
+    except apsw.CorruptError as exc:
+        raise damaged(path, str(exc)) from exc
     except apsw.Error as exc:
         raise StoreError(f"cannot read the database {path}: {exc}") from exc
     finally:
@@ -490,8 +492,19 @@ def _translated(fn: Callable[[apsw.Connection], T], conn: apsw.Connection) -> T:
         raise store_error(exc) from exc
 
 
+def damaged(path: Path | str, detail: str) -> StoreDamaged:
+    """The one line for a torn or corrupt database, with where to turn."""
+    return StoreDamaged(
+        f"the database {path} is damaged ({detail}); xbot will not use it: restore the "
+        'latest backup (docs/deployment.md, "Backups and restore"), or move the file and '
+        "its -wal aside to start empty"
+    )
+
+
 def store_error(exc: apsw.Error) -> StoreError:
     """apsw's error as ours; a lock or a full disk is `StoreBusy` (it may pass)."""
+    if isinstance(exc, apsw.CorruptError):
+        return damaged("file", str(exc))
     if isinstance(exc, apsw.BusyError):
         return StoreBusy(
             f"the database is locked by another process for longer than {BUSY_TIMEOUT_MS // 1000} s"
@@ -551,17 +564,38 @@ def prepare_store(path: Path) -> int:
 
 
 def _prepare(path: Path) -> None:
+    # A clean stop's last connection folds the -wal into the file and removes it:
+    # one left behind means a crash or a power cut, after which the file is checked.
+    unclean = Path(f"{path}-wal").exists()
     _check_version(path)
     _touch_private(path)
     conn = connect(path)
     try:
+        if unclean:
+            _check_whole(path, conn)
         migrations.migrate(conn)
     except (apsw.BusyError, apsw.FullError) as exc:
         raise store_error(exc) from exc
+    except apsw.CorruptError as exc:
+        raise damaged(path, str(exc)) from exc
     except apsw.Error as exc:
         raise StoreError(f"migrating {path} failed: {exc}") from exc
-    except SchemaTooNew:
+    except StoreError:
         raise
     finally:
         conn.close()
     log.debug("store ready path=%s", path)
+
+
+def _check_whole(path: Path, conn: apsw.Connection) -> None:
+    """``PRAGMA quick_check`` (every page read once; what it skips is index order):
+    a torn or corrupt file is refused before anything reads or writes it.
+
+    Only after an unclean stop: it reads the whole file (docs/benchmarks.md,
+    "Power loss"), and SQLite's WAL with the pool's syncs leaves nothing torn
+    on a disk that keeps its fsyncs; a disk that did not is what it finds.
+    """
+    verdict = [str(row[0]) for row in conn.execute("PRAGMA quick_check").fetchall()]
+    if verdict != ["ok"]:
+        raise damaged(path, "; ".join(verdict[:2]))
+    log.info("database checked after an unclean stop path=%s", path)
