@@ -46,7 +46,7 @@ from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.links import Link, bsky_post_url, classify, pixiv_work_url, x_status_url
 from xbot.media.by_url import URL_OTHER_LIMIT, by_url
 from xbot.media.models import MediaItem, Post
-from xbot.sending.caption import build_caption, build_text_reply
+from xbot.sending.caption import build_caption, build_text_reply, post_from_parts
 from xbot.sources.x import choose_variant
 from xbot.storage.link_cache import CachedPost
 
@@ -64,7 +64,6 @@ __all__ = [
     "for_not_allowed",
     "for_timeout",
     "parse_query",
-    "post_from_cache",
 ]
 
 MAX_RESULTS: Final = 50
@@ -191,19 +190,6 @@ def _id(post_id: str, index: int) -> str:
     return f"{post_id}-{index}"
 
 
-def post_from_cache(cached: CachedPost) -> Post:
-    """The caption parts of a cache entry as a `Post` (for the caption, nothing else)."""
-    parts = cached.caption_parts
-    return Post(
-        key=cached.key,
-        url=cached.url,
-        author_name=parts.get("author_name", ""),
-        author_handle=parts.get("author_handle", ""),
-        text=parts.get("text", ""),
-        sensitive=parts.get("sensitive") == "1",
-    )
-
-
 def _title(post: Post) -> str:
     who = post.author_name or post.author_handle or "X"
     return f"{who} (@{post.author_handle})" if post.author_handle else who
@@ -213,7 +199,7 @@ def for_cached(
     cached: CachedPost, post_id: str, *, personal: bool, lang: str = DEFAULT
 ) -> InlineAnswer:
     """One result per cached item, by file_id, the chat's caption (in `lang`) on each."""
-    post = post_from_cache(cached)
+    post = post_from_parts(cached.key, cached.url, cached.caption_parts)
     caption = build_caption(post, lang=lang)
     title = _title(post)
     results: list[InlineQueryResult] = []
