@@ -32,8 +32,6 @@ from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
 from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
-from xbot.handlers.intake import note_failure
-from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.links import OTHER_SITE, classify, site_named
 from xbot.logs import add_secret, kv
 from xbot.media import netguard
@@ -45,6 +43,8 @@ from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
 from xbot.periodic import Periodic
+from xbot.receiving.intake import note_failure
+from xbot.receiving.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.sending.api_request import CountingRequest
 from xbot.sending.durable_request import DurableRequest
 from xbot.sending.pacing import Pacer
@@ -81,7 +81,7 @@ from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import FinishedHook, Workers
 
 if TYPE_CHECKING:
-    from xbot.handlers.webhook import WebhookListener
+    from xbot.receiving.webhook import WebhookListener
 
 log = logging.getLogger(__name__)
 
@@ -490,7 +490,7 @@ async def _patiently(step: Callable[[], Awaitable[T]], within: float = STORE_WAI
 # What the bot is doing, for the watchdog, STATUS= and a readiness check (`Bot.phase`).
 STARTING = "starting"  # opening the database, asking getMe for the first time
 WAITING = "waiting"  # Telegram did not answer a start-up call: trying again, in a while
-POLLING = "polling"  # long polling runs (xbot.handlers.polling)
+POLLING = "polling"  # long polling runs (xbot.receiving.polling)
 WEBHOOK = "webhook"  # the webhook listener runs
 STOPPING = "stopping"
 
@@ -676,7 +676,7 @@ class Bot:
                 lambda: bot.delete_webhook(drop_pending_updates=False, **timeouts),
             )
             # Our own long polling: an update is confirmed to Telegram only after
-            # its handler queued the work (xbot.handlers.polling), so a kill loses nothing.
+            # its handler queued the work (xbot.receiving.polling), so a kill loses nothing.
             self.poller = DurablePoller(
                 self.application, timeout=self.poll_timeout, time_scale=self.settings.time_scale
             )
@@ -685,10 +685,10 @@ class Bot:
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
         else:
             # Our own listener: a POST is answered only after its update's work is
-            # queued (xbot.handlers.webhook), so a kill loses nothing acknowledged.
+            # queued (xbot.receiving.webhook), so a kill loses nothing acknowledged.
             # Imported here: tornado comes with the optional webhooks extra, and
             # `xbot run` checks for it before it gets this far.
-            from xbot.handlers.webhook import WebhookListener
+            from xbot.receiving.webhook import WebhookListener
 
             hook = self.webhook
             self.hook_listener = WebhookListener(

@@ -9,7 +9,7 @@ every handler of the batch returned, so a kill means the batch comes again,
 and the handler's dedup key (message and link) absorbs the redelivery.
 
 An update whose work could not be stored (the database locked or the disk full:
-`StoreError`, see `xbot.handlers.intake`) is handled the way a webhook's 500 is:
+`StoreError`, see `xbot.receiving.intake`) is handled the way a webhook's 500 is:
 its offset is not confirmed, so the next ``getUpdates`` brings it again after a
 pause, and nobody in the chat is told to send it again. Updates of the batch
 after it that were handled are remembered and not handled twice. Only an update
@@ -40,8 +40,8 @@ from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application
 
 from xbot.errors import StoreError
-from xbot.handlers.intake import redeliverable
 from xbot.logs import kv
+from xbot.receiving.intake import redeliverable
 from xbot.sending.bot_errors import retry_after_seconds
 from xbot.tasks.backoff import RECONNECT_CAP, RECONNECT_FIRST, compute_reconnect_delay
 
