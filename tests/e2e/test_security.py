@@ -46,9 +46,9 @@ from xbot.i18n import translator
 from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.download import download
-from xbot.sources import ytdlp_api as ytdlp
-from xbot.sources import ytdlp_options
+from xbot.sources import ytdlp
 from xbot.sources.x import expand_tco
+from xbot.sources.ytdlp import _api as ytdlp_api  # its resolver is replaced below
 from xbot.standins.botapi import BotApiServer
 from xbot.standins.fxapi import FxApiServer
 from xbot.standins.harness import Harness
@@ -249,15 +249,17 @@ def test_ytdlp_precheck_refuses(host: str, why: str) -> None:
 def test_ytdlp_precheck_refuses_a_name_that_resolves_there(
     monkeypatch: pytest.MonkeyPatch, address: str, why: str
 ) -> None:
-    monkeypatch.setattr(ytdlp, "_blocking_resolver", resolver_for({"videos.example": [address]}))
+    monkeypatch.setattr(
+        ytdlp_api, "_blocking_resolver", resolver_for({"videos.example": [address]})
+    )
     with pytest.raises(BlockedAddress):
         ytdlp.host_guard(False)("https://videos.example/v/1")
 
 
 def test_ytdlp_file_names_never_come_from_the_site() -> None:
-    assert "title" not in ytdlp_options.OUTTMPL
-    assert "%(id)" not in ytdlp_options.OUTTMPL
-    assert "/" not in ytdlp_options.OUTTMPL
+    assert "title" not in ytdlp.OUTTMPL
+    assert "%(id)" not in ytdlp.OUTTMPL
+    assert "/" not in ytdlp.OUTTMPL
 
 
 # --- the token never leaves ------------------------------------------------------------------
