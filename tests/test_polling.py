@@ -14,9 +14,11 @@ from telegram.error import Conflict, NetworkError, RetryAfter, TimedOut
 
 from xbot.errors import StoreBusy
 from xbot.receiving.intake import telegram_resends
-from xbot.receiving.polling import STORE_TRIES, DurablePoller, error_detail, reconnect_delay
+from xbot.receiving.polling import STORE_TRIES, DurablePoller
 from xbot.runtime import polling_healthy, status_line
+from xbot.sending.bot_errors import classify, error_detail
 from xbot.standins.harness import Harness
+from xbot.tasks.backoff import reconnect_delay
 
 CHAT = 515
 SCALE = 0.01
@@ -93,12 +95,12 @@ async def test_a_dead_poller_is_unhealthy(tmp_path: Path) -> None:
     ids=["first", "third", "capped", "conflict-at-cap", "retry-after-as-told"],
 )
 def test_reconnect_delay(exc: NetworkError, failures: int, expected: float) -> None:
-    assert reconnect_delay(exc, failures, jitter=0.0) == pytest.approx(expected)
+    assert reconnect_delay(classify(exc), failures, jitter=0.0) == pytest.approx(expected)
 
 
 def test_reconnect_delay_scales_but_never_telegrams_retry_after() -> None:
-    assert reconnect_delay(TimedOut(), 10, jitter=0.0, scale=0.01) == pytest.approx(0.15)
-    assert reconnect_delay(RetryAfter(7), 1, jitter=0.0, scale=0.01) == pytest.approx(7.0)
+    assert reconnect_delay(classify(TimedOut()), 10, jitter=0.0, scale=0.01) == pytest.approx(0.15)
+    assert reconnect_delay(classify(RetryAfter(7)), 1, jitter=0.0, scale=0.01) == pytest.approx(7.0)
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from telegram import Update
-from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 
 from xbot import __version__, versions
 from xbot.app import add_handlers, build_application, build_services
 from xbot.clock import Clocks, SteppedClocks, SystemClocks, clock_pair
 from xbot.config import Settings, WebhookConfig
-from xbot.errors import StoreError
+from xbot.errors import Permanent, SendError, StoreError, TokenRefused, XbotError
 from xbot.handlers import commands
 from xbot.logs import add_secret, kv
 from xbot.metrics import Metrics
@@ -23,15 +22,17 @@ from xbot.ops.instance import instance_lock
 from xbot.ops.listener import Listener
 from xbot.ops.telemetry import Telemetry, routes
 from xbot.periodic import Periodic
-from xbot.receiving.polling import DurablePoller, error_detail, reconnect_delay
-from xbot.runtime._retry import T, patiently
+from xbot.receiving.polling import DurablePoller
+from xbot.runtime._retry import T, patiently, retrying, telegram_did_not_answer
 from xbot.runtime._sweep import clock_watch, sweep_once, sweeps
+from xbot.sending.bot_errors import error_detail, library_name, translated
 from xbot.sending.pacing import Pacer
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.services import Services
 from xbot.sources.x import SourceChain
 from xbot.storage.time_line import mark as mark_time_line
 from xbot.storage.webhook_updates import AnsweredUpdates
+from xbot.tasks.backoff import reconnect_delay
 
 if TYPE_CHECKING:
     from xbot.receiving.webhook import WebhookListener
@@ -155,44 +156,48 @@ class Runtime:
         """Run a start-up call to the Bot API until Telegram answers it.
 
         A transient failure (a 5xx or nginx's HTML 502 page, a refused or reset
-        connection, a timeout, a DNS failure: PTB's NetworkError and its kin) is
+        connection, a timeout, a DNS failure: `TelegramUnreachable` and its kin) is
         one log line and another try after a capped backoff, for as long as it
         takes: exiting would only have systemd restart us against its start limit.
-        A refused token (InvalidToken: 401/404) is raised at once.
+        A refused token (`TokenRefused`: 401/404) is raised at once.
         """
-        failures = 0
-        while True:
-            try:
-                result = await call()
-            except InvalidToken:
-                raise
-            except TelegramError as exc:
-                failures += 1
-                delay = reconnect_delay(exc, failures, scale=self.settings.time_scale)
-                detail = error_detail(exc)
-                self.phase = WAITING
-                self.waiting_for = (
-                    f"waiting for Telegram: {what} failed ({detail}); try {failures + 1} "
-                    f"in {delay:.0f}s"
-                )
-                log.warning(
-                    "start waits for Telegram %s",
-                    kv(
-                        call=what,
-                        error=type(exc).__name__,
-                        detail=detail,
-                        tries=failures,
-                        retry_in=round(delay, 3),
-                    ),
-                )
-                if self.on_waiting is not None:
-                    self.on_waiting(self.waiting_for)
-                await asyncio.sleep(delay)
-                continue
+
+        def on_wait(exc: Exception, failures: int, delay: float) -> None:
+            detail = error_detail(exc.__cause__ or exc)
+            self.phase = WAITING
+            self.waiting_for = (
+                f"waiting for Telegram: {what} failed ({detail}); try {failures + 1} "
+                f"in {delay:.0f}s"
+            )
+            log.warning(
+                "start waits for Telegram %s",
+                kv(
+                    call=what,
+                    error=library_name(exc),
+                    detail=detail,
+                    tries=failures,
+                    retry_in=round(delay, 3),
+                ),
+            )
+            if self.on_waiting is not None:
+                self.on_waiting(self.waiting_for)
+
+        def on_answer(failures: int) -> None:
             if failures:
                 log.info("Telegram answers %s", kv(call=what, tries=failures + 1))
             self.phase, self.waiting_for = STARTING, ""
-            return result
+
+        return await retrying(
+            lambda: translated(call()),
+            transient=telegram_did_not_answer,
+            pause=self._reconnect_delay,
+            on_wait=on_wait,
+            on_answer=on_answer,
+        )
+
+    def _reconnect_delay(self, exc: Exception, failures: int) -> float:
+        assert isinstance(exc, XbotError)  # telegram_did_not_answer's kind
+        return reconnect_delay(exc, failures, scale=self.settings.time_scale)
 
     async def _start(self) -> Services:
         add_handlers(self.application)
@@ -328,39 +333,48 @@ class Runtime:
         tried again while Telegram does not answer; one refused outright is left alone."""
         bot = self.application.bot
         pending = list(commands.menus())
-        failures = 0
-        while pending:
+
+        async def set_pending() -> None:
+            nonlocal pending
             results = await asyncio.gather(
-                *(bot.set_my_commands(menu, language_code=code) for code, menu in pending),
+                *(
+                    translated(bot.set_my_commands(menu, language_code=code))
+                    for code, menu in pending
+                ),
                 return_exceptions=True,
             )
             again: list[Any] = []
             for item, result in zip(pending, results, strict=True):
-                if isinstance(result, BadRequest | Forbidden | InvalidToken):
+                if isinstance(result, Permanent | SendError | TokenRefused):  # a 400, 403, 401
                     lang = item[0] or "default"
-                    log.error(
-                        "setMyCommands refused %s", kv(lang=lang, detail=error_detail(result))
-                    )
-                elif isinstance(result, TelegramError):
-                    again.append((item, result))
+                    detail = error_detail(result.__cause__ or result)
+                    log.error("setMyCommands refused %s", kv(lang=lang, detail=detail))
                 elif isinstance(result, BaseException):
-                    raise result
-            if not again:
-                return
-            failures += 1
-            delay = reconnect_delay(again[0][1], failures, scale=self.settings.time_scale)
+                    if not telegram_did_not_answer(result):
+                        raise result
+                    again.append((item, result))
+            pending = [item for item, _ in again]
+            if again:
+                raise again[0][1]
+
+        def on_wait(exc: Exception, failures: int, delay: float) -> None:
             log.warning(
                 "setMyCommands waits for Telegram %s",
                 kv(
-                    error=type(again[0][1]).__name__,
-                    detail=error_detail(again[0][1]),
-                    menus=len(again),
+                    error=library_name(exc),
+                    detail=error_detail(exc.__cause__ or exc),
+                    menus=len(pending),
                     tries=failures,
                     retry_in=round(delay, 3),
                 ),
             )
-            pending = [item for item, _ in again]
-            await asyncio.sleep(delay)
+
+        await retrying(
+            set_pending,
+            transient=telegram_did_not_answer,
+            pause=self._reconnect_delay,
+            on_wait=on_wait,
+        )
 
     async def stop(self) -> None:
         """Stop polling, let running tasks finish or hand them back, close everything."""
