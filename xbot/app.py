@@ -34,7 +34,7 @@ from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
 from xbot.handlers.intake import note_failure
 from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
-from xbot.links import classify
+from xbot.links import OTHER_SITE, classify, site_named
 from xbot.logs import add_secret, kv
 from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
@@ -53,7 +53,7 @@ from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter, YtdlpSource
+from xbot.sources import PostSource, SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.gallerydl import GalleryDlSource
@@ -236,19 +236,7 @@ async def build_services(
         settings, sender, chats, queue, clock, outbox,
         wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
     )  # fmt: skip
-    # Which source serves a link, by its kind: one entry per site. X is a chain of
-    # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
-    sources = SourceRouter(
-        {
-            "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=line.wall),
-            # Bluesky and pixiv: posts like X posts, on in every chat.
-            "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
-            "pixiv": PixivSource(x_client, settings.pixiv_api_url),
-            # Image posts of other sites: gallery-dl, run as a process (never imported:
-            # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
-            "gallery": GalleryDlSource(settings),
-        }
-    )
+    sources = SourceRouter(source_table(settings, x_client, guarded, clock, line.wall))
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
@@ -345,9 +333,34 @@ async def build_services(
     return services
 
 
+def source_table(
+    settings: Settings,
+    x_client: httpx.AsyncClient,
+    guarded: httpx.AsyncClient,
+    clock: Callable[[], float],
+    wall: Callable[[], float],
+) -> dict[str, PostSource]:
+    """Which source serves a link, by its kind: the one table that wires sources in.
+
+    One entry per site of `xbot.links.SITES`, under the site's name (a test holds
+    that every site has one), and gallery-dl for the image posts of other sites.
+    """
+    return {
+        # X is a chain of sources (fxtwitter, vxtwitter, syndication), each behind its
+        # breaker.
+        "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=wall),
+        # Bluesky and pixiv: posts like X posts, on in every chat.
+        "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
+        "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        # Image posts of other sites: gallery-dl, run as a process (never imported:
+        # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
+        "gallery": GalleryDlSource(settings),
+    }
+
+
 def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
-    """The canary's (source, post) pairs: an X post for every X source, a Bluesky or
-    pixiv post for its site's source; a post of a site the bot does not serve is left out."""
+    """The canary's (source, post) pairs: an X post for every X source, a post of another
+    site for its site's source; a post of a site the bot does not serve is left out."""
     targets: list[CanaryTarget] = []
     for url in posts:
         link = classify(url)
@@ -357,9 +370,6 @@ def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTar
         each = source.sources if isinstance(source, SourceChain) else [source]
         targets.extend(CanaryTarget(s, link) for s in each)
     return targets
-
-
-SITES = frozenset({"x", "bsky", "pixiv", "other"})
 
 
 def count_finished(metrics: Metrics, clock: Callable[[], float]) -> FinishedHook:
@@ -374,7 +384,8 @@ def count_finished(metrics: Metrics, clock: Callable[[], float]) -> FinishedHook
             except PayloadError:
                 payload = None
             if payload is not None and payload.sent:  # an answer in words is no delivery
-                site = payload.kind if payload.kind in SITES else "other"
+                native = site_named(payload.kind)
+                site = native.name if native is not None else OTHER_SITE
                 latency = clock() - task.created_at
         metrics.task_finished(task.kind, outcome, site=site, latency=latency)
 
