@@ -46,7 +46,6 @@ from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
 from xbot.periodic import Periodic
 from xbot.sending.api_request import CountingRequest
-from xbot.sending.durable_request import DurableRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
@@ -97,19 +96,14 @@ ApiResult = Callable[[str, str, float], None]
 
 
 def build_application(
-    settings: Settings,
-    on_api_result: ApiResult | None = None,
-    *,
-    read_timeout: float = 30.0,
-    durable: Callable[[], Awaitable[None]] | None = None,
+    settings: Settings, on_api_result: ApiResult | None = None, *, read_timeout: float = 30.0
 ) -> AppType:
     """PTB's Application with our request settings and typed context; no handlers yet.
 
     `on_api_result` hears every Bot API call's result (method, result, retry_after):
     the metrics, without any sender knowing. `read_timeout`: how long a call waits
     for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
-    it down. `durable`: awaited before every call, so nothing reaches Telegram before
-    what was committed is on the disk (`DurableRequest`; the bot's is `DbPool.sync`).
+    it down.
     """
     # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
     request: BaseRequest = StreamingRequest(
@@ -123,9 +117,6 @@ def build_application(
     if on_api_result is not None:
         request = CountingRequest(request, api_method, on_api_result)
         updates = CountingRequest(updates, api_method, on_api_result)
-    if durable is not None:
-        request = DurableRequest(request, durable)
-        updates = DurableRequest(updates, durable)
     builder = (
         ApplicationBuilder()
         .token(settings.token)
@@ -528,9 +519,7 @@ class Bot:
         # (`metrics` overrides, for the benchmark's "on" without a scraper).
         counting = settings.metrics_addr is not None if metrics is None else metrics
         self.metrics = Metrics() if counting else None
-        self.application = build_application(
-            settings, self._api_result, read_timeout=read_timeout, durable=self._durable
-        )
+        self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
         self.services: Services | None = None
@@ -542,11 +531,6 @@ class Bot:
         self.phase = STARTING
         self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
-
-    async def _durable(self) -> None:
-        """What was committed is on the disk (before a Bot API call: `DurableRequest`)."""
-        if self.services is not None:
-            await self.services.pool.sync()
 
     def _api_result(self, method: str, result: str, retry_after: float) -> None:
         self.health.observed(method, result)

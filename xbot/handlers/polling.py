@@ -39,7 +39,6 @@ from telegram import Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application
 
-from xbot.errors import StoreError
 from xbot.handlers.intake import redeliverable
 from xbot.logs import kv
 from xbot.sending.bot_errors import retry_after_seconds
@@ -146,14 +145,6 @@ class DurablePoller:
             except TelegramError as exc:
                 failures += 1
                 await self._pause(exc, failures)
-                continue
-            except StoreError as exc:  # the disk could not sync what the offset confirms
-                failures += 1
-                delay = backoff(failures, scale=self.time_scale)
-                log.warning(
-                    "getUpdates waits for the disk %s", kv(error=exc, retry_in=round(delay, 3))
-                )
-                await asyncio.sleep(delay)
                 continue
             if failures:
                 log.info("getUpdates answers again %s", kv(failed_tries=failures))
