@@ -5,8 +5,9 @@ link-cache entry (Telegram ``file_id``s), a freshly fetched post, a failure,
 or nothing in time — and this module turns that into one `InlineAnswer`:
 
 - cached: one ``InlineQueryResultCached*`` per item, by ``file_id``;
-- fresh: URL results Telegram fetches itself (photos up to its 5 MB URL
-  limit, an mp4 video variant within 20 MB, GIFs as ``mpeg4_gif``);
+- fresh: URL results Telegram fetches itself, by the chats' rule
+  (`xbot.media.by_url`: photos up to 5 MB in Telegram's photo shape, an mp4
+  video variant within 20 MB, GIFs as ``mpeg4_gif``);
 - either with the caption a chat would get on every result (each result
   becomes its own message), and, for more than one item, a button that opens
   the private chat with ``/start <parameter>`` (`album_parameter`) where the
@@ -43,8 +44,9 @@ from telegram.constants import ParseMode
 
 from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.links import Link, bsky_post_url, classify, pixiv_work_url, x_status_url
+from xbot.media.by_url import URL_OTHER_LIMIT, by_url
 from xbot.media.models import MediaItem, Post
-from xbot.sending.caption import build_caption, build_text_reply
+from xbot.sending.caption import build_caption, build_text_reply, post_from_parts
 from xbot.sources.x import choose_variant
 from xbot.storage.link_cache import CachedPost
 
@@ -62,12 +64,9 @@ __all__ = [
     "for_not_allowed",
     "for_timeout",
     "parse_query",
-    "post_from_cache",
 ]
 
 MAX_RESULTS: Final = 50
-URL_PHOTO_LIMIT: Final = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
-URL_OTHER_LIMIT: Final = 20 * 1024 * 1024  # and other content up to 20 MB
 ALBUM_PREFIX: Final = "a"  # /start a<post id>: the whole album in the private chat
 HELP_PARAMETER: Final = "inline_help"
 _ALBUM_RE: Final = re.compile(rf"^{ALBUM_PREFIX}([0-9]{{1,20}})$")
@@ -191,19 +190,6 @@ def _id(post_id: str, index: int) -> str:
     return f"{post_id}-{index}"
 
 
-def post_from_cache(cached: CachedPost) -> Post:
-    """The caption parts of a cache entry as a `Post` (for the caption, nothing else)."""
-    parts = cached.caption_parts
-    return Post(
-        key=cached.key,
-        url=cached.url,
-        author_name=parts.get("author_name", ""),
-        author_handle=parts.get("author_handle", ""),
-        text=parts.get("text", ""),
-        sensitive=parts.get("sensitive") == "1",
-    )
-
-
 def _title(post: Post) -> str:
     who = post.author_name or post.author_handle or "X"
     return f"{who} (@{post.author_handle})" if post.author_handle else who
@@ -213,7 +199,7 @@ def for_cached(
     cached: CachedPost, post_id: str, *, personal: bool, lang: str = DEFAULT
 ) -> InlineAnswer:
     """One result per cached item, by file_id, the chat's caption (in `lang`) on each."""
-    post = post_from_cache(cached)
+    post = post_from_parts(cached.key, cached.url, cached.caption_parts)
     caption = build_caption(post, lang=lang)
     title = _title(post)
     results: list[InlineQueryResult] = []
@@ -256,14 +242,12 @@ def for_cached(
 
 def _url_result(item: MediaItem, rid: str, caption: str, title: str) -> InlineQueryResult | None:
     """The item as a result Telegram fetches by URL, or None when it cannot."""
-    if item.upload_only:
-        # Its host refuses Telegram's fetch (pixiv wants a Referer; a Bluesky video is a
-        # PDS blob): never a URL result. Cached, it is answered by file_id; fresh, by the
+    if not by_url(item):
+        # The chats' rule (upload-only hosts, a photo's size and shape): what Telegram
+        # would refuse is no URL result. Cached, it is answered by file_id; fresh, by the
         # way to the private chat, where it is uploaded as in any chat.
         return None
     if item.kind == "photo":
-        if item.size is not None and item.size > URL_PHOTO_LIMIT:
-            return None
         return InlineQueryResultPhoto(
             rid,
             item.url,
