@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from xbot.app import OneClock, clock_pair
 from xbot.clock import (
     STEP_TOLERANCE,
     Clocks,
     ManualClocks,
+    OneClock,
     Reading,
     StepWatch,
     SystemClocks,
     TimeLine,
+    clock_pair,
     detect_step,
 )
 
@@ -100,13 +101,13 @@ def test_a_tests_one_number_clock_is_wrapped_and_a_pair_passes_through() -> None
 WALL_READS = {
     "xbot/clock.py": "the wall clock itself (SystemClocks)",
     "xbot/storage/backup.py": "a backup's file name carries the date",
-    "xbot/sources/gallerydl.py": "a cookie's expiry is a date",
+    "xbot/sources/gallerydl/_source.py": "a cookie's expiry is a date",
     "xbot/ops/telemetry.py": "today's date (yt-dlp's age); its clock is given the line by app",
     "xbot/tasks/alerts.py": "today's date (yt-dlp's age); its clock is given the line by app",
     "xbot/sending/telegram_health.py": "down_since and the doctor's record are dates",
     "xbot/ops/doctor.py": "how old the running bot's Telegram record is (a date it wrote)",
     "xbot/handlers/operator.py": "how long Telegram has been down, from down_since (a date)",
-    "xbot/handlers/webhook.py": "a default only: app gives the listener the time line",
+    "xbot/receiving/webhook.py": "a default only: app gives the listener the time line",
 }
 
 

@@ -1,6 +1,6 @@
 """Webhook updates already answered 200, so that a redelivery is answered, not handled again.
 
-The ``webhook_updates`` table (migration 0008): the listener (`xbot.handlers.webhook`)
+The ``webhook_updates`` table (migration 0008): the listener (`xbot.receiving.webhook`)
 marks an update once its handlers queued the work and before it answers 200; an
 update Telegram sends again (a lost answer, its own timeout) is then found here
 and answered 200 at once. One short write per update; the sweep prunes by age.
