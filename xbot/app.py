@@ -32,7 +32,6 @@ from xbot.receiving.intake import note_failure
 from xbot.sending.api_request import CountingRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
-from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
@@ -60,7 +59,7 @@ from xbot.tasks.notices import KIND as NOTICE
 from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
 from xbot.tasks.outbox import Outbox
-from xbot.tasks.worker import FinishedHook, Workers
+from xbot.tasks.worker import Doorbell, FinishedHook, Workers
 
 if TYPE_CHECKING:
     pass
@@ -146,8 +145,6 @@ async def build_services(
     # Telegram's reachability: the one hold of every call while it does not answer,
     # and the one fact "Telegram answers", read by /stats, STATUS=, the metrics,
     # /readyz, the alerts and (through its record file) `xbot doctor`.
-    if health.record_path is None:
-        health.record_path = settings.data_dir / HEALTH_RECORD
     health.write_record()
     sender = Sender(
         application.bot,
@@ -166,20 +163,13 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
-    # Every delivery sends, records and announces (the forward prompt) through it, and
-    # a forward sends its items through it too. Its follow-up is the forward prompt
-    # (built next) and the workers' wake is theirs (built below, from the task handlers
-    # this wiring makes): both looked up when called, so nothing is assigned after
-    # construction.
-    outbox = Outbox(
-        sender, cache, settings.cache_ttl,
-        on_delivered=lambda ctx, done: forwarding.on_delivered(ctx, done),  # noqa: PLW0108 - late binding
-    )  # fmt: skip
+    # What an enqueue rings: the workers nap on it, the forward prompt, the alerts and
+    # Telegram's return ring it (built first: none needs the workers built).
+    doorbell = Doorbell()
     # The forward prompt after each delivery, and the forward task it starts.
-    forwarding = Forwarding(
-        settings, sender, chats, queue, clock, outbox,
-        wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
-    )  # fmt: skip
+    forwarding = Forwarding(settings, sender, chats, queue, clock, wake=doorbell.ring)
+    # Every delivery sends, records and announces (the forward prompt) through it.
+    outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
     sources = SourceRouter(source_table(settings, x_client, guarded, clock, line.wall))
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
@@ -213,7 +203,7 @@ async def build_services(
             broken=canary.broken if canary is not None else dict,
             # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
             every=min(10.0, max(0.05, settings.alert_after / 10)),
-            wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
+            wake=doorbell.ring,
             on_alert=None if metrics is None else metrics.alert,
             clock=clock,
         )
@@ -248,8 +238,9 @@ async def build_services(
         # handful of slow links never holds back a fresh one, and their number is bounded.
         long_running=4 * settings.workers,
         task_budget=task_budget(settings.upload_limit, SpeedFloor.configured(settings)),
+        doorbell=doorbell,
     )
-    health.add_listener(lambda sendable: workers.wake() if sendable else None)
+    health.add_listener(lambda sendable: doorbell.ring() if sendable else None)
     services = Services(
         settings=settings,
         pool=pool,

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 # Tries of an update whose work could not be stored before it is handled the polite
 # way: with the reconnect backoff (1 s doubling to 30 s, jittered) about one to two
-# minutes of a locked or full database, on top of each handler's own patience.
+# minutes of a locked or full database, on top of the database's own busy timeout.
 STORE_TRIES = 8
 
 

@@ -27,6 +27,7 @@ from xbot.runtime._retry import T, patiently, retrying, telegram_did_not_answer
 from xbot.runtime._sweep import clock_watch, sweep_once, sweeps
 from xbot.sending.bot_errors import error_detail, library_name, translated
 from xbot.sending.pacing import Pacer
+from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.services import Services
 from xbot.sources.x import SourceChain
@@ -85,7 +86,7 @@ class Runtime:
         waits for Telegram, how long a call waits for an answer (tests scale them down)."""
         self.settings = settings
         # Built before the first call of the start-up: every call's result is told to it.
-        self.health = health or TelegramHealth()
+        self.health = health or TelegramHealth(record_path=settings.data_dir / HEALTH_RECORD)
         self.telegram_budget = telegram_budget
         self.read_timeout = read_timeout
         self.webhook = webhook
