@@ -5,7 +5,7 @@ sender, workers and PTB handlers together, and runs them until told to stop.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -28,7 +28,6 @@ from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.metrics import Metrics, api_method
 from xbot.sending.api_request import CountingRequest
-from xbot.sending.durable_request import DurableRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
@@ -77,19 +76,14 @@ ApiResult = Callable[[str, str, float], None]
 
 
 def build_application(
-    settings: Settings,
-    on_api_result: ApiResult | None = None,
-    *,
-    read_timeout: float = 30.0,
-    durable: Callable[[], Awaitable[None]] | None = None,
+    settings: Settings, on_api_result: ApiResult | None = None, *, read_timeout: float = 30.0
 ) -> AppType:
     """PTB's Application with our request settings and typed context; no handlers yet.
 
     `on_api_result` hears every Bot API call's result (method, result, retry_after):
     the metrics, without any sender knowing. `read_timeout`: how long a call waits
     for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
-    it down. `durable`: awaited before every call, so nothing reaches Telegram before
-    what was committed is on the disk (`DurableRequest`; the bot's is `DbPool.sync`).
+    it down.
     """
     # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
     request: BaseRequest = StreamingRequest(
@@ -103,9 +97,6 @@ def build_application(
     if on_api_result is not None:
         request = CountingRequest(request, api_method, on_api_result)
         updates = CountingRequest(updates, api_method, on_api_result)
-    if durable is not None:
-        request = DurableRequest(request, durable)
-        updates = DurableRequest(updates, durable)
     builder = (
         ApplicationBuilder()
         .token(settings.token)

@@ -103,9 +103,7 @@ class Runtime:
         # (`metrics` overrides, for the benchmark's "on" without a scraper).
         counting = settings.metrics_addr is not None if metrics is None else metrics
         self.metrics = Metrics() if counting else None
-        self.application = build_application(
-            settings, self._api_result, read_timeout=read_timeout, durable=self._durable
-        )
+        self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
         self.services: Services | None = None
@@ -117,11 +115,6 @@ class Runtime:
         self.phase = STARTING
         self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
-
-    async def _durable(self) -> None:
-        """What was committed is on the disk (before a Bot API call: `DurableRequest`)."""
-        if self.services is not None:
-            await self.services.pool.sync()
 
     def _api_result(self, method: str, result: str, retry_after: float) -> None:
         self.health.observed(method, result)
