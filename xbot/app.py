@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from telegram import Update
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -23,12 +22,11 @@ from telegram.request import BaseRequest, HTTPXRequest
 from xbot import versions
 from xbot.clock import Clocks, SystemClocks
 from xbot.config import Settings
-from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
+from xbot.handlers import callbacks, caption_edit, commands, errors, inline, language, messages
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.metrics import Metrics, api_method
-from xbot.receiving.intake import note_failure
 from xbot.sending.api_request import CountingRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
@@ -305,16 +303,4 @@ def add_handlers(application: AppType) -> None:
     fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
     text_like = (filters.TEXT | filters.CAPTION) & ~filters.COMMAND & fresh
     application.add_handler(MessageHandler(text_like, messages.on_message))
-    application.add_error_handler(on_error)
-
-
-async def on_error(update: object, context: XContext) -> None:
-    """The one error handler: a log line, never a traceback to a user."""
-    err = context.error
-    chat = update.effective_chat.id if isinstance(update, Update) and update.effective_chat else ""
-    # An update whose work could not be stored comes again (a webhook's 500, or polling
-    # that does not confirm it): one line, no traceback; the database's state is no bug.
-    if note_failure(err):
-        log.warning("update not stored, it comes again %s", kv(chat=chat, error=err))
-        return
-    log.error("handler failed %s", kv(chat=chat, error=type(err).__name__), exc_info=err)
+    application.add_error_handler(errors.on_error)
