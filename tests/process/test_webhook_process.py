@@ -177,7 +177,7 @@ async def test_every_acknowledged_update_is_done_once_across_kills(stage: HookSt
             ]
         assert [r.status_code for r in refused] == [403, 403]
         await wait_until(lambda: len(delivered(stage)) >= total, 90, "every update's work")
-        await asyncio.sleep(1.0)  # room for a wrong second delivery to show up
+        await wait_until(stage.settled, 30, "every task done")  # a second delivery before it
         took = stop(procs[-1])
     finally:
         for proc in procs:
