@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
 from typing import Any
 
@@ -57,6 +58,7 @@ class Standins:
         self.api = BotApiServer(allow_url_fetch_from_loopback=True, max_records=1_000_000)
         self.injected: dict[tuple[int, int], float] = {}
         self.start_api: BotApiServer | None = None
+        self.intake: float | None = None  # seconds until the last injection was confirmed
 
     def start(self, posts: int) -> dict[str, Any]:
         for server in (self.media, self.fx, self.api):
@@ -81,7 +83,16 @@ class Standins:
             at = time.monotonic()
             update = self.api.user_message(int(chat), str(text))
             self.injected[(int(chat), update["message"]["message_id"])] = at
+        self.intake = None
+        threading.Thread(target=self._watch_intake, args=(began,), daemon=True).start()
         return {"injected": len(messages), "seconds": time.monotonic() - began}
+
+    def _watch_intake(self, began: float) -> None:
+        """From the first injection until a getUpdates confirmed every update (5 ms grain)."""
+        deadline = began + 600
+        while self.api.pending_updates and time.monotonic() < deadline:
+            time.sleep(0.005)
+        self.intake = time.monotonic() - began
 
     def report(self, chats: list[int]) -> dict[str, Any]:
         """Per injected message in `chats`: did media answer it, once, and how fast.
@@ -126,6 +137,7 @@ class Standins:
             "sources": sources,
             "latencies": latencies,
             "last_answer": max(first.values(), default=0.0),
+            "intake": self.intake,
             "media_hits": sum(n for p, n in self.media.hits.items() if p.startswith("/media/")),
             "fx_hits": sum(self.fx.hits.values()),
         }

@@ -46,6 +46,7 @@ import apsw
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xbot.errors import StoreError
+from xbot.storage import db
 from xbot.storage.db import open_store
 from xbot.storage.queue import TaskQueue
 from xbot.tasks.worker import TaskContext, Workers
@@ -682,7 +683,7 @@ def report(results: dict[str, dict[str, Run]], n: int, backlog: int, cap: float)
     ]
     libs = ["xbot", *[c.name for c in PEERS]]
     delivery = ["leased, token-fenced, per-chat order", *[c.delivery for c in PEERS]]
-    sync = ["NORMAL (WAL)", *[c.sync for c in PEERS]]
+    sync = [f"{db.POOL_SYNCHRONOUS} (WAL) + DbPool.sync", *[c.sync for c in PEERS]]
 
     def row(label: str, cell: Callable[[Run], str], key: str) -> None:
         cells = []

@@ -510,6 +510,26 @@ def test_a_template_shows_the_title_at_the_head_of_text() -> None:
     assert build_caption(pixiv_work(), template="{text}").startswith("夏の空\n\n#tag")
 
 
+@pytest.mark.parametrize(
+    ("parts", "source", "author_line"),
+    [
+        ({"author_name": "Ann", "author_handle": "ann", "text": "t"}, "x", "Ann (@ann)"),
+        ({"author_name": "", "author_handle": "ann", "text": "t"}, "x", "@ann"),
+        ({"author_name": "Up", "author_handle": "", "text": "t", "source": "ytdlp",
+          "ytdlp_key": "yt:a:1"}, "ytdlp", "Up"),
+        ({"author_handle": "someone", "text": "t", "source": "ytdlp"}, "ytdlp", "someone"),
+    ],
+    ids=["x", "x-handle-only", "ytdlp", "ytdlp-id-is-no-handle"],
+)  # fmt: skip
+def test_one_decoder_reads_every_record(
+    parts: dict[str, str], source: str, author_line: str
+) -> None:
+    again = post_from_parts("k", URL, parts)
+    assert again.source == source
+    first = parse_telegram_html(build_caption(again)).visible.split("\n\n")[0]
+    assert first == author_line
+
+
 def test_caption_parts_of_a_plain_post_stay_the_four_old_keys() -> None:
     assert set(caption_parts(post())) == {"author_name", "author_handle", "text", "sensitive"}
     damaged = post_from_parts("x:1", URL, {"text": "t", "poll": "{not json"})

@@ -106,7 +106,7 @@ WALL_READS = {
     "xbot/sending/telegram_health.py": "down_since and the doctor's record are dates",
     "xbot/ops/doctor.py": "how old the running bot's Telegram record is (a date it wrote)",
     "xbot/handlers/operator.py": "how long Telegram has been down, from down_since (a date)",
-    "xbot/handlers/webhook.py": "a default only: app gives the listener the time line",
+    "xbot/receiving/webhook.py": "a default only: app gives the listener the time line",
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from xbot.errors import StoreError
+from xbot.errors import StoreDamaged, StoreError
 from xbot.storage import db, migrations
 from xbot.storage.db import (
     DbPool,
@@ -34,7 +34,7 @@ async def pool(tmp_path: Path):  # type: ignore[no-untyped-def]
     ("pragma", "expected"),
     [
         ("journal_mode", "wal"),
-        ("synchronous", 1),  # NORMAL
+        ("synchronous", 1),  # NORMAL: the pool syncs by itself (DbPool.sync)
         ("foreign_keys", 1),
         ("journal_size_limit", 32 * 1024 * 1024),
         ("wal_autocheckpoint", 4000),
@@ -262,3 +262,62 @@ def test_read_only_changes_nothing_and_speaks_store_errors(tmp_path: Path) -> No
     assert schema_version(tmp_path / "db.sqlite3") == migrations.latest_version()
     with pytest.raises(StoreError, match="cannot read"), read_only(tmp_path / "db.sqlite3") as c:
         c.execute("INSERT INTO tasks DEFAULT VALUES")
+
+
+# --- power loss (issue 31) -----------------------------------------------------------------------
+
+
+async def _filled(path: Path, rows: int = 400) -> None:
+    """A database with some pages of rows, closed cleanly (its -wal folded in and removed)."""
+    p = await open_store(path, size=1)
+    await p.write(
+        lambda c: c.execute(
+            "INSERT INTO link_cache VALUES " + ",".join(["(?, '{}', 1)"] * rows),
+            [f"https://x.com/a/status/{i}" + "x" * 200 for i in range(rows)],
+        )
+    )
+    await p.close()
+
+
+def _tear(path: Path) -> None:
+    """Pages in the middle of the file overwritten with noise, as a lying disk leaves them."""
+    with path.open("r+b") as f:
+        f.seek(4096 * 3)
+        f.write(bytes(range(256)) * 64)
+
+
+@pytest.mark.parametrize(
+    "unclean",
+    [True, False],
+    ids=["after-a-crash-checked", "after-a-clean-stop-trusted"],
+)
+async def test_a_torn_database_is_refused_after_an_unclean_stop(
+    tmp_path: Path, unclean: bool
+) -> None:
+    path = tmp_path / "data" / "xbot.sqlite3"
+    await _filled(path)
+    assert not Path(f"{path}-wal").exists(), "a clean close removes the -wal"
+    _tear(path)
+    if not unclean:
+        # Not read whole at every start: the check costs a read of the whole file.
+        await (await open_store(path)).close()
+        return
+    Path(f"{path}-wal").touch()  # what a crash or a power cut leaves behind
+    with pytest.raises(StoreDamaged) as refused:
+        await open_store(path)
+    line = str(refused.value)
+    assert "\n" not in line
+    assert "damaged" in line
+    assert "Backups and restore" in line
+
+
+async def test_sync_covers_every_commit_before_it_and_costs_nothing_when_idle(
+    pool: DbPool,
+) -> None:
+    await pool.write(lambda c: c.execute("INSERT INTO link_cache VALUES ('a', '{}', 1)"))
+    await asyncio.gather(*(pool.sync() for _ in range(5)))  # one sync for all five
+    assert pool._syncer.synced == pool._syncer.count >= 1
+    count = pool._syncer.count
+    await pool.read(lambda c: c.execute("SELECT count(*) FROM link_cache").fetchall())
+    await pool.sync()  # a read changes nothing: nothing to wait for
+    assert pool._syncer.count == count

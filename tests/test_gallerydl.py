@@ -29,6 +29,7 @@ from xbot.links import classify
 from xbot.media import connguard, netguard
 from xbot.sources import gallerydl_dump as dump
 from xbot.sources.gallerydl import (
+    DATA_LIMIT,
     GalleryDlSource,
     GalleryOutputTooLarge,
     GalleryTimeout,
@@ -467,3 +468,14 @@ async def test_a_refused_connection_is_one_sentence_from_the_source(tmp_path: Pa
             await source.fetch(link)
         assert caught.value.reason == netguard.BLOCKED_REASON
         assert masto.hits.total() == 0
+
+
+async def test_the_default_bounds_stop_a_run_that_grows(tmp_path: Path) -> None:
+    """Without a memory_limit of its own, a run may not grow past `DATA_LIMIT`: the sum
+    of the bot and one run per worker stays inside the unit's MemoryMax=512M."""
+    code = f"b = bytearray({DATA_LIMIT + 16 * 1024 * 1024})\nprint('allocated')\n"
+    result = await run_gallerydl(py(code), tmp_path)
+    assert result.status != 0
+    assert b"allocated" not in result.stdout
+    small = await run_gallerydl(py("b = bytearray(8 * 1024 * 1024)\nprint('ok')\n"), tmp_path)
+    assert small.stdout.strip() == b"ok"

@@ -147,3 +147,32 @@ async def test_the_link_is_resolved_before_the_cache_and_the_flight() -> None:
     fetches = InlineFetches(source.fetch, hold, resolve=resolve)
     assert await fetches.look_up(link(), cached) is entry
     assert (held, asked) == (["x:final"], ["x:final"])
+
+
+async def test_fetches_in_flight_are_capped_per_user_and_in_all() -> None:
+    source = Source()
+    fetches = InlineFetches(source.fetch, budget=0.01, per_user=2, at_once=3)
+    for n in range(5):  # a flood of distinct links from one user
+        assert await fetches.look_up(link(str(10 + n)), nothing_cached, user=7) is None
+    assert source.calls == 2, "one user starts at most per_user fetches"
+    # A query naming a link already in flight joins it: no new fetch, no cap.
+    assert await fetches.look_up(link("10"), nothing_cached, user=8) is None
+    assert source.calls == 2
+    assert await fetches.look_up(link("20"), nothing_cached, user=8) is None
+    assert source.calls == 3, "another user still gets a fetch"
+    assert await fetches.look_up(link("21"), nothing_cached, user=9) is None
+    assert source.calls == 3, "at_once fetches in flight in all"
+    source.release.set()
+    for _ in range(200):  # once they end, the user may start again
+        if not fetches.capped(7):
+            break
+        await asyncio.sleep(0.01)
+    post = None
+    for _ in range(200):
+        post = await fetches.look_up(link("12"), nothing_cached, user=7)
+        if post is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert post is not None
+    assert source.calls == 4
+    await fetches.aclose()

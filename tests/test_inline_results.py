@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 
+import attrs
 import pytest
 
 from xbot.handlers import inline_results as plan
-from xbot.media.models import MediaItem, Post, Variant
+from xbot.media.models import MediaItem, Poll, PollChoice, Post, Variant
+from xbot.sending.caption import build_caption, caption_parts
 from xbot.storage.link_cache import CachedItem, CachedPost
 
 ID = "1790000000000000001"
@@ -72,6 +74,9 @@ WEBM = MediaItem(
     thumbnail_url="https://t",
 )
 GIF = MediaItem("gif", "https://video.example/g.mp4")
+# Within 5 MB but outside Telegram's photo shape: it refuses them by URL as chats learnt.
+TALL_PHOTO = MediaItem("photo", "https://pbs.example/tall.jpg", width=200, height=8000)
+WIDE_PHOTO = MediaItem("photo", "https://pbs.example/wide.jpg", width=7000, height=4000)
 
 
 @pytest.mark.parametrize(
@@ -83,6 +88,8 @@ GIF = MediaItem("gif", "https://video.example/g.mp4")
         ((HUGE_VIDEO,), ["article"], True),
         ((NO_THUMB, PHOTO), ["photo"], True),
         ((WEBM,), ["article"], True),
+        ((TALL_PHOTO, PHOTO), ["photo"], True),
+        ((WIDE_PHOTO,), ["article"], True),
     ],
     ids=[
         "one-photo",
@@ -91,6 +98,8 @@ GIF = MediaItem("gif", "https://video.example/g.mp4")
         "video-over-20MB",
         "video-without-still",
         "webm-only",
+        "photo-ratio-over-20",
+        "photo-sides-over-10000",
     ],
 )
 def test_fresh_results(media: tuple[MediaItem, ...], types: list[str], button: bool) -> None:
@@ -146,6 +155,17 @@ def test_cached_results_by_file_id(kind: str, type_: str, field: str) -> None:
     assert (data["type"], data[field]) == (type_, "FID")
     assert answer.button is None
     assert answer.cache_time == plan.CACHE_WHOLE
+
+
+def test_a_cached_answer_has_the_chats_caption_quote_poll_and_title_included() -> None:
+    quoted = Post(f"x:{ID}9", f"https://x.com/bob/status/{ID}9", "Bob", "bob", "quoted words")
+    poll = Poll((PollChoice("Cats", 5, 62.5), PollChoice("Dogs", 3, 37.5)), 8, closed=True)
+    whole = attrs.evolve(
+        post(PHOTO, text="own words"), quote=quoted, poll=poll, title="A title", note="a note"
+    )
+    entry = CachedPost(whole.key, whole.url, caption_parts(whole), (CachedItem("photo", "F"),), 0)
+    (data,) = [r.to_dict() for r in plan.for_cached(entry, ID, personal=False).results]
+    assert data["caption"] == build_caption(whole)  # what a chat gets from the same entry
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("operator", ("xbot.ops",)),
     # Telegram updates in, durable tasks out; `services` is their typed PTB context.
     ("handlers", ("xbot.handlers", "xbot.services")),
+    # Updates coming in: the durable poller, the webhook listener, how an update came
+    # in (the handlers ask `intake` whether Telegram sends it again).
+    ("receiving", ("xbot.receiving",)),
     # The task kinds and the worker that runs them.
     ("tasks", ("xbot.tasks",)),
     # Where a post comes from, and what goes to Telegram.

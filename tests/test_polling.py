@@ -14,8 +14,8 @@ from telegram.error import Conflict, NetworkError, RetryAfter, TimedOut
 
 from xbot.app import _polling_healthy, _status_line
 from xbot.errors import StoreBusy
-from xbot.handlers.intake import telegram_resends
-from xbot.handlers.polling import STORE_TRIES, DurablePoller, error_detail, reconnect_delay
+from xbot.receiving.intake import telegram_resends
+from xbot.receiving.polling import STORE_TRIES, DurablePoller, error_detail, reconnect_delay
 from xbot.standins.harness import Harness
 
 CHAT = 515
@@ -27,7 +27,7 @@ def failed_polls(caplog: pytest.LogCaptureFixture, detail: str) -> int:
     return sum(
         1
         for r in caplog.records
-        if r.name == "xbot.handlers.polling"
+        if r.name == "xbot.receiving.polling"
         and r.getMessage().startswith("getUpdates failed")
         and detail in r.getMessage()
     )

@@ -1,4 +1,4 @@
-"""Webhook mode (xbot.handlers.webhook): setWebhook with the secret, 403 without it and
+"""Webhook mode (xbot.receiving.webhook): setWebhook with the secret, 403 without it and
 nothing queued, an answer only once the update's work is queued, 500 when it cannot be,
 and Telegram's limits on the listener (body size, requests in progress)."""
 
@@ -18,7 +18,7 @@ import pytest
 
 from xbot.app import Bot
 from xbot.config import WebhookConfig
-from xbot.handlers.webhook import MAX_BODY, SECRET_HEADER, WebhookListener
+from xbot.receiving.webhook import MAX_BODY, SECRET_HEADER, WebhookListener
 from xbot.sending.pacing import Pacer
 from xbot.standins.harness import Harness
 
@@ -163,13 +163,13 @@ async def test_a_handler_that_cannot_store_its_work_fails_the_request(
     tmp_path: Path, hooked: Hooked
 ) -> None:
     """The handler's side of the 500: the real PTB Application, our error handler, and a
-    handler whose enqueue met a StoreError (xbot.handlers.intake)."""
+    handler whose enqueue met a StoreError (xbot.receiving.intake)."""
     from telegram.ext import ApplicationBuilder, MessageHandler, filters
 
     from xbot.app import on_error
     from xbot.errors import StoreBusy
-    from xbot.handlers.intake import telegram_resends
-    from xbot.handlers.webhook import WebhookListener
+    from xbot.receiving.intake import telegram_resends
+    from xbot.receiving.webhook import WebhookListener
     from xbot.storage.db import open_store
     from xbot.storage.webhook_updates import AnsweredUpdates
 

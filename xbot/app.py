@@ -32,9 +32,7 @@ from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
 from xbot.handlers.auth import Authority
 from xbot.handlers.inline_fetch import InlineFetches
-from xbot.handlers.intake import note_failure
-from xbot.handlers.polling import DurablePoller, error_detail, reconnect_delay
-from xbot.links import classify
+from xbot.links import OTHER_SITE, classify, site_named
 from xbot.logs import add_secret, kv
 from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
@@ -45,14 +43,17 @@ from xbot.ops.listener import Listener
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.ops.telemetry import Telemetry, routes
 from xbot.periodic import Periodic
+from xbot.receiving.intake import note_failure
+from xbot.receiving.polling import DurablePoller, error_detail, reconnect_delay
 from xbot.sending.api_request import CountingRequest
+from xbot.sending.durable_request import DurableRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
-from xbot.sources import SourceRouter, YtdlpSource
+from xbot.sources import PostSource, SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.canary import Canary, CanaryTarget
 from xbot.sources.gallerydl import GalleryDlSource
@@ -81,7 +82,7 @@ from xbot.tasks.worker import FinishedHook, Workers
 from xbot.tls import client_context
 
 if TYPE_CHECKING:
-    from xbot.handlers.webhook import WebhookListener
+    from xbot.receiving.webhook import WebhookListener
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +98,19 @@ ApiResult = Callable[[str, str, float], None]
 
 
 def build_application(
-    settings: Settings, on_api_result: ApiResult | None = None, *, read_timeout: float = 30.0
+    settings: Settings,
+    on_api_result: ApiResult | None = None,
+    *,
+    read_timeout: float = 30.0,
+    durable: Callable[[], Awaitable[None]] | None = None,
 ) -> AppType:
     """PTB's Application with our request settings and typed context; no handlers yet.
 
     `on_api_result` hears every Bot API call's result (method, result, retry_after):
     the metrics, without any sender knowing. `read_timeout`: how long a call waits
     for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
-    it down.
+    it down. `durable`: awaited before every call, so nothing reaches Telegram before
+    what was committed is on the disk (`DurableRequest`; the bot's is `DbPool.sync`).
     """
     # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
     request: BaseRequest = StreamingRequest(
@@ -122,6 +128,9 @@ def build_application(
     if on_api_result is not None:
         request = CountingRequest(request, api_method, on_api_result)
         updates = CountingRequest(updates, api_method, on_api_result)
+    if durable is not None:
+        request = DurableRequest(request, durable)
+        updates = DurableRequest(updates, durable)
     builder = (
         ApplicationBuilder()
         .token(settings.token)
@@ -233,19 +242,7 @@ async def build_services(
         settings, sender, chats, queue, clock, outbox,
         wake=lambda: workers.wake(),  # noqa: PLW0108 - late binding: workers comes below
     )  # fmt: skip
-    # Which source serves a link, by its kind: one entry per site. X is a chain of
-    # sources (fxtwitter, vxtwitter, syndication), each behind its breaker.
-    sources = SourceRouter(
-        {
-            "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=line.wall),
-            # Bluesky and pixiv: posts like X posts, on in every chat.
-            "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
-            "pixiv": PixivSource(x_client, settings.pixiv_api_url),
-            # Image posts of other sites: gallery-dl, run as a process (never imported:
-            # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
-            "gallery": GalleryDlSource(settings),
-        }
-    )
+    sources = SourceRouter(source_table(settings, x_client, guarded, clock, line.wall))
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
     other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
@@ -342,9 +339,34 @@ async def build_services(
     return services
 
 
+def source_table(
+    settings: Settings,
+    x_client: httpx.AsyncClient,
+    guarded: httpx.AsyncClient,
+    clock: Callable[[], float],
+    wall: Callable[[], float],
+) -> dict[str, PostSource]:
+    """Which source serves a link, by its kind: the one table that wires sources in.
+
+    One entry per site of `xbot.links.SITES`, under the site's name (a test holds
+    that every site has one), and gallery-dl for the image posts of other sites.
+    """
+    return {
+        # X is a chain of sources (fxtwitter, vxtwitter, syndication), each behind its
+        # breaker.
+        "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=wall),
+        # Bluesky and pixiv: posts like X posts, on in every chat.
+        "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
+        "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        # Image posts of other sites: gallery-dl, run as a process (never imported:
+        # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
+        "gallery": GalleryDlSource(settings),
+    }
+
+
 def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
-    """The canary's (source, post) pairs: an X post for every X source, a Bluesky or
-    pixiv post for its site's source; a post of a site the bot does not serve is left out."""
+    """The canary's (source, post) pairs: an X post for every X source, a post of another
+    site for its site's source; a post of a site the bot does not serve is left out."""
     targets: list[CanaryTarget] = []
     for url in posts:
         link = classify(url)
@@ -354,9 +376,6 @@ def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTar
         each = source.sources if isinstance(source, SourceChain) else [source]
         targets.extend(CanaryTarget(s, link) for s in each)
     return targets
-
-
-SITES = frozenset({"x", "bsky", "pixiv", "other"})
 
 
 def count_finished(metrics: Metrics, clock: Callable[[], float]) -> FinishedHook:
@@ -371,7 +390,8 @@ def count_finished(metrics: Metrics, clock: Callable[[], float]) -> FinishedHook
             except PayloadError:
                 payload = None
             if payload is not None and payload.sent:  # an answer in words is no delivery
-                site = payload.kind if payload.kind in SITES else "other"
+                native = site_named(payload.kind)
+                site = native.name if native is not None else OTHER_SITE
                 latency = clock() - task.created_at
         metrics.task_finished(task.kind, outcome, site=site, latency=latency)
 
@@ -476,7 +496,7 @@ async def _patiently(step: Callable[[], Awaitable[T]], within: float = STORE_WAI
 # What the bot is doing, for the watchdog, STATUS= and a readiness check (`Bot.phase`).
 STARTING = "starting"  # opening the database, asking getMe for the first time
 WAITING = "waiting"  # Telegram did not answer a start-up call: trying again, in a while
-POLLING = "polling"  # long polling runs (xbot.handlers.polling)
+POLLING = "polling"  # long polling runs (xbot.receiving.polling)
 WEBHOOK = "webhook"  # the webhook listener runs
 STOPPING = "stopping"
 
@@ -525,7 +545,9 @@ class Bot:
         # (`metrics` overrides, for the benchmark's "on" without a scraper).
         counting = settings.metrics_addr is not None if metrics is None else metrics
         self.metrics = Metrics() if counting else None
-        self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
+        self.application = build_application(
+            settings, self._api_result, read_timeout=read_timeout, durable=self._durable
+        )
         self.telemetry: Telemetry | None = None
         self.listener: Listener | None = None
         self.services: Services | None = None
@@ -537,6 +559,11 @@ class Bot:
         self.phase = STARTING
         self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
+
+    async def _durable(self) -> None:
+        """What was committed is on the disk (before a Bot API call: `DurableRequest`)."""
+        if self.services is not None:
+            await self.services.pool.sync()
 
     def _api_result(self, method: str, result: str, retry_after: float) -> None:
         self.health.observed(method, result)
@@ -655,7 +682,7 @@ class Bot:
                 lambda: bot.delete_webhook(drop_pending_updates=False, **timeouts),
             )
             # Our own long polling: an update is confirmed to Telegram only after
-            # its handler queued the work (xbot.handlers.polling), so a kill loses nothing.
+            # its handler queued the work (xbot.receiving.polling), so a kill loses nothing.
             self.poller = DurablePoller(
                 self.application, timeout=self.poll_timeout, time_scale=self.settings.time_scale
             )
@@ -664,10 +691,10 @@ class Bot:
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
         else:
             # Our own listener: a POST is answered only after its update's work is
-            # queued (xbot.handlers.webhook), so a kill loses nothing acknowledged.
+            # queued (xbot.receiving.webhook), so a kill loses nothing acknowledged.
             # Imported here: tornado comes with the optional webhooks extra, and
             # `xbot run` checks for it before it gets this far.
-            from xbot.handlers.webhook import WebhookListener
+            from xbot.receiving.webhook import WebhookListener
 
             hook = self.webhook
             self.hook_listener = WebhookListener(

@@ -22,7 +22,7 @@ import attrs
 import platformdirs
 
 from xbot.errors import ConfigError
-from xbot.links import classify
+from xbot.links import SITES, classify, site_named
 
 T = TypeVar("T")
 
@@ -89,14 +89,18 @@ def _canary_interval(name: str, raw: str) -> float:
 
 
 def _post_links(name: str, raw: str) -> tuple[str, ...]:
-    """Links to posts (X, Bluesky, pixiv), comma-separated, as given."""
+    """Links to posts of the sites the canary watches (`Site.canary`), comma-separated,
+    as given."""
     out = []
     for part in (p.strip() for p in raw.split(",")):
         if not part:
             continue
         link = classify(part)
-        if link is None or link.kind not in ("x", "bsky", "pixiv"):
-            raise ConfigError(f"{name}: {part!r} is not a link to an X, Bluesky or pixiv post")
+        site = site_named(link.kind) if link is not None else None
+        if site is None or not site.canary:
+            labels = [s.label for s in SITES if s.canary]
+            named = " or ".join([", ".join(labels[:-1]), labels[-1]] if len(labels) > 1 else labels)
+            raise ConfigError(f"{name}: {part!r} is not a link to an {named} post")
         out.append(part)
     return tuple(out)
 

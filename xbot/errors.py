@@ -8,7 +8,8 @@ Everything above those modules speaks only this tree.
     ├── ConfigError              a setting is missing or malformed (one line for the operator)
     ├── StoreError               the database cannot be used
     │   ├── StoreBusy            locked by another process, or the disk is full: may pass
-    │   └── SchemaTooNew         the file was written by a newer xbot; nothing is written to it
+    │   ├── SchemaTooNew         the file was written by a newer xbot; nothing is written to it
+    │   └── StoreDamaged         the file is torn or corrupt; refused, the backup named
     ├── LeaseLost                a write-back found its lease gone (expired and re-leased)
     ├── PayloadError             a task's payload does not parse (older shape, corruption)
     ├── FetchError               getting a post or its media failed
@@ -65,6 +66,10 @@ class StoreBusy(StoreError):
 
 class SchemaTooNew(StoreError):
     """The database was migrated by a newer xbot than this one."""
+
+
+class StoreDamaged(StoreError):
+    """The database file is torn or corrupt: refused whole, never half-used."""
 
 
 class LeaseLost(XbotError):

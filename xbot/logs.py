@@ -147,7 +147,7 @@ def setup_logging(
         logging.DEBUG if level == "DEBUG" else logging.CRITICAL
     )
     # tornado (webhook mode) logs every request, forged ones too: the webhook listener
-    # logs what matters itself (xbot.handlers.webhook).
+    # logs what matters itself (xbot.receiving.webhook).
     logging.getLogger("tornado.access").setLevel(
         logging.DEBUG if level == "DEBUG" else logging.CRITICAL
     )

@@ -227,7 +227,7 @@ class Metrics:
         )
         self.deliveries = Counter(
             "xbot_deliveries",
-            "Links answered with their media, by site (x, bsky, pixiv, other).",
+            "Links answered with their media, by site (a native site's name, or other).",
             ["site"],
             registry=reg,
         )

@@ -19,7 +19,7 @@ from xbot.standins.harness import Harness
 # Each drip: 1 byte every 0.1 s (10 B/s) against a floor of 1 kB/s over WINDOW s, so
 # it is given up WINDOW s after its request; long enough that the fresh link, which
 # needs only a detach (DETACH s) and a quick fetch, comes first by far.
-WINDOW = 8
+WINDOW = 15
 DETACH = 0.2
 TOO_SLOW = "too slowly"
 
@@ -82,19 +82,22 @@ async def test_one_users_work_is_bounded_across_chats(
     groups = [-1000 - n for n in range(3)]  # one user, three groups, one drip each
     for n, group in enumerate(groups):
         h.api.user_message(group, _drip_post(h, n), user_id=user, chat_type="supergroup")
-    await h.api.wait_for(lambda: h.media.hits["/media/drip0.mp4"], 15)
-    await h.api.wait_for(lambda: h.media.hits["/media/drip1.mp4"], 15)
+    paths = [f"/media/drip{n}.mp4" for n in range(3)]
+
+    def started() -> list[int]:
+        return [n for n, path in enumerate(paths) if h.media.hits[path]]
+
+    # Two of the three start (which two: the order the updates were handled in).
+    await h.api.wait_for(lambda: len(started()) >= 2, 15)
     # Another user's link, sent after all three: workers are free, so it runs now.
     h.fx.add_post("801", text="other", photos=[h.photo("other")])
     h.api.user_message(701, "https://x.com/b/status/801", user_id=701)
     await h.api.wait_for(lambda: _media(h, 701), 15)
-    third = [t for t in await h.services.queue.list(chat_id=groups[2]) if t.kind == "deliver"]
-    assert [(t.state, t.user_id) for t in third] == [("pending", user)], (
+    (waiting,) = [n for n in range(3) if n not in started()]
+    rows = [t for t in await h.services.queue.list(chat_id=groups[waiting]) if t.kind == "deliver"]
+    assert [(t.state, t.user_id) for t in rows] == [("pending", user)], (
         "the user's third task waits while their two run, though it is older than the other's"
     )
-    assert h.media.hits["/media/drip2.mp4"] == 0
-    # Once the floor ends one of theirs, the third goes: each group gets its sentence.
-    await h.api.wait_for(
-        lambda: all(TOO_SLOW in " ".join(_texts(h, g)) for g in groups), 2 * WINDOW + 20
-    )
-    await h.wait_idle(10)
+    # Once the floor ends one of theirs (with its sentence), the third starts.
+    await h.api.wait_for(lambda: h.media.hits[paths[waiting]], WINDOW + 20)
+    assert any(TOO_SLOW in " ".join(_texts(h, groups[n])) for n in range(3) if n != waiting)

@@ -42,16 +42,18 @@ def build(into: Path) -> Path:
 class Disk:
     """The disk beneath ``root`` as the shim records it in ``shadow``."""
 
-    def __init__(self, lib: Path, root: Path, shadow: Path) -> None:
+    def __init__(self, lib: Path, root: Path, shadow: Path, *, sync_delay_ms: int = 0) -> None:
         self.lib = lib
         self.root = root.resolve()
         self.shadow = shadow
+        self.sync_delay_ms = sync_delay_ms  # every sync takes this long: a busy disk
 
     def env(self) -> dict[str, str]:
         return {
             "LD_PRELOAD": str(self.lib),
             "POWERCUT_ROOT": str(self.root),
             "POWERCUT_SHADOW": str(self.shadow.resolve()),
+            "POWERCUT_SYNC_DELAY_MS": str(self.sync_delay_ms),
         }
 
     def power_on(self) -> None:

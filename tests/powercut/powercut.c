@@ -13,6 +13,10 @@
  * created and never synced comes back empty. What the model leaves out is in
  * docs/reliability.md ("Power loss").
  *
+ * POWERCUT_SYNC_DELAY_MS makes every sync that long (a busy disk): the data
+ * reaches the shadow only as the sync returns, so a confirmation that did not
+ * wait for its sync is caught even when the sync would have been quick.
+ *
  * Every real call goes through the next definition of the symbol (RTLD_NEXT);
  * shadow bookkeeping is serialised by one mutex. Only the calls SQLite and
  * Python make are intercepted: fsync, fdatasync, rename, renameat, renameat2,
@@ -29,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -37,6 +42,7 @@ static char root[PATH_MAX];
 static size_t root_len;
 static char shadow[PATH_MAX];
 static int active;
+static long sync_delay_ms;
 
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
@@ -64,6 +70,8 @@ static void setup(void) {
         strcpy(shadow, s);
         active = 1;
     }
+    const char *d = getenv("POWERCUT_SYNC_DELAY_MS");
+    sync_delay_ms = d ? atol(d) : 0;
 }
 
 static void ready(void) { pthread_once(&once, setup); }
@@ -161,9 +169,17 @@ static void keep(int fd) {
     close(in);
 }
 
+static void slow_disk(void) {
+    if (sync_delay_ms > 0) {
+        struct timespec pause = {sync_delay_ms / 1000, (sync_delay_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+}
+
 int fsync(int fd) {
     ready();
     if (active) {
+        slow_disk();
         pthread_mutex_lock(&lock);
         keep(fd);
         pthread_mutex_unlock(&lock);
@@ -174,6 +190,7 @@ int fsync(int fd) {
 int fdatasync(int fd) {
     ready();
     if (active) {
+        slow_disk();
         pthread_mutex_lock(&lock);
         keep(fd);
         pthread_mutex_unlock(&lock);

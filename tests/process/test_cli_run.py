@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import apsw
+
 from xbot.standins.botapi import BotApiServer
 
 WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
@@ -88,3 +90,28 @@ def test_an_unreachable_bot_api_is_waited_for_until_sigterm(tmp_path: Path) -> N
     assert others == []  # one line per try, and nothing else above INFO
     assert "Traceback" not in text
     assert WRONG.split(":")[1] not in text
+
+
+def test_a_torn_database_after_a_power_cut_is_one_line_naming_the_backup(tmp_path: Path) -> None:
+    """Refused whole, never half-used: exit 2 (a restart cannot mend it) and where to turn."""
+    data = tmp_path / "data"
+    db = data / "xbot.sqlite3"
+    data.mkdir(mode=0o700)
+    conn = apsw.Connection(str(db))
+    conn.execute("CREATE TABLE t (x)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(bytes(3000),)] * 50)
+    conn.close()
+    with db.open("r+b") as f:  # pages a disk that lied about its syncs left half written
+        f.seek(4096 * 3)
+        f.write(bytes(range(256)) * 64)
+    Path(f"{db}-wal").touch()  # what an unclean stop leaves behind
+    with BotApiServer() as api:
+        env = {**_env(tmp_path, api.url), "XBOT_TOKEN": api.token}
+        proc = subprocess.run(
+            [*_xbot(), "run"], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+    assert proc.returncode == 2
+    (line,) = [line for line in proc.stderr.splitlines() if " INFO " not in line]
+    assert line.startswith(f"xbot: the database {db} is damaged")
+    assert "Backups and restore" in line
+    assert "Traceback" not in proc.stderr

@@ -162,3 +162,26 @@ def test_sqlite_under_the_model(disk: Disk, sync: str, pages: int, survive: str)
     assert verdict == ["ok"]
     expected = {"none": rows == 0, "some": 0 < rows < count, "all": rows == count}
     assert expected[survive], f"{rows} of {count} committed rows after the cut"
+
+
+# The bot's one way to write a file that must survive (xbot.storage.files), against the
+# rename-before-sync the health record used: after the cut, whole or empty.
+REWRITES = """
+import os, sys
+from pathlib import Path
+from xbot.storage.files import write_atomically
+root = Path(sys.argv[1])
+for i in range(20):
+    write_atomically(root / "atomic.json", b'{"n": %d}' % i)
+    tmp = root / "naive.tmp"
+    tmp.write_bytes(b'{"n": %d}' % i)
+    os.replace(tmp, root / "naive.json")
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_file_written_atomically_survives_a_cut_whole(disk: Disk) -> None:
+    run_then_cut(disk, REWRITES)
+    assert (disk.root / "atomic.json").read_bytes() == b'{"n": 19}'
+    assert (disk.root / "naive.json").read_bytes() == b"", "the model must catch the naive way"

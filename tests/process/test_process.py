@@ -261,7 +261,7 @@ def test_run_without_a_token_says_where_one_comes_from(tmp_path: Path) -> None:
 
 
 async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage: Stage) -> None:
-    """The offset is confirmed only after the handler queued the link (xbot.handlers.polling)."""
+    """The offset is confirmed only after the handler queued the link (xbot.receiving.polling)."""
     stage.fx.add_post(
         "777", text="kept", photos=[stage.media.add("/k.jpg", tiny_jpeg(), "image/jpeg")]
     )

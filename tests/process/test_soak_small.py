@@ -22,7 +22,8 @@ import pytest
 from conftest import load_soak
 
 from xbot.errors import StoreError
-from xbot.handlers import messages, polling
+from xbot.handlers import messages
+from xbot.receiving import polling
 from xbot.standins.harness import Harness
 from xbot.storage.queue import TaskQueue
 

@@ -28,7 +28,7 @@ import httpx
 import pytest
 from test_process import Stage, stop, wait_until
 
-from xbot.handlers.webhook import SECRET_HEADER
+from xbot.receiving.webhook import SECRET_HEADER
 from xbot.standins._mediabytes import tiny_jpeg
 
 pytestmark = pytest.mark.slow

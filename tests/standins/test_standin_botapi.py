@@ -831,3 +831,28 @@ def test_subprocess_prints_its_port() -> None:
         finally:
             proc.terminate()
         assert proc.wait(timeout=5) == 0
+
+
+async def test_a_channels_members_as_telegram_lists_them(
+    bot: telegram.Bot, srv: BotApiServer
+) -> None:
+    """The creator, an admin who may post, one who may not, a subscriber, someone who
+    never joined: their statuses and ``can_post_messages`` as PTB parses them, and
+    getChatAdministrators listing the admins and the bot itself, with its rights."""
+    srv.add_chat(-1003, "channel", "C", creator=1, admins=[2, 3], cannot_post=[3],
+                 members={4: "member"})  # fmt: skip
+    assert isinstance(await bot.get_chat_member(-1003, 1), ChatMemberOwner)
+    poster = await bot.get_chat_member(-1003, 2)
+    editor = await bot.get_chat_member(-1003, 3)
+    assert isinstance(poster, ChatMemberAdministrator)
+    assert poster.can_post_messages
+    assert isinstance(editor, ChatMemberAdministrator)
+    assert editor.can_post_messages is False
+    assert editor.can_pin_messages is None, "a channel admin has no group rights"
+    assert isinstance(await bot.get_chat_member(-1003, 4), ChatMemberMember)
+    assert isinstance(await bot.get_chat_member(-1003, 5), ChatMemberLeft)
+    admins = await bot.get_chat_administrators(-1003)
+    assert [m.user.id for m in admins] == [1, 2, 3, srv.bot_user["id"]]
+    me = admins[-1]
+    assert isinstance(me, ChatMemberAdministrator)
+    assert me.can_post_messages

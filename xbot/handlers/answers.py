@@ -3,7 +3,7 @@
 replies too, and `telegram.error` stays inside the sender.
 
 A held reply is not waited out here: the poller confirms a batch of updates only
-after all its handlers returned (`xbot.handlers.polling`), so a handler that
+after all its handlers returned (`xbot.receiving.polling`), so a handler that
 waited for one held chat would delay every other chat's updates, and a wait in
 memory is lost at a stop. It becomes durable work instead: a ``notice`` task in
 its chat (`NoticePayload` with its text, HTML flag and buttons), queued to run

@@ -28,7 +28,6 @@ from xbot.errors import ChatUnavailable, Permanent, StoreError, XbotError
 from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
 from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Act, Actor, is_operator
-from xbot.handlers.intake import telegram_resends
 from xbot.handlers.language import language_of, remember_operator_language, translator_of
 from xbot.handlers.messages import NOT_ALLOWED, cmd_get
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
@@ -36,6 +35,7 @@ from xbot.handlers.settings_menu import MenuContext, menu_markup, menu_text
 from xbot.i18n import LANGUAGES, N_, telegram_code, translator
 from xbot.logs import kv
 from xbot.media.models import Post
+from xbot.receiving.intake import telegram_resends
 from xbot.sending.caption import (
     MALFORMED,
     MAX_TEMPLATE_LENGTH,

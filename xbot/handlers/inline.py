@@ -127,7 +127,7 @@ async def answer_for(
             return None
 
     try:
-        found = await services.inline.look_up(link, read_cache)
+        found = await services.inline.look_up(link, read_cache, user_id)
     except PostUnavailable as exc:
         return plan.for_failure(
             post_id, link.url, exc.reason, personal=personal, lasting=True, lang=lang

@@ -9,6 +9,17 @@ link. A fetch that runs over the budget is not cancelled but kept — one in
 flight per post, shared by every query that names it — and its post
 remembered for a short while, so the user's next keystroke, or the next
 person typing the same link, is answered at once.
+
+Fetches in flight are capped, per user (`PER_USER`) and in all (`AT_ONCE`): a
+query over a cap starts nothing and is answered as one not in time (a query
+joining a fetch already in flight costs nothing and is always let through).
+Every keystroke can be a new link, and a script can type thousands: uncapped,
+one user's flood became as many requests to the X sources at once, which
+refused or timed out under it, and their breakers opened for every chat. The
+caps stop the flood here, before the sources, rather than teaching the
+breakers to tell our own overload from an outage (a source that refuses us
+for our volume is down for us either way): one user's inline fetches and chat
+tasks (`xbot.storage.queue.USER_LEASES`) together are a handful of requests.
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ Hold = Callable[[Hashable], contextlib.AbstractAsyncContextManager[None]]
 BUDGET = 5.0
 REMEMBER = 120.0  # seconds a fetched post answers inline queries again
 MAX_REMEMBERED = 256
+PER_USER = 2  # fetches in flight started by one user's queries
+AT_ONCE = 16  # fetches in flight in all
 
 
 @contextlib.asynccontextmanager
@@ -56,6 +69,7 @@ class InlineFetches:
             Bluesky handle becomes its DID, so a post delivered in a chat is found).
         budget: seconds a query waits for its lookup.
         clock: monotonic seconds (injected in tests).
+        per_user, at_once: the most fetches in flight started by one user, and in all.
     """
 
     fetch: Fetch
@@ -63,14 +77,20 @@ class InlineFetches:
     resolve: Resolve = _as_is
     budget: float = BUDGET
     clock: Callable[[], float] = time.monotonic
+    per_user: int = PER_USER
+    at_once: int = AT_ONCE
     _flights: dict[str, asyncio.Task[Post]] = attrs.field(factory=dict, init=False)
+    _starters: dict[str, int | None] = attrs.field(factory=dict, init=False)
     _done: OrderedDict[str, tuple[float, Post]] = attrs.field(factory=OrderedDict, init=False)
 
     async def look_up(
-        self, link: Link, read_cache: Callable[[Link], Awaitable[CachedPost | None]]
+        self,
+        link: Link,
+        read_cache: Callable[[Link], Awaitable[CachedPost | None]],
+        user: int | None = None,
     ) -> CachedPost | Post | None:
         """The cache entry (with media) for `link` resolved, else the post, else None when
-        neither came in time.
+        neither came in time, or a fetch was needed and `user` (or everyone) is at the cap.
 
         Raises:
             FetchError: resolving or the fetch failed (`PostUnavailable`, ...).
@@ -85,16 +105,31 @@ class InlineFetches:
             return None
         if cached is not None and cached.items:
             return cached
-        return await self._post(link, max(0.0, deadline - self.clock()))
+        return await self._post(link, max(0.0, deadline - self.clock()), user)
 
-    async def _post(self, link: Link, budget: float) -> Post | None:
+    @property
+    def in_flight(self) -> int:
+        """Fetches running now (kept past their query's budget included)."""
+        return len(self._flights)
+
+    def capped(self, user: int | None) -> bool:
+        """Whether a new fetch for `user` would pass a cap (`per_user`, `at_once`)."""
+        if len(self._flights) >= self.at_once:
+            return True
+        mine = sum(1 for starter in self._starters.values() if starter == user)
+        return user is not None and mine >= self.per_user
+
+    async def _post(self, link: Link, budget: float, user: int | None) -> Post | None:
         remembered = self._done.get(link.key)
         if remembered is not None and self.clock() - remembered[0] < REMEMBER:
             return remembered[1]
         task = self._flights.get(link.key)
         if task is None:
+            if self.capped(user):
+                return None
             task = asyncio.create_task(self.fetch(link), name=f"inline-fetch-{link.key}")
             self._flights[link.key] = task
+            self._starters[link.key] = user
             task.add_done_callback(lambda t: self._finished(link.key, t))
         try:
             return await asyncio.wait_for(asyncio.shield(task), budget)
@@ -103,6 +138,7 @@ class InlineFetches:
 
     def _finished(self, key: str, task: asyncio.Task[Post]) -> None:
         self._flights.pop(key, None)
+        self._starters.pop(key, None)
         if task.cancelled():
             return
         # Retrieved here, so a failure nobody waited for is not logged as unretrieved;

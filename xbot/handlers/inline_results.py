@@ -5,8 +5,9 @@ link-cache entry (Telegram ``file_id``s), a freshly fetched post, a failure,
 or nothing in time — and this module turns that into one `InlineAnswer`:
 
 - cached: one ``InlineQueryResultCached*`` per item, by ``file_id``;
-- fresh: URL results Telegram fetches itself (photos up to its 5 MB URL
-  limit, an mp4 video variant within 20 MB, GIFs as ``mpeg4_gif``);
+- fresh: URL results Telegram fetches itself, by the chats' rule
+  (`xbot.media.by_url`: photos up to 5 MB in Telegram's photo shape, an mp4
+  video variant within 20 MB, GIFs as ``mpeg4_gif``);
 - either with the caption a chat would get on every result (each result
   becomes its own message), and, for more than one item, a button that opens
   the private chat with ``/start <parameter>`` (`album_parameter`) where the
@@ -42,9 +43,10 @@ from telegram import (
 from telegram.constants import ParseMode
 
 from xbot.i18n import DEFAULT, N_, translate_reason, translator
-from xbot.links import Link, bsky_post_url, classify, pixiv_work_url, x_status_url
+from xbot.links import SITES, Link, classify, site_named
+from xbot.media.by_url import URL_OTHER_LIMIT, by_url
 from xbot.media.models import MediaItem, Post
-from xbot.sending.caption import build_caption, build_text_reply
+from xbot.sending.caption import build_caption, build_text_reply, post_from_parts
 from xbot.sources.x import choose_variant
 from xbot.storage.link_cache import CachedPost
 
@@ -62,32 +64,18 @@ __all__ = [
     "for_not_allowed",
     "for_timeout",
     "parse_query",
-    "post_from_cache",
 ]
 
 MAX_RESULTS: Final = 50
-URL_PHOTO_LIMIT: Final = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
-URL_OTHER_LIMIT: Final = 20 * 1024 * 1024  # and other content up to 20 MB
 ALBUM_PREFIX: Final = "a"  # /start a<post id>: the whole album in the private chat
 HELP_PARAMETER: Final = "inline_help"
 _ALBUM_RE: Final = re.compile(rf"^{ALBUM_PREFIX}([0-9]{{1,20}})$")
-# The album button names a post of any kind the router serves inline, within Telegram's
-# start-parameter rule (1-64 of A-Za-z0-9_-), derived from the cache key so nothing is
-# stored and an old button keeps working: x:{id} -> a{id}, pixiv:{id} -> p{id},
-# bsky:did:plc:{24 base32}/{rkey} -> b{24}{rkey}; a handle or did:web (both domain names,
-# never an underscore) -> h/w{13-char TID rkey}{name with "." as "_"}.
-_PIXIV_RE: Final = re.compile(r"^p([1-9][0-9]{0,11})$")
-_PLC_RE: Final = re.compile(r"^b([a-z2-7]{24})([A-Za-z0-9]{1,39})$")
-_NAMED_RE: Final = re.compile(r"^([hw])([2-7a-z]{13})([a-z0-9_-]{3,50})$")
-_PLC_KEY: Final = re.compile(r"^bsky:did:plc:([a-z2-7]{24})/([A-Za-z0-9]{1,39})$")
-_NAMED_KEY: Final = re.compile(r"^bsky:(did:web:)?([a-z0-9.-]{3,50})/([2-7a-z]{13})$")
-_PIXIV_KEY: Final = re.compile(r"^pixiv:([1-9][0-9]{0,11})$")
-_X_KEY: Final = re.compile(r"^x:([0-9]{1,20})$")
-# Inline answers only what a source in the router fetches within Telegram's window.
-# yt-dlp's other sites ("other") stay out: their download (often a whole video through
-# yt-dlp) cannot finish within the ~10 s an inline answer has, and Telegram cannot fetch
-# their pages as media by URL.
-INLINE_KINDS: Final = frozenset({"x", "bsky", "pixiv"})
+# Inline answers only the sites whose `Site.inline` says a fetch fits within Telegram's
+# window. yt-dlp's other sites ("other") stay out: their download (often a whole video
+# through yt-dlp) cannot finish within the ~10 s an inline answer has, and Telegram
+# cannot fetch their pages as media by URL. The album button names a post of any of
+# them (`Site.album_parameter`), derived from its cache key so nothing is stored.
+INLINE_SITES: Final = tuple(site for site in SITES if site.inline)
 
 # Telegram caches an answer per query text on its servers for `cache_time` seconds and,
 # unless `is_personal`, serves it to everyone who types the same text without asking us.
@@ -128,12 +116,17 @@ class InlineAnswer:
     key: str | None = None
 
 
+def _inline(link: Link | None) -> bool:
+    site = site_named(link.kind) if link is not None else None
+    return site is not None and site.inline
+
+
 def parse_query(text: str, *, allow_private: bool = False) -> Link | None:
-    """The post a query names (X, Bluesky, pixiv): its first word that is a link to one,
-    else None."""
+    """The post a query names (on a site inline mode serves): its first word that is a
+    link to one, else None."""
     for word in text.split()[:5]:
         link = classify(word, allow_private=allow_private)
-        if link is not None and link.kind in INLINE_KINDS and link.post_id:
+        if link is not None and _inline(link) and link.post_id:
             return link
     return None
 
@@ -141,34 +134,19 @@ def parse_query(text: str, *, allow_private: bool = False) -> Link | None:
 def album_parameter(key: str) -> str | None:
     """The album button's start parameter for the post under cache `key`; None when the
     key has no spelling within Telegram's rule (the answer then goes without a button)."""
-    if m := _X_KEY.match(key):
-        return f"{ALBUM_PREFIX}{m.group(1)}"
-    if m := _PIXIV_KEY.match(key):
-        return f"p{m.group(1)}"
-    if m := _PLC_KEY.match(key):
-        return f"b{m.group(1)}{m.group(2)}"
-    if m := _NAMED_KEY.match(key):
-        kind = "w" if m.group(1) else "h"
-        return f"{kind}{m.group(3)}{m.group(2).replace('.', '_')}"
+    for site in INLINE_SITES:
+        if (parameter := site.album_parameter(key)) is not None:
+            return parameter
     return None
 
 
 def album_link(parameter: str) -> Link | None:
     """The link an album button's start parameter names, or None for anything else."""
-    url: str | None = None
-    if m := _ALBUM_RE.match(parameter):
-        url = x_status_url(m.group(1), None)
-    elif m := _PIXIV_RE.match(parameter):
-        url = pixiv_work_url(m.group(1))
-    elif m := _PLC_RE.match(parameter):
-        url = bsky_post_url(f"did:plc:{m.group(1)}", m.group(2))
-    elif m := _NAMED_RE.match(parameter):
-        name = m.group(3).replace("_", ".")
-        url = bsky_post_url(f"did:web:{name}" if m.group(1) == "w" else name, m.group(2))
-    if url is None:
-        return None
-    link = classify(url)  # the same validation as a pasted link
-    return link if link is not None and link.kind in INLINE_KINDS else None
+    for site in INLINE_SITES:
+        if (url := site.album_url(parameter)) is not None:
+            link = classify(url)  # the same validation as a pasted link
+            return link if _inline(link) else None
+    return None
 
 
 def album_post_id(parameter: str) -> str | None:
@@ -191,19 +169,6 @@ def _id(post_id: str, index: int) -> str:
     return f"{post_id}-{index}"
 
 
-def post_from_cache(cached: CachedPost) -> Post:
-    """The caption parts of a cache entry as a `Post` (for the caption, nothing else)."""
-    parts = cached.caption_parts
-    return Post(
-        key=cached.key,
-        url=cached.url,
-        author_name=parts.get("author_name", ""),
-        author_handle=parts.get("author_handle", ""),
-        text=parts.get("text", ""),
-        sensitive=parts.get("sensitive") == "1",
-    )
-
-
 def _title(post: Post) -> str:
     who = post.author_name or post.author_handle or "X"
     return f"{who} (@{post.author_handle})" if post.author_handle else who
@@ -213,7 +178,7 @@ def for_cached(
     cached: CachedPost, post_id: str, *, personal: bool, lang: str = DEFAULT
 ) -> InlineAnswer:
     """One result per cached item, by file_id, the chat's caption (in `lang`) on each."""
-    post = post_from_cache(cached)
+    post = post_from_parts(cached.key, cached.url, cached.caption_parts)
     caption = build_caption(post, lang=lang)
     title = _title(post)
     results: list[InlineQueryResult] = []
@@ -256,14 +221,12 @@ def for_cached(
 
 def _url_result(item: MediaItem, rid: str, caption: str, title: str) -> InlineQueryResult | None:
     """The item as a result Telegram fetches by URL, or None when it cannot."""
-    if item.upload_only:
-        # Its host refuses Telegram's fetch (pixiv wants a Referer; a Bluesky video is a
-        # PDS blob): never a URL result. Cached, it is answered by file_id; fresh, by the
+    if not by_url(item):
+        # The chats' rule (upload-only hosts, a photo's size and shape): what Telegram
+        # would refuse is no URL result. Cached, it is answered by file_id; fresh, by the
         # way to the private chat, where it is uploaded as in any chat.
         return None
     if item.kind == "photo":
-        if item.size is not None and item.size > URL_PHOTO_LIMIT:
-            return None
         return InlineQueryResultPhoto(
             rid,
             item.url,

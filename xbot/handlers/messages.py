@@ -16,11 +16,11 @@ from telegram.constants import ChatType
 
 from xbot.errors import StoreError
 from xbot.handlers.answers import reply
-from xbot.handlers.intake import telegram_resends
 from xbot.handlers.language import language_of, translator_of
 from xbot.i18n import N_, translator
 from xbot.links import LinkPlan, extract_links, plan_links
 from xbot.logs import kv
+from xbot.receiving.intake import telegram_resends
 from xbot.sending.destination import Destination
 from xbot.services import XContext
 from xbot.tasks.payloads import DELIVER, DeliverPayload
@@ -132,7 +132,7 @@ async def take_links(
     except StoreError as exc:
         log.warning("links not queued %s", kv(chat=chat.id, message=message.message_id, error=exc))
         if telegram_resends():
-            raise  # a webhook's 500: Telegram sends the update again (xbot.handlers.intake)
+            raise  # a webhook's 500: Telegram sends the update again (xbot.receiving.intake)
         # Quoted, even in private: it names which message to send again.
         await reply(context, message, _(STORE_UNAVAILABLE), quote=True)
         return

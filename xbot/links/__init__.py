@@ -10,7 +10,7 @@ key under which the same post is known whatever spelling a user pasted
 - ``kind="tco"``: a ``t.co`` short link. Expanding it takes one guarded HTTP
   request, which is the fetcher's job; its result goes through `classify`
   again.
-- ``kind="bsky"``, ``kind="pixiv"``: a Bluesky post or a pixiv work.
+- ``kind=site.name`` for a site of `SITES` beyond X: a Bluesky post, a pixiv work.
 - ``kind="other"``: any other http(s) URL on a public-looking host, for
   yt-dlp; ``url`` is minimally normalised and ``key`` is ``url:{url}``.
 
@@ -18,10 +18,14 @@ Anything else (profiles and searches on X, ``javascript:``, IP literals,
 ``localhost``, userinfo tricks) is not a link we act on: `classify` returns
 None and `plan_links` reports it as unsupported.
 
+`SITES` is the registry of the sites xbot reads posts of itself, one `Site`
+value each (recogniser, name, label, inline, canary and caption rules): every
+room that asks something of a site reads it there.
+
 The package's public face is this module; import every name from here. Inside
-it: `_url` (the `Link` value and the URL hygiene every recogniser shares), `_x`
-(X posts in any spelling, t.co), `_bsky` and `_pixiv` (their sites' posts), and
-`_sites` (which of those owns a host).
+it: `_url` (the `Link` value and the URL hygiene every recogniser shares),
+`_site` (the `Site` value), `_x` (X posts in any spelling, t.co), `_bsky` and
+`_pixiv` (their sites' posts and entries), and `_sites` (the registry).
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ from typing import Protocol
 
 import attrs
 
-from xbot.links import _sites
 from xbot.links._bsky import post_key as bsky_post_key
 from xbot.links._bsky import post_url as bsky_post_url
 from xbot.links._pixiv import work_url as pixiv_work_url
+from xbot.links._site import Site
+from xbot.links._sites import OTHER_SITE, SITES, owner, shows_handles, site_named
 from xbot.links._url import (
     MAX_URL_LENGTH,
     SCHEME,
@@ -49,15 +54,18 @@ from xbot.links._url import (
     host_of,
     split,
 )
-from xbot.links._x import canonicalize_x, is_tco, is_x_non_post, tco_link, x_base, x_status_url
+from xbot.links._x import canonicalize_x, is_tco, is_x_non_post, tco_link, x_status_url
 
 __all__ = [
     "MAX_URL_LENGTH",
+    "OTHER_SITE",
+    "SITES",
     "Entity",
     "EntityLike",
     "Link",
     "LinkKind",
     "LinkPlan",
+    "Site",
     "base_host",
     "bsky_post_key",
     "bsky_post_url",
@@ -67,6 +75,8 @@ __all__ = [
     "is_tco",
     "pixiv_work_url",
     "plan_links",
+    "shows_handles",
+    "site_named",
     "x_status_url",
 ]
 
@@ -165,9 +175,10 @@ def _other(parts: urllib.parse.SplitResult, *, allow_private: bool) -> Link | No
 
 
 def classify(url: str, *, allow_private: bool = False) -> Link | None:
-    """Recognise one URL: an X post, a t.co link, another public http(s) URL, or None.
+    """Recognise one URL: a post of a site of `SITES`, a t.co link, another public
+    http(s) URL, or None.
 
-    A host of the X family that is not a post (a profile, a search) is None,
+    A host a site owns that is not a post (an X profile, a search) is None,
     not ``other``: no fetcher can answer it. ``other`` needs an explicit
     http(s) scheme, so a bare ``notes.py`` in a chat never becomes a
     download. ``allow_private`` (the operator's `XBOT_ALLOW_PRIVATE_NETWORKS`,
@@ -183,13 +194,11 @@ def classify(url: str, *, allow_private: bool = False) -> Link | None:
     host = host_of(parts)
     if host is None:
         return None
-    if x_base(host) is not None:
-        return canonicalize_x(cleaned)
+    site = owner(host)
+    if site is not None:
+        return site.recognise(host, parts) if default_port(parts) else None
     if host == "t.co":
         return tco_link(parts)
-    owned, site_link = _sites.recognise(host, parts)
-    if owned:
-        return site_link if default_port(parts) else None
     if not SCHEME.match(cleaned):
         return None
     return _other(parts, allow_private=allow_private)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 import urllib.parse
 
+from xbot.links._site import Site
 from xbot.links._url import Link, base_host
 
-__all__ = ["BSKY_HOSTS", "owns", "post_key", "post_url", "recognise"]
+__all__ = ["BSKY_HOSTS", "SITE", "owns", "post_key", "post_url", "recognise"]
 
 BSKY_HOSTS = frozenset(
     {
@@ -85,3 +86,41 @@ def recognise(host: str, parts: urllib.parse.SplitResult) -> Link | None:
         post_id=rkey,
         handle=actor,
     )
+
+
+# The album button, from the cache key so nothing is stored and an old button keeps
+# working: bsky:did:plc:{24 base32}/{rkey} -> b{24}{rkey}; a handle or did:web (both
+# domain names, never an underscore) -> h/w{13-char TID rkey}{name with "." as "_"}.
+_PLC_PARAMETER = re.compile(r"b([a-z2-7]{24})([A-Za-z0-9]{1,39})")
+_NAMED_PARAMETER = re.compile(r"([hw])([2-7a-z]{13})([a-z0-9_-]{3,50})")
+_PLC_KEY = re.compile(r"bsky:did:plc:([a-z2-7]{24})/([A-Za-z0-9]{1,39})")
+_NAMED_KEY = re.compile(r"bsky:(did:web:)?([a-z0-9.-]{3,50})/([2-7a-z]{13})")
+
+
+def album_parameter(key: str) -> str | None:
+    if m := _PLC_KEY.fullmatch(key):
+        return f"b{m.group(1)}{m.group(2)}"
+    if m := _NAMED_KEY.fullmatch(key):
+        kind = "w" if m.group(1) else "h"
+        return f"{kind}{m.group(3)}{m.group(2).replace('.', '_')}"
+    return None
+
+
+def album_url(parameter: str) -> str | None:
+    if m := _PLC_PARAMETER.fullmatch(parameter):
+        return post_url(f"did:plc:{m.group(1)}", m.group(2))
+    if m := _NAMED_PARAMETER.fullmatch(parameter):
+        name = m.group(3).replace("_", ".")
+        return post_url(f"did:web:{name}" if m.group(1) == "w" else name, m.group(2))
+    return None
+
+
+SITE = Site(
+    name="bsky",
+    label="Bluesky",
+    owns=owns,
+    recognise=recognise,
+    hosts=("bsky.app", "fxbsky.app", "bskx.app"),
+    album_parameter=album_parameter,
+    album_url=album_url,
+)

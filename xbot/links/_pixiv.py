@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 import urllib.parse
 
+from xbot.links._site import Site
 from xbot.links._url import Link, base_host
 
-__all__ = ["PIXIV_HOSTS", "owns", "recognise", "work_url"]
+__all__ = ["PIXIV_HOSTS", "SITE", "owns", "recognise", "work_url"]
 
 PIXIV_HOSTS = frozenset({"pixiv.net", "phixiv.net"})
 _PREFIXES = frozenset({"www", "touch", "m"})
@@ -55,3 +56,29 @@ def recognise(host: str, parts: urllib.parse.SplitResult) -> Link | None:
     if not work_id:
         return None
     return Link(url=work_url(work_id), key=f"pixiv:{work_id}", kind="pixiv", post_id=work_id)
+
+
+# The album button: pixiv:{id} <-> p{id}.
+_PARAMETER = re.compile(r"p([1-9][0-9]{0,11})")
+_KEY = re.compile(r"pixiv:([1-9][0-9]{0,11})")
+
+
+def album_parameter(key: str) -> str | None:
+    m = _KEY.fullmatch(key)
+    return f"p{m.group(1)}" if m else None
+
+
+def album_url(parameter: str) -> str | None:
+    m = _PARAMETER.fullmatch(parameter)
+    return work_url(m.group(1)) if m else None
+
+
+SITE = Site(
+    name="pixiv",
+    label="pixiv",
+    owns=owns,
+    recognise=recognise,
+    hosts=("pixiv.net", "phixiv.net"),
+    album_parameter=album_parameter,
+    album_url=album_url,
+)

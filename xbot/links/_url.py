@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 import unicodedata
 import urllib.parse
-from typing import Literal
+from typing import TypeAlias
 
 import attrs
 
-# "gallery" is never classified: it is an "other" link on its way to gallery-dl
-# (`xbot.tasks.delivery`), under its own cache key.
-LinkKind = Literal["x", "tco", "other", "bsky", "pixiv", "gallery"]
+# A site's name (`xbot.links.SITES`: a new site adds none here), or "tco", "other" or
+# "gallery". "gallery" is never classified: it is an "other" link on its way to
+# gallery-dl (`xbot.tasks.delivery`), under its own cache key.
+LinkKind: TypeAlias = str
 
 # Longer URLs are junk or an attack; browsers and yt-dlp's sites stay far below.
 MAX_URL_LENGTH = 2048
@@ -32,9 +33,9 @@ class Link:
 
     Attributes:
         url: the canonical spelling (what captions show and fetchers use).
-        key: the cache/dedup key: ``x:{id}``, ``tco:{code}``, ``bsky:{actor}/{rkey}``,
-            ``pixiv:{id}`` or ``url:{url}``.
-        kind: one of `LinkKind`.
+        key: the cache/dedup key: ``{site}:{its id}`` (``x:{id}``, ``bsky:{actor}/{rkey}``,
+            ``pixiv:{id}``), ``tco:{code}`` or ``url:{url}``.
+        kind: a site's name, ``tco``, ``other`` or ``gallery`` (`LinkKind`).
         post_id: the post's id on its site (X status id, Bluesky rkey, pixiv work id).
         handle: the author as written in the link (an X handle, a Bluesky handle or
             DID), None when it named none.

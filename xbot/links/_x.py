@@ -12,9 +12,18 @@ from __future__ import annotations
 import re
 import urllib.parse
 
+from xbot.links._site import Site
 from xbot.links._url import Link, base_host, clean, default_port, host_of, split
 
-__all__ = ["canonicalize_x", "is_tco", "is_x_non_post", "tco_link", "x_base", "x_status_url"]
+__all__ = [
+    "SITE",
+    "canonicalize_x",
+    "is_tco",
+    "is_x_non_post",
+    "tco_link",
+    "x_base",
+    "x_status_url",
+]
 
 # The hosts that serve X posts under the same /{handle}/status/{id} paths:
 # X itself and the embed-fixing mirrors (FxEmbed: fxtwitter, fixupx, xfixup,
@@ -139,7 +148,17 @@ def canonicalize_x(url: str) -> Link | None:
     if parts is None or not default_port(parts):
         return None
     host = host_of(parts)
-    if host is None or x_base(host) is None:
+    return None if host is None else recognise(host, parts)
+
+
+def owns(host: str) -> bool:
+    """Whether ``host`` is X, one of its mirrors or a front end showing its posts."""
+    return x_base(host) is not None
+
+
+def recognise(host: str, parts: urllib.parse.SplitResult) -> Link | None:
+    """The post link behind ``parts`` on a host `owns` accepted; None for profiles, junk."""
+    if not owns(host):
         return None
     path = parts.path
     # Links from the old web client: twitter.com/#!/alice/status/1
@@ -156,6 +175,21 @@ def canonicalize_x(url: str) -> Link | None:
         post_id=sid,
         handle=handle,
     )
+
+
+# The album button: x:{id} <-> a{id} (the first spelling; old buttons keep working).
+_ALBUM = re.compile(r"a([0-9]{1,20})")
+_KEY = re.compile(r"x:([0-9]{1,20})")
+
+
+def album_parameter(key: str) -> str | None:
+    m = _KEY.fullmatch(key)
+    return f"a{m.group(1)}" if m else None
+
+
+def album_url(parameter: str) -> str | None:
+    m = _ALBUM.fullmatch(parameter)
+    return x_status_url(m.group(1), None) if m else None
 
 
 def tco_link(parts: urllib.parse.SplitResult) -> Link | None:
@@ -187,3 +221,14 @@ def is_x_non_post(url: str) -> bool:
         return False
     # A broken post link (junk where the handle or id goes) still gets its answer.
     return not {"status", "statuses"} & set(parts.path.split("/"))
+
+
+SITE = Site(
+    name="x",
+    label="X",
+    owns=owns,
+    recognise=recognise,
+    hosts=("x.com", "twitter.com", "fxtwitter.com", "vxtwitter.com", "fixupx.com"),
+    album_parameter=album_parameter,
+    album_url=album_url,
+)

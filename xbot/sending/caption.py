@@ -58,6 +58,7 @@ from typing import Literal
 import attrs
 
 from xbot.i18n import DEFAULT, translator
+from xbot.links import shows_handles
 from xbot.media.models import Poll, Post
 from xbot.sending.caption_parts import caption_parts, post_from_parts
 
@@ -236,9 +237,8 @@ def _full_text(post: Post, lang: str = DEFAULT, text_limit: int | None = None) -
 def _names(post: Post) -> tuple[str, str]:
     name = _clean(post.author_name, one_line=True)
     handle = _clean(post.author_handle, one_line=True).removeprefix("@")
-    if post.source not in ("x", "bsky", "pixiv", "gallerydl"):
-        # yt-dlp's sites: the author is the uploader; their ids are not @handles
-        # (gallery-dl names a handle where the site has one: Mastodon's acct).
+    if not shows_handles(post.source):
+        # yt-dlp's sites: the author is the uploader; their ids are not @handles.
         name, handle = name or handle, ""
     return name, _cut(handle, HANDLE_MAX)
 

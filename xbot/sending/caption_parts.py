@@ -94,7 +94,12 @@ def _parts_body(raw: str | None) -> RichText | None:
 
 
 def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
-    """The `Post` (without media) that `caption_parts` described, to caption it again."""
+    """The `Post` (without media) that `caption_parts` described, to caption it again.
+
+    The one decoder of a link-cache record: chats, forwards, yt-dlp's answers from the
+    cache and inline mode all read a record through it, so each captions it alike. A
+    record that names its ``source`` (yt-dlp's) keeps it: its caption rules follow.
+    """
     quote = None
     if parts.get("quote_url"):
         quote = Post(
@@ -111,6 +116,7 @@ def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
         author_handle=parts.get("author_handle", ""),
         text=parts.get("text", ""),
         sensitive=parts.get("sensitive") == "1",
+        source=parts.get("source") or "x",  # only yt-dlp's records name theirs
         quote=quote,
         poll=_parts_poll(parts.get("poll")),
         note=parts.get("note", ""),

@@ -71,7 +71,6 @@ import contextvars
 import json
 import logging
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -84,6 +83,7 @@ from xbot.errors import TelegramUnreachable
 from xbot.logs import kv
 from xbot.sending.api_request import UNANSWERED
 from xbot.sending.bot_errors import NO_ANSWER
+from xbot.storage.files import write_atomically
 
 __all__ = [
     "FIRST_PROBE",
@@ -409,18 +409,11 @@ class TelegramHealth:
             "error": self.last_error,
             "written_at": self.wall(),
         }
-        tmp = self.record_path.with_suffix(".tmp")
         try:
-            # Private like everything in the data dir (0600 whatever the umask).
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(json.dumps(data))
-            os.chmod(tmp, 0o600)  # an old .tmp left by a kill keeps its mode otherwise
-            os.replace(tmp, self.record_path)
+            # Whole or not at all, even across a power cut; private like the data dir.
+            write_atomically(self.record_path, json.dumps(data).encode())
         except OSError as exc:
             log.warning("telegram health record not written %s", kv(error=exc))
-            with contextlib.suppress(OSError):
-                tmp.unlink()
 
 
 def _iso(epoch: float | None) -> str | None:

@@ -84,7 +84,7 @@ class Canary:
     """Asks every target every `interval` seconds; keeps each source's last verdict.
 
     Attributes:
-        targets: one per source (the X sources each, Bluesky, pixiv).
+        targets: one per source (the X sources each, each other site's source).
         on_result: told (source, result) after each check (the metrics).
         results: source -> (result, detail, when).
     """

@@ -17,7 +17,7 @@ The process, and what bounds it (`run_gallerydl`):
 - its own process group, killed whole (SIGKILL) when the time limit passes,
   when the task is cancelled (the bot stops, the lease is lost) or when its
   output passes `MAX_OUTPUT` bytes;
-- an address-space limit (``RLIMIT_AS``, Linux: set with ``prlimit`` on the
+- memory limits (``RLIMIT_DATA`` and ``RLIMIT_AS``, Linux: set with ``prlimit`` on the
   child right after it starts, since ``preexec_fn`` is unsafe in a threaded
   program), and its own private temp folder (the project's temp prefix) as
   its HOME, TMPDIR, cache file and working directory; ``--config-ignore``
@@ -78,6 +78,7 @@ from xbot.sources.gallerydl_dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_du
 
 __all__ = [
     "ANY_HOST_CATEGORIES",
+    "DATA_LIMIT",
     "GalleryDlSource",
     "GalleryOutputTooLarge",
     "GalleryTimeout",
@@ -92,7 +93,12 @@ log = logging.getLogger(__name__)
 
 TIME_LIMIT = 60.0  # one post's extraction; a site that takes longer is given up on
 MAX_OUTPUT = 8 * 1024 * 1024  # a post's dump is kilobytes; a gallery of thousands is not a post
-MEMORY_LIMIT = 1024 * 1024 * 1024  # address space: Python and requests need ~300 MB of it
+# Inside the unit's MemoryMax=512M, with the bot (~150 MB) and one run per worker (4):
+# RLIMIT_DATA bounds what a run can grow (heap and private maps: what a hostile page
+# makes it allocate), RLIMIT_AS stops a run that maps more some other way. A run of
+# Python, requests and an extractor needs about half of each (docs/benchmarks.md).
+MEMORY_LIMIT = 256 * 1024 * 1024  # address space
+DATA_LIMIT = 64 * 1024 * 1024  # heap and private maps
 UNSUPPORTED_STATUS = 64  # gallery-dl: no extractor matched the URL (decided without a request)
 # Extractors that take a URL of any host: not known sites.
 ANY_HOST_CATEGORIES = frozenset({"directlink", "generic"})
@@ -169,13 +175,15 @@ def gallerydl_command(
     return command
 
 
-def _limit_memory(pid: int, limit: int) -> None:
-    """RLIMIT_AS on the child, from outside (Linux); elsewhere it runs without one."""
+def _limit_memory(pid: int, limit: int, data: int = DATA_LIMIT) -> None:
+    """RLIMIT_AS and RLIMIT_DATA on the child, from outside (Linux); elsewhere it runs
+    without them."""
     prlimit = getattr(resource, "prlimit", None)
     if prlimit is None:
         return
-    with contextlib.suppress(OSError, ValueError):  # it exited already, or a limit is lower
-        prlimit(pid, resource.RLIMIT_AS, (limit, limit))
+    for which, value in ((resource.RLIMIT_AS, limit), (resource.RLIMIT_DATA, min(data, limit))):
+        with contextlib.suppress(OSError, ValueError):  # it exited already, or a limit is lower
+            prlimit(pid, which, (value, value))
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -2,8 +2,11 @@
 
     SourceRouter({"x": x_chain, "bsky": bluesky, ...})
 
-A new site is one more `PostSource` and one more entry here. A kind with no
-source is `UnsupportedLink`, the same answer as a link nothing can fetch.
+The kinds are the names of the sites in `xbot.links.SITES` (and ``gallery``, for
+gallery-dl). A new site is its entry there (its recogniser and `Site` value, in a
+module of `xbot.links`), its `PostSource` (a module here), and that source in
+`xbot.app.source_table` under the site's name; README, "Adding a site". A kind
+with no source is `UnsupportedLink`, the same answer as a link nothing can fetch.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ class SourceRouter:
     """A `PostSource` that hands each link to the source of its kind.
 
     Attributes:
-        by_kind: link kind (``x``, ...) → the source that serves it.
+        by_kind: link kind (a site's name: ``x``, ...) → the source that serves it.
     """
 
     by_kind: Mapping[str, PostSource]

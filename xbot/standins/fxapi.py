@@ -17,7 +17,10 @@ Faults, per post or for every request: ``garbage`` (bytes that are not JSON),
 ``html`` (an HTML page with status 200, as a CDN challenge answers), ``huge``
 (a 20 MB JSON body, streamed), ``hang`` (no answer until stopped, at most
 `MAX_HANG_S`), ``truncated`` (the connection closes mid-body),
-``429``/``500``/``502``/``503``, and a `delay` before any answer.
+``429``/``500``/``502``/``503``, and a `delay` before any answer. With
+`set_capacity` it is overloaded as a real API is: past that many requests in
+flight, each further one is answered 429 at once (``max_in_flight`` records the
+most seen).
 `hits[path]` counts requests. The whole service failing as real sources do
 (its 503 envelope, HTML with 200, a hang, a reset, refused connections) is
 `set_outage` / `refuse` / `accept`, shared with the other X source stand-ins
@@ -113,6 +116,10 @@ class FxApiServer(Outages):
         self._posts: dict[str, _Post] = {}
         self._global_fault: _Fault | None = None
         self._delay = 0.0
+        self._capacity: int | None = None
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self.overloaded = 0  # requests refused for the capacity
         self.require_user_agent = True
         self.hits: collections.Counter[str] = collections.Counter()
         self.user_agents: list[str] = []
@@ -236,6 +243,11 @@ class FxApiServer(Outages):
         with self._lock:
             self._delay = max(0.0, seconds)
 
+    def set_capacity(self, requests: int | None) -> None:
+        """Answer 429 to a request that finds `requests` others in flight (None: no limit)."""
+        with self._lock:
+            self._capacity = requests
+
     # ------------------------------------------------------------------ HTTP
 
     def _take_fault(self, post: _Post | None) -> str | None:
@@ -259,6 +271,22 @@ class FxApiServer(Outages):
     async def _handle(self, request: Request) -> Response:
         with self._lock:
             self.hits[request.path] += 1
+            full = self._capacity is not None and self._in_flight >= self._capacity
+            if full:
+                self.overloaded += 1
+            else:
+                self._in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        if full:
+            return _json(429, _error_body(429, "TOO_MANY_REQUESTS"))
+        try:
+            return await self._answer(request)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    async def _answer(self, request: Request) -> Response:
+        with self._lock:
             delay = self._delay
         outage = await self.outage_answer()  # the whole service down (xbot.standins._outage)
         if outage is not None:

@@ -16,7 +16,6 @@ name the operator asked for.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import tempfile
@@ -30,6 +29,7 @@ import attrs
 from xbot.errors import StoreError
 from xbot.storage import migrations
 from xbot.storage.db import copy_live
+from xbot.storage.files import sync_file, sync_folder
 
 
 @attrs.frozen
@@ -83,13 +83,13 @@ def backup(
     tmp = Path(tmp_name)
     try:
         version, tasks = copy_live(db_path, tmp, _check_copy)
-        _fsync(tmp)
+        sync_file(tmp)
         if force:
             # A stale -wal beside an overwritten database would be replayed into it.
             for suffix in ("-wal", "-shm", "-journal"):
                 Path(f"{target}{suffix}").unlink(missing_ok=True)
         os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        sync_folder(target.parent)  # the rename is durable once the folder is
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -128,21 +128,3 @@ def _check_copy(copy: apsw.Connection) -> tuple[int, int]:
     ).fetchall()
     tasks = int(copy.execute("SELECT count(*) FROM tasks").fetchall()[0][0]) if has_tasks else 0  # type: ignore[arg-type]
     return version, tasks
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # The rename is durable only once the folder itself is on disk.
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -1,6 +1,6 @@
 """Webhook updates already answered 200, so that a redelivery is answered, not handled again.
 
-The ``webhook_updates`` table (migration 0008): the listener (`xbot.handlers.webhook`)
+The ``webhook_updates`` table (migration 0008): the listener (`xbot.receiving.webhook`)
 marks an update once its handlers queued the work and before it answers 200; an
 update Telegram sends again (a lost answer, its own timeout) is then found here
 and answered 200 at once. One short write per update; the sweep prunes by age.
@@ -52,7 +52,10 @@ class AnsweredUpdates:
         return await self.pool.read(lambda conn: _answered(conn, update_id))
 
     async def mark(self, update_id: int, now: float) -> None:
+        """Mark the update answered; returns once the mark, and the work its handlers
+        committed before it, are on the disk: the 200 that follows confirms them."""
         await self.pool.write(lambda conn: _mark(conn, update_id, now))
+        await self.pool.sync()
 
     async def prune(self, now: float, older_than: float = KEEP) -> int:
         """Forget updates answered more than `older_than` seconds ago; how many went."""

@@ -42,6 +42,7 @@ from xbot.i18n import N_, translate_reason, translator
 from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
+from xbot.media.by_url import URL_OTHER_LIMIT, by_url, photo_ratio_ok, photo_shape_ok
 from xbot.media.download import DownloadResult, download
 from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.mp4info import probe_mp4
@@ -73,8 +74,6 @@ from xbot.tasks.worker import TaskContext
 log = logging.getLogger(__name__)
 
 KIND = DELIVER
-URL_PHOTO_LIMIT = 5 * 1024 * 1024  # Telegram fetches photos by URL up to 5 MB
-URL_OTHER_LIMIT = 20 * 1024 * 1024  # and other media up to 20 MB
 UPLOAD_PHOTO_LIMIT = 10 * 1024 * 1024  # a bigger photo goes as a document
 # Long work shows progress; a link answered sooner (a cache hit, a quick fetch)
 # needs no "sending a photo…" status, and skipping it halves the Bot API calls
@@ -470,10 +469,10 @@ class Delivery:
             result = await self._download_video(item, dest, limit)
         kind: OutKind = item.kind
         if kind == "photo" and (
-            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not _photo_shape_ok(item)
+            as_docs or result.size > UPLOAD_PHOTO_LIMIT or not photo_shape_ok(item)
         ):
             kind = "document"  # Telegram refuses it as a photo; a document keeps every pixel
-            if not as_docs and item.fallback_url and _photo_ratio_ok(item):
+            if not as_docs and item.fallback_url and photo_ratio_ok(item):
                 # A smaller rendition the source offers (pixiv's "regular") goes as a photo.
                 smaller = await self._get(item.fallback_url, folder / f"{n}.small.jpg", item)
                 if smaller.size <= UPLOAD_PHOTO_LIMIT:
@@ -572,29 +571,11 @@ class Delivery:
 
 def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
     """The item as a URL Telegram can fetch itself, or None when it should be uploaded."""
-    if item.upload_only:
+    if not by_url(item):
         return None
     if item.kind == "photo":
-        if item.size is not None and item.size > URL_PHOTO_LIMIT:
-            return None
-        if not _photo_shape_ok(item):
-            return None
         return OutMedia("photo", item.url, "url", item.width, item.height)
     pick = video_choice.choose(item, upload_limit=upload_limit, url_limit=URL_OTHER_LIMIT)
     if pick is None or pick.path != "url":
         return None  # a better version fits the upload, or none fits (the upload says so)
     return OutMedia(item.kind, pick.variant.url, "url", item.width, item.height, item.duration)
-
-
-def _photo_shape_ok(item: MediaItem) -> bool:
-    """Telegram's photo rules: width + height ≤ 10000 and aspect ratio ≤ 20."""
-    w, h = item.width or 0, item.height or 0
-    if not w or not h:
-        return True
-    return w + h <= 10000 and max(w, h) / min(w, h) <= 20
-
-
-def _photo_ratio_ok(item: MediaItem) -> bool:
-    """Aspect ratio ≤ 20: a smaller rendition of the same picture cannot fix a wider one."""
-    w, h = item.width or 0, item.height or 0
-    return not w or not h or max(w, h) / min(w, h) <= 20

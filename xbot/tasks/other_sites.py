@@ -48,10 +48,9 @@ from xbot.errors import (
 from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
-from xbot.media.models import Post
 from xbot.media.mp4info import Mp4Info, probe_mp4
 from xbot.media.tempfiles import temp_folder
-from xbot.sending.caption import build_caption
+from xbot.sending.caption import build_caption, post_from_parts
 from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
@@ -130,18 +129,6 @@ def cache_entries(
     if link_key == info.key:
         return [entry]
     return [entry, attrs.evolve(entry, key=link_key)]
-
-
-def post_of(key: str, url: str, parts: Mapping[str, str]) -> Post:
-    return Post(
-        key=key,
-        url=url,
-        author_name=parts.get("author_name", ""),
-        author_handle="",
-        text=parts.get("text", ""),
-        sensitive=parts.get("sensitive") == "1",
-        source="ytdlp",
-    )
 
 
 @attrs.define
@@ -327,7 +314,7 @@ class OtherSites:
 
     def _caption(self, key: str, url: str, parts: Mapping[str, str], settings: ChatSettings) -> str:
         return build_caption(
-            post_of(key, url, parts),
+            post_from_parts(key, url, parts),
             style=settings.caption_style,
             template=settings.caption_template,
         )

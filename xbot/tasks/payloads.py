@@ -242,7 +242,7 @@ class DeliverPayload:
     @property
     def link(self) -> Link:
         """The link as it was canonicalised (a t.co link: as it was expanded)."""
-        return Link(self.url, self.key, self.kind, self.post_id, self.handle)  # type: ignore[arg-type]
+        return Link(self.url, self.key, self.kind, self.post_id, self.handle)
 
     def steps_sent(self) -> frozenset[int]:
         return frozenset(s.step for s in self.sent)

@@ -4,7 +4,7 @@ Long polling confirms a batch with the next ``getUpdates`` whatever the handlers
 so a handler that could not store the work says so to the user ("send it again").
 A webhook request is different: its HTTP answer is the confirmation, and a 5xx makes
 Telegram send the update again by itself. Inside `redeliverable()` (the webhook
-listener, `xbot.handlers.webhook`) a handler that could not store its work raises
+listener, `xbot.receiving.webhook`) a handler that could not store its work raises
 `StoreError` instead of apologising; the one error handler notes it with
 `note_failure`, and the listener answers 500.
 """

@@ -5,9 +5,9 @@ queue and answers 200 at once, and Telegram never sends an acknowledged update
 again, so a crash before the handlers ran lost it (issue 20 lost 62 of 120 links
 that way). Here the answer waits for `Application.process_update`: the handlers
 have queued the work in SQLite (or judged that none is needed), just as the
-durable poller (`xbot.handlers.polling`) confirms an offset only after its batch
+durable poller (`xbot.receiving.polling`) confirms an offset only after its batch
 was handled. An update whose work could not be stored (the database locked or the
-disk full: `StoreError`, see `xbot.handlers.intake`) gets a 500, and Telegram
+disk full: `StoreError`, see `xbot.receiving.intake`) gets a 500, and Telegram
 sends it again; its handler's dedup key (message and link) keeps a redelivery from
 queueing the same work twice.
 
@@ -68,8 +68,8 @@ from tornado.web import Application as TornadoApplication
 from tornado.web import RequestHandler, stream_request_body
 
 from xbot.errors import StoreError
-from xbot.handlers.intake import redeliverable
 from xbot.logs import kv
+from xbot.receiving.intake import redeliverable
 from xbot.storage.webhook_updates import AnsweredUpdates
 
 log = logging.getLogger(__name__)

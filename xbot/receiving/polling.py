@@ -9,7 +9,7 @@ every handler of the batch returned, so a kill means the batch comes again,
 and the handler's dedup key (message and link) absorbs the redelivery.
 
 An update whose work could not be stored (the database locked or the disk full:
-`StoreError`, see `xbot.handlers.intake`) is handled the way a webhook's 500 is:
+`StoreError`, see `xbot.receiving.intake`) is handled the way a webhook's 500 is:
 its offset is not confirmed, so the next ``getUpdates`` brings it again after a
 pause, and nobody in the chat is told to send it again. Updates of the batch
 after it that were handled are remembered and not handled twice. Only an update
@@ -39,8 +39,9 @@ from telegram import Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application
 
-from xbot.handlers.intake import redeliverable
+from xbot.errors import StoreError
 from xbot.logs import kv
+from xbot.receiving.intake import redeliverable
 from xbot.sending.bot_errors import retry_after_seconds
 from xbot.tasks.backoff import RECONNECT_CAP, RECONNECT_FIRST, compute_reconnect_delay
 
@@ -145,6 +146,14 @@ class DurablePoller:
             except TelegramError as exc:
                 failures += 1
                 await self._pause(exc, failures)
+                continue
+            except StoreError as exc:  # the disk could not sync what the offset confirms
+                failures += 1
+                delay = backoff(failures, scale=self.time_scale)
+                log.warning(
+                    "getUpdates waits for the disk %s", kv(error=exc, retry_in=round(delay, 3))
+                )
+                await asyncio.sleep(delay)
                 continue
             if failures:
                 log.info("getUpdates answers again %s", kv(failed_tries=failures))
