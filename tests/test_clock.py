@@ -100,7 +100,7 @@ def test_a_tests_one_number_clock_is_wrapped_and_a_pair_passes_through() -> None
 WALL_READS = {
     "xbot/clock.py": "the wall clock itself (SystemClocks)",
     "xbot/storage/backup.py": "a backup's file name carries the date",
-    "xbot/sources/gallerydl.py": "a cookie's expiry is a date",
+    "xbot/sources/gallerydl/_source.py": "a cookie's expiry is a date",
     "xbot/ops/telemetry.py": "today's date (yt-dlp's age); its clock is given the line by app",
     "xbot/tasks/alerts.py": "today's date (yt-dlp's age); its clock is given the line by app",
     "xbot/sending/telegram_health.py": "down_since and the doctor's record are dates",

@@ -27,7 +27,8 @@ from xbot.errors import (
 )
 from xbot.links import classify
 from xbot.media import connguard, netguard
-from xbot.sources import gallerydl_dump as dump
+from xbot.media.models import Post
+from xbot.sources import gallerydl as dump
 from xbot.sources.gallerydl import (
     DATA_LIMIT,
     GalleryDlSource,
@@ -57,7 +58,7 @@ def parse(name: str, url: str = MASTO) -> object:
 
 def test_three_photos_in_order_with_author_text_and_referer() -> None:
     post = parse("mastodon_three_photos.json")
-    assert isinstance(post, dump.Post)
+    assert isinstance(post, Post)
     assert post.key == f"gdl:{MASTO}"
     assert post.url == MASTO
     assert (post.author_name, post.author_handle) == ("Alice 🌸", "alice")
@@ -76,14 +77,14 @@ def test_three_photos_in_order_with_author_text_and_referer() -> None:
 
 def test_sensitive_status_with_a_gifv_is_a_photo_and_a_gif() -> None:
     post = parse("mastodon_sensitive_gifv.json")
-    assert isinstance(post, dump.Post)
+    assert isinstance(post, Post)
     assert [m.kind for m in post.media] == ["photo", "gif"]
     assert post.sensitive
 
 
 def test_booru_post_names_its_artist_and_its_rating() -> None:
     post = parse("danbooru_post.json", BOORU)
-    assert isinstance(post, dump.Post)
+    assert isinstance(post, Post)
     assert post.author_name == "mitsuki art"
     assert [m.kind for m in post.media] == ["photo"]
     assert post.media[0].size == 239

@@ -18,8 +18,8 @@ from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.mp4info import Mp4Info
 from xbot.sending.destination import Destination
-from xbot.sources import ytdlp_api as ytdlp
-from xbot.sources.ytdlp_api import VideoInfo
+from xbot.sources import ytdlp
+from xbot.sources.ytdlp import VideoInfo
 from xbot.standins.harness import Harness, mp4_with_header
 from xbot.standins.media_server import big, fake_mp4
 from xbot.tasks.other_sites import (

@@ -14,8 +14,7 @@ from xbot.links import Link, classify
 from xbot.media.models import Post
 from xbot.sources import PostSource, SourceRouter, XApiSource, YtdlpSource
 from xbot.sources.x import XApi
-from xbot.sources.ytdlp import post_of_info
-from xbot.sources.ytdlp_api import VideoInfo
+from xbot.sources.ytdlp import VideoInfo, post_of_info
 
 
 @attrs.define

@@ -30,25 +30,23 @@ from xbot.errors import (
     TransientFetch,
     UnsupportedLink,
 )
-from xbot.sources import ytdlp_api as ytdlp
-from xbot.sources.ytdlp_api import (
+from xbot.sources import ytdlp
+from xbot.sources.ytdlp import (
     GEO_BLOCKED,
     GONE,
     LIVE,
     LOGIN_REQUIRED,
     REFUSED,
     UNSUPPORTED,
-    first_video,
-    host_guard,
-    translate,
-    video_info,
-)
-from xbot.sources.ytdlp_options import (
     YtdlpConfig,
     allowed_extractors,
     build_options,
     cache_key,
+    first_video,
     format_selector,
+    host_guard,
+    translate,
+    video_info,
 )
 
 

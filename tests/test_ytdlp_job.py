@@ -19,8 +19,7 @@ from xbot.errors import BlockedAddress, FetchError, TooLarge, TooSlow
 from xbot.media.speed_floor import SLOW_SITE, SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_api import MAX_PAGE, OVER_LIMIT, PAGE_TOO_LARGE, YtdlpJob
-from xbot.sources.ytdlp_options import YtdlpConfig
+from xbot.sources.ytdlp import MAX_PAGE, OVER_LIMIT, PAGE_TOO_LARGE, YtdlpConfig, YtdlpJob
 from xbot.standins.media_server import MediaServer, big, bomb, fake_mp4
 
 LIMIT = 1_000_000

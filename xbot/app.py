@@ -30,8 +30,6 @@ from xbot.clock import Clocks, SteppedClocks, StepWatch, SystemClocks
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import PayloadError, StoreBusy, StoreError
 from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
-from xbot.handlers.auth import Authority
-from xbot.handlers.inline_fetch import InlineFetches
 from xbot.links import OTHER_SITE, classify, site_named
 from xbot.logs import add_secret, kv
 from xbot.media import netguard
@@ -53,6 +51,8 @@ from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
+from xbot.services.auth import Authority
+from xbot.services.inline_fetch import InlineFetches
 from xbot.sources import PostSource, SourceRouter, YtdlpSource
 from xbot.sources.bsky import BskySource
 from xbot.sources.canary import Canary, CanaryTarget

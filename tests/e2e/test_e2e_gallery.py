@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from xbot.i18n import translate_reason
-from xbot.sources.gallerydl import CRASHED, TOO_SLOW, GalleryDlSource
-from xbot.sources.gallerydl_dump import GONE, JUNK, LOGIN
+from xbot.sources.gallerydl import CRASHED, GONE, JUNK, LOGIN, TOO_SLOW, GalleryDlSource
 from xbot.standins.gallery_sites import BooruServer, MastodonServer, gallerydl_config
 from xbot.standins.harness import Harness
 

@@ -39,16 +39,16 @@ import pytest
 from conftest import load_soak, wait_until
 
 from xbot.errors import BlockedAddress, FetchError, TransientFetch, UnsupportedLink
-from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.handlers.messages import GET_USAGE, NOT_ALLOWED
 from xbot.handlers.settings_menu import MenuContext, closed_text
 from xbot.i18n import translator
 from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.download import download
-from xbot.sources import ytdlp_api as ytdlp
-from xbot.sources import ytdlp_options
+from xbot.services.auth import ONLY_ADMINS, ONLY_OPERATORS
+from xbot.sources import ytdlp
 from xbot.sources.x import expand_tco
+from xbot.sources.ytdlp import _api as ytdlp_api  # its resolver is replaced below
 from xbot.standins.botapi import BotApiServer
 from xbot.standins.fxapi import FxApiServer
 from xbot.standins.harness import Harness
@@ -249,15 +249,17 @@ def test_ytdlp_precheck_refuses(host: str, why: str) -> None:
 def test_ytdlp_precheck_refuses_a_name_that_resolves_there(
     monkeypatch: pytest.MonkeyPatch, address: str, why: str
 ) -> None:
-    monkeypatch.setattr(ytdlp, "_blocking_resolver", resolver_for({"videos.example": [address]}))
+    monkeypatch.setattr(
+        ytdlp_api, "_blocking_resolver", resolver_for({"videos.example": [address]})
+    )
     with pytest.raises(BlockedAddress):
         ytdlp.host_guard(False)("https://videos.example/v/1")
 
 
 def test_ytdlp_file_names_never_come_from_the_site() -> None:
-    assert "title" not in ytdlp_options.OUTTMPL
-    assert "%(id)" not in ytdlp_options.OUTTMPL
-    assert "/" not in ytdlp_options.OUTTMPL
+    assert "title" not in ytdlp.OUTTMPL
+    assert "%(id)" not in ytdlp.OUTTMPL
+    assert "/" not in ytdlp.OUTTMPL
 
 
 # --- the token never leaves ------------------------------------------------------------------
@@ -356,7 +358,7 @@ def test_the_token_is_in_no_log_answer_or_file_of_a_whole_session(tmp_path: Path
 
 def _run_briefly(env: dict[str, str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "xbot.ops.cli", "run"],
+        [sys.executable, "-m", "xbot.cli", "run"],
         env=env,
         capture_output=True,
         text=True,
@@ -370,7 +372,7 @@ def _run_while_it_waits(env: dict[str, str], tries: int = 5) -> subprocess.Compl
     instead of exiting; SIGTERM once it has tried a few times."""
     env = env | {"XBOT_TEST_TIME_SCALE": "0.01"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "xbot.ops.cli", "run"],
+        [sys.executable, "-m", "xbot.cli", "run"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -15,7 +15,7 @@ that resolves differently the second time (DNS rebinding) are all judged by
 - **In the bot** (`guarded`): the hook acts only in a thread that is inside
   ``with guarded(watch)``, the yt-dlp job's thread; every other thread (the
   event loop, SQLite, PTB) is untouched. yt-dlp is kept to that one thread
-  (one fragment at a time, no external downloader; `xbot.sources.ytdlp_options`).
+  (one fragment at a time, no external downloader; `xbot.sources.ytdlp` (its options)).
 - **In a child** (``python -m xbot.media.connguard [--allow-private] MODULE
   ARGS``): the hook acts in every thread of the process, then `MODULE` runs
   as ``__main__`` (gallery-dl: it is never imported into the bot's process).

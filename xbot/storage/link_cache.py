@@ -14,7 +14,7 @@ any case. Times are float epoch seconds passed in as ``now``.
 
 Every key of the table is made here. A post's own key comes from where it
 was found (``x:{id}`` from `xbot.links`, ``yt:{extractor}:{id}`` from
-`xbot.sources.ytdlp_api`); what was sent for it is stored under one *entry key*
+`xbot.sources.ytdlp`); what was sent for it is stored under one *entry key*
 per shape a chat can ask for (`entry_key`: photos as photos, or as files,
 which are other ``file_id``s). Clearing a post (`forget`: ``/clear_cache
 <link>``, ``xbot cache clear <link>``) removes every entry key of it

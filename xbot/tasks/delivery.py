@@ -63,7 +63,7 @@ from xbot.sending.progress import FIRST_AFTER, ChatAction, StatusReporter, keep_
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind, SentItem
 from xbot.sources import PostSource, other_route
-from xbot.sources.gallerydl_dump import gallery_key
+from xbot.sources.gallerydl import gallery_key
 from xbot.sources.x import DOWN, card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
 from xbot.storage.state import ChatSettings, ChatStore

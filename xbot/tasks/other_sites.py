@@ -20,7 +20,7 @@ The deliver task of a link whose kind is ``other`` lands here
 - **Progress.** The chat action runs meanwhile; a job longer than a few
   seconds gets one status message (`xbot.sending.progress`), deleted when the video
   is sent or turned into the error sentence.
-- **Errors** arrive as xbot's own (`xbot.sources.ytdlp_api.translate`) and leave as
+- **Errors** arrive as xbot's own (`xbot.sources.ytdlp.translate`) and leave as
   one sentence in the chat, or as `RetryLater` when the site may recover.
 """
 
@@ -54,8 +54,7 @@ from xbot.sending.caption import build_caption, post_from_parts
 from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
-from xbot.sources.ytdlp import YtdlpSource
-from xbot.sources.ytdlp_api import VideoInfo
+from xbot.sources.ytdlp import VideoInfo, YtdlpSource
 from xbot.storage.link_cache import CachedItem, CachedPost
 from xbot.storage.state import ChatSettings
 from xbot.tasks.outbox import Outbox

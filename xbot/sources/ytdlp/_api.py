@@ -9,7 +9,7 @@ that thread and hands snapshots to the loop with ``call_soon_threadsafe``.
 The rules that matter, and where they are kept:
 
 - Format (`format_selector`, with the other options in
-  `xbot.sources.ytdlp_options`): the best single file that fits the upload
+  `_options`): the best single file that fits the upload
   limit; ``<?`` admits formats of unknown size (a direct link never says),
   which the hook then caps while they download.
 - The cap (`YtdlpJob._hook`): yt-dlp's own ``max_filesize`` trusts
@@ -78,7 +78,7 @@ from xbot.logs import kv
 from xbot.media import connguard, netguard
 from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_options import YtdlpConfig, build_options, cache_key
+from xbot.sources.ytdlp._options import YtdlpConfig, build_options, cache_key
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 gallery-dl is GPL-2.0 and xbot is MIT: it is **never imported** into xbot's
 process (a test walks the imports). Each link is one separate process,
-``python -m gallery_dl -j URL``, whose JSON dump (`xbot.sources.gallerydl_dump`)
+``python -m gallery_dl -j URL``, whose JSON dump (`_dump`)
 says what the post's files are; the bot then downloads them itself, through
 the SSRF guard, like every other download (`xbot.tasks.delivery`).
 
@@ -74,7 +74,7 @@ from xbot.media import connguard, netguard
 from xbot.media.models import Post
 from xbot.media.speed_floor import SLOW_SITE
 from xbot.media.tempfiles import temp_folder
-from xbot.sources.gallerydl_dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_dump
+from xbot.sources.gallerydl._dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_dump
 
 __all__ = [
     "ANY_HOST_CATEGORIES",

@@ -1,4 +1,4 @@
-"""Other sites through yt-dlp (`xbot.sources.ytdlp_api`) as a `PostSource`.
+"""Other sites through yt-dlp (`_api`) as a `PostSource`.
 
 `fetch(link)` extracts and answers the `Post` (one video: its page, title,
 uploader, size and picture) without downloading anything. A delivery needs
@@ -25,8 +25,8 @@ from xbot.media.models import MediaItem, Post
 from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp_api import VideoInfo, YtdlpJob
-from xbot.sources.ytdlp_options import YtdlpConfig
+from xbot.sources.ytdlp._api import VideoInfo, YtdlpJob
+from xbot.sources.ytdlp._options import YtdlpConfig
 
 __all__ = ["YtdlpSource", "post_of_info"]
 

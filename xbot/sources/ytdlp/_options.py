@@ -1,6 +1,6 @@
 """What one yt-dlp job asks for: the sites, the format, the options; and the cache key.
 
-Pure: nothing here imports yt-dlp (`xbot.sources.ytdlp_api` does, and runs the
+Pure: nothing here imports yt-dlp (`_api` does, and runs the
 jobs). The rules kept here: `format_selector` (the best single file that fits
 the upload limit; ``<?`` admits formats of unknown size, which the job's hook
 caps), `allowed_extractors` (``known`` or ``all``), `GUARDED_OPTIONS` (what keeps

@@ -1,0 +1,91 @@
+"""Other sites through yt-dlp: the package's one public face.
+
+Import every name from here. Inside, each private module owns one thing and
+reaches the others by their public names only:
+
+- `_source`: yt-dlp as a `PostSource` (extraction answers a `Post`), and the
+  job it opens for `xbot.tasks.other_sites` to download with.
+- `_api`: the one module that imports yt-dlp (lazily, in a job's thread), runs
+  a job under the guard, the cap and the speed floor, and translates its errors
+  into xbot's tree.
+- `_options`: what a job asks for (pure): the sites, the format, the options,
+  the cache key.
+
+Nothing here imports yt-dlp when the package is imported (a test pins that
+`xbot.app` does not).
+"""
+
+from __future__ import annotations
+
+from xbot.sources.ytdlp._api import (
+    GEO_BLOCKED,
+    GONE,
+    LIVE,
+    LOGIN_REQUIRED,
+    MAX_PAGE,
+    NO_FORMAT_FITS,
+    OVER_LIMIT,
+    PAGE_STEP,
+    PAGE_TOO_LARGE,
+    REFUSED,
+    REPORT_EVERY,
+    SITE_FAILED,
+    SITE_FAILED_HTTP,
+    UNSUPPORTED,
+    VideoInfo,
+    YtdlpJob,
+    bound_whole_reads,
+    first_video,
+    host_guard,
+    translate,
+    video_info,
+)
+from xbot.sources.ytdlp._options import (
+    ANY_HOST_EXTRACTORS,
+    GENERIC_EXTRACTORS,
+    GUARDED_OPTIONS,
+    OUTTMPL,
+    SITES,
+    YtdlpConfig,
+    allowed_extractors,
+    build_options,
+    cache_key,
+    format_selector,
+)
+from xbot.sources.ytdlp._source import YtdlpSource, post_of_info
+
+__all__ = [
+    "ANY_HOST_EXTRACTORS",
+    "GENERIC_EXTRACTORS",
+    "GEO_BLOCKED",
+    "GONE",
+    "GUARDED_OPTIONS",
+    "LIVE",
+    "LOGIN_REQUIRED",
+    "MAX_PAGE",
+    "NO_FORMAT_FITS",
+    "OUTTMPL",
+    "OVER_LIMIT",
+    "PAGE_STEP",
+    "PAGE_TOO_LARGE",
+    "REFUSED",
+    "REPORT_EVERY",
+    "SITES",
+    "SITE_FAILED",
+    "SITE_FAILED_HTTP",
+    "UNSUPPORTED",
+    "VideoInfo",
+    "YtdlpConfig",
+    "YtdlpJob",
+    "YtdlpSource",
+    "allowed_extractors",
+    "bound_whole_reads",
+    "build_options",
+    "cache_key",
+    "first_video",
+    "format_selector",
+    "host_guard",
+    "post_of_info",
+    "translate",
+    "video_info",
+]
