@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Test doubles of the services the bot talks to, and the harness that runs the
     # real bot against them. Only the demo above imports them; product code never.
     ("stand-ins", ("xbot.standins",)),
+    # The running bot: starts what the root wires, supervised by systemd, stopped cleanly.
+    ("runtime", ("xbot.runtime",)),
     # The composition root: the one place that builds and wires the services.
     ("composition root", ("xbot.app",)),
     # The operator's side that the root or the CLI calls: doctor, the queue and cache

@@ -5,10 +5,19 @@ so the startup and periodic sweep can remove what a crash left behind
 without touching anything else. Names come from `tempfile` (random, created
 exclusively), never from user input: a suffix is the only part a caller
 chooses, and it is whitelisted.
+
+Before a download stages a file here, `check_room` looks at the free space:
+an album is staged whole (up to ten files of the upload limit each, per
+worker), and a disk filled to the last byte would stop SQLite too. When the
+file could bring the free space under the margin (`DISK_MARGIN`, or a
+tenth of a smaller disk), the download is not
+started: the task is retried later (a `TransientFetch`) and the operator's
+log says why.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -18,7 +27,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from xbot.errors import TransientFetch
+from xbot.i18n import N_
+from xbot.logs import kv
+
+log = logging.getLogger(__name__)
+
 TEMP_PREFIX = "xbot-"
+# What a download may never leave less of: room for the database, its WAL and the logs;
+# a tenth of a smaller disk (a 64 MB tmpfs in the soak).
+DISK_MARGIN = 256 * 1024 * 1024
+DISK_LOW = N_("The bot's disk is nearly full, so I will try this link again later.")
 DEFAULT_MAX_AGE = 3600.0
 # What this process has open right now: the sweep never removes these, whatever
 # their mtime says (a forward step of the wall clock makes a fresh file look old).
@@ -34,6 +53,40 @@ def temp_dir(base: Path) -> Path:
     # mkdir's mode is filtered by the umask and ignored for an existing folder.
     path.chmod(0o700)
     return path
+
+
+def margin_of(total: int) -> int:
+    """The free space a download must leave on a disk of `total` bytes. Pure."""
+    return min(DISK_MARGIN, total // 10)
+
+
+def room_for(need: int, free: int, margin: int) -> bool:
+    """Whether `need` more bytes leave at least `margin` free. Pure."""
+    return free - need >= margin
+
+
+def check_room(folder: Path, need: int, margin: int | None = None) -> None:
+    """Refuse, for now, a download of up to `need` bytes into `folder` that could leave
+    less than `margin` (default `margin_of` the disk) free; one WARNING line says so.
+
+    Raises:
+        TransientFetch: not enough room; the task is retried later.
+    """
+    try:
+        usage = shutil.disk_usage(folder)
+    except OSError:
+        return  # the folder is gone or unreadable: the write itself will say so
+    free = usage.free
+    if margin is None:
+        margin = margin_of(usage.total)
+    if room_for(need, free, margin):
+        return
+    mb = 1024 * 1024
+    log.warning(
+        "disk nearly full, download put off %s",
+        kv(folder=folder, free_mb=free // mb, need_mb=need // mb, margin_mb=margin // mb),
+    )
+    raise TransientFetch(DISK_LOW)
 
 
 def _check_suffix(suffix: str) -> str:
