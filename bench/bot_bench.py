@@ -15,7 +15,7 @@ limits, so `getrusage(RUSAGE_SELF)` and `ru_maxrss` are the bot's alone.
   bot's sendPhoto at the stand-in (both CLOCK_MONOTONIC, one clock per host);
 - start: the real ``xbot run`` from Popen to the arrival of its first getUpdates
   (a fresh data dir each time, one update waiting so the poll answers at once),
-  ``--starts`` times; and whether importing xbot.ops.cli and xbot.app loads yt-dlp.
+  ``--starts`` times; and whether importing xbot.cli and xbot.app loads yt-dlp.
 
 ``--metrics``: the same with the operator's listener on (`XBOT_METRICS_ADDR`, every
 counter moving) and /metrics scraped every ``--scrape-every`` seconds (1 s by
@@ -239,7 +239,7 @@ async def run_phase(
 
 def xbot_command() -> list[str]:
     script = Path(sys.executable).with_name("xbot")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "xbot.ops.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "xbot.cli"]
 
 
 async def time_start(standins: Standins, root: Path, n: int) -> tuple[float | None, str]:
@@ -280,7 +280,7 @@ async def time_start(standins: Standins, root: Path, n: int) -> tuple[float | No
 def import_check() -> dict[str, Any]:
     """What importing the CLI and the app costs and loads, in a fresh interpreter."""
     code = (
-        "import sys, json; import xbot.ops.cli, xbot.app; "
+        "import sys, json; import xbot.cli, xbot.app; "
         "print(json.dumps({'yt_dlp': sorted(m for m in sys.modules if m.split('.')[0] == 'yt_dlp'),"
         " 'modules': len(sys.modules)}))"
     )
@@ -450,7 +450,7 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
         print("| `xbot run`: Popen → first getUpdates | never arrived | |")
     im = imports["import_ms"]
     print(
-        f"| import xbot.ops.cli + xbot.app (-X importtime, cumulative) "
+        f"| import xbot.cli + xbot.app (-X importtime, cumulative) "
         f"| xbot.app {im['xbot.app']:.0f} ms (telegram {im['telegram']:.0f}, "
         f"httpx {im['httpx']:.0f}, apsw {im['apsw']:.0f}),"
         f" {imports['modules']} modules | |"

@@ -5,7 +5,7 @@
     python bench/soak.py --without diskfull    # all but some
     python bench/soak.py --small --fast        # what tests/process/test_soak_small.py runs
 
-The bot runs as a subprocess (``python -m xbot.ops.cli run``, configured by the
+The bot runs as a subprocess (``python -m xbot.cli run``, configured by the
 ``XBOT_*`` environment exactly as an operator would), its stderr captured to
 one file per run. The stand-ins (Bot API, fxtwitter API, media host) run in
 this process on their own threads. Users send one link per message from
@@ -441,7 +441,7 @@ class BotProcess:
         self._log = (self.log_dir / f"run-{self.runs:03d}.log").open("wb")
         self._webhooks_before = len(self.api.calls_for("deleteWebhook"))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "xbot.ops.cli", "run"],
+            [sys.executable, "-m", "xbot.cli", "run"],
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -134,7 +134,7 @@ class Stage:
     def start_bot(self, within: float = 30.0) -> int:
         with (self.tmp / "bot.log").open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "xbot.ops.cli", "run"],
+                [sys.executable, "-m", "xbot.cli", "run"],
                 env=self.env(),
                 cwd=self.tree,
                 stdout=log,

@@ -14,7 +14,7 @@ import apsw
 import pytest
 
 from xbot import __version__
-from xbot.ops.cli import build_parser, main
+from xbot.cli import build_parser, main
 from xbot.ops.opscli import format_age, parse_duration
 from xbot.standins.queue_sync import SyncQueue
 from xbot.storage import migrations
@@ -497,7 +497,7 @@ def test_format_age(seconds: float, text: str) -> None:
 def test_the_installed_entry_point_runs(tmp_path: Path) -> None:
     """The console script, in a fresh process: a config error is one line, exit 2."""
     xbot = Path(sys.executable).with_name("xbot")
-    argv = [str(xbot)] if xbot.exists() else [sys.executable, "-m", "xbot.ops.cli"]
+    argv = [str(xbot)] if xbot.exists() else [sys.executable, "-m", "xbot.cli"]
     env = {"PATH": os.environ.get("PATH", ""), "XBOT_WORKERS": "0", "XBOT_TOKEN": TOKEN}
     proc = subprocess.run(
         [*argv, "queue", "stats"], check=False, env=env, capture_output=True, text=True, timeout=60

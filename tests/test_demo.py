@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from xbot.ops.demo import run_demo
+from xbot.demo import run_demo
 
 
 async def test_the_demo_conversation() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from xbot.cli import build_parser
 from xbot.config import SETTINGS_DOC, settings_table
-from xbot.ops.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -33,7 +33,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "xbot"
 # fails `test_every_module_has_a_layer` until it is placed here.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The command line: starts the bot, the demo or an operator command.
-    ("entry points", ("xbot.__main__", "xbot.ops.cli", "xbot.ops.demo")),
+    ("entry points", ("xbot.__main__", "xbot.cli", "xbot.demo")),
     # Test doubles of the services the bot talks to, and the harness that runs the
     # real bot against them. Only the demo above imports them; product code never.
     ("stand-ins", ("xbot.standins",)),

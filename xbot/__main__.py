@@ -2,6 +2,6 @@
 
 import sys
 
-from xbot.ops.cli import main
+from xbot.cli import main
 
 sys.exit(main())

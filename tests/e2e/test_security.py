@@ -358,7 +358,7 @@ def test_the_token_is_in_no_log_answer_or_file_of_a_whole_session(tmp_path: Path
 
 def _run_briefly(env: dict[str, str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "xbot.ops.cli", "run"],
+        [sys.executable, "-m", "xbot.cli", "run"],
         env=env,
         capture_output=True,
         text=True,
@@ -372,7 +372,7 @@ def _run_while_it_waits(env: dict[str, str], tries: int = 5) -> subprocess.Compl
     instead of exiting; SIGTERM once it has tried a few times."""
     env = env | {"XBOT_TEST_TIME_SCALE": "0.01"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "xbot.ops.cli", "run"],
+        [sys.executable, "-m", "xbot.cli", "run"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

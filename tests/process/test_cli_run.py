@@ -20,7 +20,7 @@ WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 
 def _xbot() -> list[str]:
     script = Path(sys.executable).with_name("xbot")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "xbot.ops.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "xbot.cli"]
 
 
 def _env(tmp_path: Path, api_url: str) -> dict[str, str]:

@@ -182,7 +182,7 @@ async def test_a_task_that_kills_the_process_every_time_is_dead_lettered_with_it
     assert "x.com/p/status/666" in notice
     assert "dead-lettered" in stage.log()
     listed = subprocess.run(
-        [sys.executable, "-m", "xbot.ops.cli", "queue", "list", "--state", "dead"],
+        [sys.executable, "-m", "xbot.cli", "queue", "list", "--state", "dead"],
         env=stage.env(),
         capture_output=True,
         text=True,

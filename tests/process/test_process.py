@@ -69,7 +69,7 @@ class Stage:
         self.runs += 1
         with (self.tmp / f"bot{self.runs}.log").open("wb") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "xbot.ops.cli", "run"],
+                [sys.executable, "-m", "xbot.cli", "run"],
                 env=self.env(),
                 stdout=log,
                 stderr=log,
@@ -212,7 +212,7 @@ async def test_a_second_bot_on_the_same_data_dir_is_refused(stage: Stage) -> Non
     try:
         await wait_until(lambda: stage.api.calls_for("deleteWebhook"), 15, "polling")
         second = subprocess.run(
-            [sys.executable, "-m", "xbot.ops.cli", "run"],
+            [sys.executable, "-m", "xbot.cli", "run"],
             env=stage.env(),
             capture_output=True,
             text=True,
@@ -232,7 +232,7 @@ def test_run_without_a_token_says_where_one_comes_from(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("XBOT_")}
     env["XBOT_DATA_DIR"] = str(tmp_path)
     out = subprocess.run(
-        [sys.executable, "-m", "xbot.ops.cli", "run"],
+        [sys.executable, "-m", "xbot.cli", "run"],
         env=env,
         capture_output=True,
         text=True,

@@ -216,10 +216,10 @@ def test_the_start_limit_outlasts_the_poison_rule() -> None:
 
 
 def test_a_start_that_can_never_succeed_is_not_restarted() -> None:
-    """A refused token or a bad setting exits 2 (xbot.ops.cli), and the unit does not
+    """A refused token or a bad setting exits 2 (xbot.cli), and the unit does not
     restart on 2: it fails at once instead of restarting forever at the longest delay
     (under RestartSteps= the start limit would never catch it)."""
-    from xbot.ops.cli import EXIT_USAGE
+    from xbot.cli import EXIT_USAGE
 
     for directives in (DIRECTIVES, TEMPLATE_DIRECTIVES):
         assert directives["RestartPreventExitStatus"] == [str(EXIT_USAGE)]

@@ -65,7 +65,7 @@ class HookStage(Stage):
         self.runs += 1
         with (self.tmp / f"bot{self.runs}.log").open("wb") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "xbot.ops.cli", "run",
+                [sys.executable, "-m", "xbot.cli", "run",
                  "--webhook", "https://bot.example.org/tg/hook",
                  "--port", str(self.port)],
                 env=self.env(), stdout=log, stderr=log,

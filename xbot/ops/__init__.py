@@ -1,2 +1,3 @@
-"""Ops: the operator's side. The `xbot` command, `doctor`, the offline demo,
-systemd's notify protocol and the one-bot-per-data-dir lock."""
+"""Ops: the operator's side that the composition root or the `xbot` command calls:
+`doctor`, the queue and cache commands, systemd's notify protocol, the metrics
+listener and the one-bot-per-data-dir lock. The command itself is `xbot.cli`."""

@@ -2,7 +2,7 @@
 
 Each takes the settings and an output stream and returns the exit status:
 0 done, 1 the thing asked about is not there or not in a state that allows
-it, 2 (raised as `StoreError`/`ConfigError`, printed by `xbot.ops.cli` as one
+it, 2 (raised as `StoreError`/`ConfigError`, printed by `xbot.cli` as one
 line) the database or the configuration cannot be used.
 
 They work on the live database next to a running bot: every operation is

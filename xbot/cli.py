@@ -122,7 +122,7 @@ def raise_usage(message: str) -> None:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from xbot.ops.demo import run_demo  # the stand-ins load only for the demo
+    from xbot.demo import run_demo  # the stand-ins load only for the demo
 
     return asyncio.run(run_demo(verbose=args.verbose))
 
