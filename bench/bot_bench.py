@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bot_bench.py [--links 1000] [--chats 100] [--rate 50] [--starts 5]
 
-The bot (`xbot.app.Bot`, 4 workers, the production log set-up at INFO into a
+The bot (`xbot.runtime.Runtime`, 4 workers, the production log set-up at INFO into a
 file) runs in this process with its pacer off; the stand-ins (Bot API, which
 also fetches every photo by URL as Telegram would, fxtwitter API, media host)
 run in a child process (bench/_standins_proc.py) with no latency and no rate
@@ -52,9 +52,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from xbot.app import Bot  # noqa: E402
 from xbot.config import Settings  # noqa: E402
 from xbot.logs import setup_logging  # noqa: E402
+from xbot.runtime import Runtime  # noqa: E402
 from xbot.sending.pacing import Pacer  # noqa: E402
 
 POST_BASE = 1_900_000_000_000_000_000  # as in _standins_proc.py
@@ -187,7 +187,7 @@ class Phase:
 
 async def run_phase(
     name: str,
-    bot: Bot,
+    bot: Runtime,
     standins: Standins,
     chats: list[int],
     shift: int,
@@ -352,7 +352,7 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
 
     rss_before = rss_now_mb()
     t0 = time.monotonic()
-    bot = Bot(settings, pacer=Pacer(enabled=False), poll_timeout=10)
+    bot = Runtime(settings, pacer=Pacer(enabled=False), poll_timeout=10)
     try:
         await bot.start()
     except BaseException:
@@ -440,7 +440,7 @@ async def _bench(args: argparse.Namespace, root: Path, standins: Standins) -> in
     print(f"| RSS before the bot / after start / at the end | {rss_before:.1f} / "
           f"{rss_started:.1f} / {rss_end:.1f} MB | |")  # fmt: skip
     print(f"| peak RSS (ru_maxrss) | {peak:.1f} MB | < {RSS_TARGET_MB:.0f} MB |")
-    print(f"| in-process start (Bot.start) | {startup:.2f} s | |")
+    print(f"| in-process start (Runtime.start) | {startup:.2f} s | |")
     if starts:
         print(
             f"| `xbot run`: Popen → first getUpdates, median / max of {len(starts)} "

@@ -50,13 +50,13 @@ def hooks_per_link_us(n: int = 20_000) -> tuple[float, float]:
     sys.path.insert(0, str(BENCH.parent.parent))
     import attrs
 
-    from xbot.app import count_finished
     from xbot.links import classify
     from xbot.metrics import Metrics, Readings, api_method
     from xbot.sending.destination import Destination
     from xbot.sending.sent import SentItem
     from xbot.sending.telegram_health import TelegramHealth
     from xbot.storage.queue import Task
+    from xbot.tasks.delivery import count_finished
     from xbot.tasks.payloads import DeliverPayload, SentStep
 
     link = classify("https://x.com/alice/status/1900000000000000001")

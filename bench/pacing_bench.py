@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/pacing_bench.py [--only burst,storm] [--seed 1]
 
-The bot (`xbot.app.Bot`, 4 workers, its pacer on) runs in this process; the
+The bot (`xbot.runtime.Runtime`, 4 workers, its pacer on) runs in this process; the
 stand-ins run on their own threads. The Bot API stand-in enforces Telegram's
 flood limits (`xbot.standins._botapi_limits`: ~1 request/s per chat with
 bursts of 3, 20 messages/min per group, 30 messages/s per bot, an album
@@ -41,8 +41,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from xbot.app import Bot  # noqa: E402
 from xbot.config import Settings  # noqa: E402
+from xbot.runtime import Runtime  # noqa: E402
 from xbot.sending.pacing import Pacer  # noqa: E402
 from xbot.standins._botapi_limits import COUNTED_METHODS, TelegramLimits, ideal_makespan  # noqa: E402
 from xbot.standins._mediabytes import tiny_jpeg  # noqa: E402
@@ -164,7 +164,7 @@ async def run_scenario(
         allow_private_networks=True,
         workers=4,
     )
-    bot = Bot(settings, pacer=Pacer(), poll_timeout=10)
+    bot = Runtime(settings, pacer=Pacer(), poll_timeout=10)
     await bot.start()
     try:
         injected: dict[tuple[int, int], float] = {}

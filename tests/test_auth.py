@@ -8,7 +8,8 @@ import attrs
 import pytest
 import telegram
 
-from xbot.handlers.auth import (
+from xbot.sending.sender import Sender
+from xbot.services.auth import (
     BOT_CANNOT_POST,
     NOT_A_POSTER,
     Act,
@@ -19,7 +20,6 @@ from xbot.handlers.auth import (
     decide,
     is_operator,
 )
-from xbot.sending.sender import Sender
 from xbot.standins.botapi import BotApiServer
 
 GROUP = -500

@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from xbot.app import OneClock, clock_pair
 from xbot.clock import (
     STEP_TOLERANCE,
     Clocks,
     ManualClocks,
+    OneClock,
     Reading,
     StepWatch,
     SystemClocks,
     TimeLine,
+    clock_pair,
     detect_step,
 )
 

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Hashable
 import pytest
 
 from xbot.errors import PostUnavailable
-from xbot.handlers.inline_fetch import REMEMBER, InlineFetches
 from xbot.links import Link, classify
 from xbot.media.models import Post
+from xbot.services.inline_fetch import REMEMBER, InlineFetches
 from xbot.storage.link_cache import CachedItem, CachedPost
 
 

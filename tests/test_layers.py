@@ -19,7 +19,7 @@ whichever branch it sits in.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import attrs
@@ -37,13 +37,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Test doubles of the services the bot talks to, and the harness that runs the
     # real bot against them. Only the demo above imports them; product code never.
     ("stand-ins", ("xbot.standins",)),
+    # The running bot: starts what the root wires, supervised by systemd, stopped cleanly.
+    ("runtime", ("xbot.runtime",)),
     # The composition root: the one place that builds and wires the services.
     ("composition root", ("xbot.app",)),
     # The operator's side that the root or the CLI calls: doctor, the queue and cache
     # commands, the instance lock, systemd's notify protocol.
     ("operator", ("xbot.ops",)),
-    # Telegram updates in, durable tasks out; `services` is their typed PTB context.
-    ("handlers", ("xbot.handlers", "xbot.services")),
+    # Telegram updates in, durable tasks out.
+    ("handlers", ("xbot.handlers",)),
+    # What the handlers use: their typed PTB context, who may do what, inline fetches.
+    ("services", ("xbot.services",)),
     # Updates coming in: the durable poller, the webhook listener, how an update came
     # in (the handlers ask `intake` whether Telegram sends it again).
     ("receiving", ("xbot.receiving",)),
@@ -155,19 +159,28 @@ def upward(found: dict[str, Path]) -> list[str]:
     return bad
 
 
-def circles(found: dict[str, Path]) -> list[list[Import]]:
-    """The import circles: each strongly connected set of modules, as one circle through it."""
+def folder_of(module: str) -> str:
+    """The folder (first-level package) ``module`` lives in; a top-level module is its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def circles(
+    found: dict[str, Path], unit: Callable[[str], str] = lambda module: module
+) -> list[list[Import]]:
+    """The import circles: each strongly connected set of units (modules, or with `unit`
+    e.g. `folder_of`, what holds them), as one circle through it, each step an import."""
     edges: dict[str, dict[str, Import]] = {}
     for imp in imports(found):
-        if imp.importer != imp.imported:
-            edges.setdefault(imp.importer, {}).setdefault(imp.imported, imp)
+        importer, imported = unit(imp.importer), unit(imp.imported)
+        if importer != imported:
+            edges.setdefault(importer, {}).setdefault(imported, imp)
     # Tarjan's strongly connected components, iteratively (no recursion limit).
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
     components: list[list[str]] = []
-    for start in sorted(found):
+    for start in sorted({unit(module) for module in found}):
         if start in index:
             continue
         work = [(start, iter(sorted(edges.get(start, {}))))]
@@ -303,6 +316,12 @@ def test_no_import_circle() -> None:
     assert found == [], "import circles:\n" + "\n\n".join(found)
 
 
+def test_no_folder_is_above_and_below_another() -> None:
+    """The folders follow the layers: none imports a folder that imports it back."""
+    found = ["\n".join(i.where() for i in circle) for circle in circles(FOUND, folder_of)]
+    assert found == [], "folders importing each other:\n" + "\n\n".join(found)
+
+
 def test_no_private_name_crosses_a_module() -> None:
     bad = private_names(FOUND)
     assert bad == [], "private names imported across modules:\n" + "\n".join(bad)
@@ -376,6 +395,26 @@ def test_the_check_sees_a_circle(tmp_path: Path) -> None:
             "xbot/a.py:1: xbot.a imports xbot.b",
             "xbot/b.py:3: xbot.b imports xbot.c (C)",
             "xbot/c.py:2: xbot.c imports xbot.a",
+        ]
+    ]
+
+
+def test_the_check_sees_folders_importing_each_other(tmp_path: Path) -> None:
+    found = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "ops/__init__.py": "",
+            "ops/cli.py": "from xbot import app\n",
+            "ops/notify.py": "",
+            "app.py": "from xbot.ops import notify\n",
+        },
+    )
+    assert circles(found) == []  # module by module, no circle
+    assert [[i.where() for i in circle] for circle in circles(found, folder_of)] == [
+        [
+            "xbot/app.py:1: xbot.app imports xbot.ops.notify",
+            "xbot/ops/cli.py:1: xbot.ops.cli imports xbot.app",
         ]
     ]
 

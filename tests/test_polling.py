@@ -12,11 +12,13 @@ from conftest import eventually
 from telegram import Update
 from telegram.error import Conflict, NetworkError, RetryAfter, TimedOut
 
-from xbot.app import _polling_healthy, _status_line
 from xbot.errors import StoreBusy
 from xbot.receiving.intake import telegram_resends
-from xbot.receiving.polling import STORE_TRIES, DurablePoller, error_detail, reconnect_delay
+from xbot.receiving.polling import STORE_TRIES, DurablePoller
+from xbot.runtime import polling_healthy, status_line
+from xbot.sending.bot_errors import classify, error_detail
 from xbot.standins.harness import Harness
+from xbot.tasks.backoff import reconnect_delay
 
 CHAT = 515
 SCALE = 0.01
@@ -46,7 +48,7 @@ async def test_polling_lives_through_502_refused_and_hung_polls_and_resumes(
         healthy: list[bool] = []
 
         def watch(done: bool) -> bool:
-            healthy.append(_polling_healthy(bot))
+            healthy.append(polling_healthy(bot))
             return done
 
         h.api.set_outage("502", methods="all")  # nginx's 502 page, getUpdates included
@@ -73,10 +75,10 @@ async def test_a_dead_poller_is_unhealthy(tmp_path: Path) -> None:
     h = await Harness.start(tmp_path / "data")
     try:
         assert h.bot is not None
-        assert _polling_healthy(h.bot)
+        assert polling_healthy(h.bot)
         assert h.bot.poller is not None
         await h.bot.poller.stop()
-        assert not _polling_healthy(h.bot)
+        assert not polling_healthy(h.bot)
     finally:
         await h.stop()
 
@@ -93,12 +95,12 @@ async def test_a_dead_poller_is_unhealthy(tmp_path: Path) -> None:
     ids=["first", "third", "capped", "conflict-at-cap", "retry-after-as-told"],
 )
 def test_reconnect_delay(exc: NetworkError, failures: int, expected: float) -> None:
-    assert reconnect_delay(exc, failures, jitter=0.0) == pytest.approx(expected)
+    assert reconnect_delay(classify(exc), failures, jitter=0.0) == pytest.approx(expected)
 
 
 def test_reconnect_delay_scales_but_never_telegrams_retry_after() -> None:
-    assert reconnect_delay(TimedOut(), 10, jitter=0.0, scale=0.01) == pytest.approx(0.15)
-    assert reconnect_delay(RetryAfter(7), 1, jitter=0.0, scale=0.01) == pytest.approx(7.0)
+    assert reconnect_delay(classify(TimedOut()), 10, jitter=0.0, scale=0.01) == pytest.approx(0.15)
+    assert reconnect_delay(classify(RetryAfter(7)), 1, jitter=0.0, scale=0.01) == pytest.approx(7.0)
 
 
 @pytest.mark.parametrize(
@@ -122,13 +124,13 @@ async def test_the_status_line_says_since_when_telegram_is_unreachable(tmp_path:
     h = await Harness.start(tmp_path / "data")
     try:
         assert h.bot is not None
-        assert (await _status_line(h.bot)).startswith("polling; queue pending=0")
+        assert (await status_line(h.bot)).startswith("polling; queue pending=0")
         health = h.services.sender.health
         health.failed("NetworkError")  # what the sender does when a send gets no answer
-        line = await _status_line(h.bot)
+        line = await status_line(h.bot)
         assert "; Telegram unreachable since 20" in line
         assert line.endswith(" UTC")
-        assert _polling_healthy(h.bot), "an outage is no reason for the watchdog"
+        assert polling_healthy(h.bot), "an outage is no reason for the watchdog"
     finally:
         await h.stop()
 
@@ -163,7 +165,7 @@ async def poll_batch(
     `texts` waiting as one batch; returns once `done()`."""
     from telegram.ext import ApplicationBuilder, MessageHandler, filters
 
-    from xbot.app import on_error
+    from xbot.handlers.errors import on_error
 
     h = await Harness.start(tmp_path / "data", start_bot=False)
     for text in texts:

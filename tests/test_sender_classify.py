@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,14 +20,17 @@ from telegram.error import (
     TimedOut,
 )
 
+import xbot
 from xbot.errors import (
     ChatMoved,
     ChatUnavailable,
     Permanent,
+    PollConflict,
     RateLimited,
     RetryLater,
     StaleFileId,
     TelegramUnreachable,
+    TokenRefused,
     UrlNotFetched,
 )
 from xbot.sending.sender import classify, retry_after_seconds, write_timeout_for
@@ -46,8 +51,8 @@ CASES = [
     (ChatMigrated(-1001234), "", ChatMoved),
     (TimedOut(), "", TelegramUnreachable),
     (NetworkError("Bad Gateway"), "", TelegramUnreachable),
-    (InvalidToken(), "", RetryLater),
-    (Conflict("terminated by other getUpdates request"), "", RetryLater),
+    (InvalidToken(), "", TokenRefused),  # a RetryLater: a task waits for the operator
+    (Conflict("terminated by other getUpdates request"), "", PollConflict),  # a RetryLater too
 ]
 
 
@@ -172,3 +177,45 @@ def test_retry_after_is_normalised_without_a_warning(raw: dt.timedelta, seconds:
 def test_write_timeout_grows_with_size() -> None:
     assert write_timeout_for(0) == 20.0
     assert write_timeout_for(1900 * 1024 * 1024) > 1900
+
+
+def telegram_error_imports(package: Path) -> list[str]:
+    """Each import of `telegram.error` outside `xbot/sending/` (the stand-ins aside: they
+    play the Bot API, not call it)."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        if rel.startswith(("sending/", "standins/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            if any(n == "telegram.error" or n.startswith("telegram.error.") for n in names):
+                found.append(f"xbot/{rel}:{node.lineno}")
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "telegram"
+                and any(a.name == "error" for a in node.names)
+            ):
+                found.append(f"xbot/{rel}:{node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize("kind", [TokenRefused, PollConflict], ids=["401", "409"])
+def test_ours_not_the_chats_is_still_a_retry_for_a_task(kind: type) -> None:
+    """Told apart for the start-up and the poller; a task waits for the operator as before."""
+    assert issubclass(kind, RetryLater)
+    err = classify(InvalidToken() if kind is TokenRefused else Conflict("x"))
+    assert isinstance(err, RetryLater)
+    assert err.delay == 60
+
+
+def test_telegram_errors_are_translated_in_sending_alone() -> None:
+    """`xbot.errors`' promise: PTB's errors become ours where PTB is called (the sender,
+    and `bot_errors.translated` for the calls around it); nothing else sees them."""
+    assert telegram_error_imports(Path(xbot.__file__).parent) == []

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from xbot.media.tempfiles import TEMP_PREFIX, sweep_temp, temp_dir, temp_folder, temp_path
+from xbot.errors import TransientFetch
+from xbot.media.download import download
+from xbot.media.tempfiles import (
+    DISK_LOW,
+    TEMP_PREFIX,
+    check_room,
+    margin_of,
+    room,
+    room_for,
+    sweep_temp,
+    temp_dir,
+    temp_folder,
+    temp_path,
+)
+from xbot.standins.media_server import MediaServer
 
 NOW = 1_800_000_000.0
 HOUR = 3600.0
@@ -185,3 +202,85 @@ def test_sweep_removes_a_prefixed_symlink_not_its_target(tmp_path: Path) -> None
 
 def test_sweep_without_a_temp_dir_is_a_no_op(tmp_path: Path) -> None:
     assert sweep_temp(tmp_path / "missing", time.time()) == 0
+
+
+MB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("need", "free", "margin", "room"),
+    [
+        (50 * MB, 1024 * MB, 256 * MB, True),
+        (50 * MB, 306 * MB, 256 * MB, True),  # exactly the margin left
+        (50 * MB, 306 * MB - 1, 256 * MB, False),
+        (500 * MB, 700 * MB, 256 * MB, False),  # an album of ten 50 MB files
+        (0, 100 * MB, 256 * MB, False),  # already under the margin
+        (2000 * MB, 100 * 1024 * MB, 256 * MB, True),
+    ],
+    ids=["plenty", "at-margin", "one-byte-short", "album-too-big", "already-low", "big-disk"],
+)
+def test_room_for(need: int, free: int, margin: int, room: bool) -> None:
+    assert room_for(need, free, margin) is room
+
+
+@pytest.mark.parametrize(
+    ("total", "margin"),
+    [(64 * MB, 64 * MB // 10), (2560 * MB, 256 * MB), (250 * 1024 * MB, 256 * MB)],
+    ids=["soak-tmpfs", "at-the-turn", "vps"],
+)
+def test_margin_of(total: int, margin: int) -> None:
+    assert margin_of(total) == margin
+
+
+def test_check_room_on_the_real_disk(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    check_room(tmp_path, 1024, margin=0)  # a KiB fits
+    with (
+        caplog.at_level(logging.WARNING, logger="xbot.media.tempfiles"),
+        pytest.raises(TransientFetch) as info,
+    ):
+        check_room(tmp_path, free + 1, margin=0)
+    assert info.value.reason == DISK_LOW
+    assert "disk nearly full" in caplog.text
+
+
+async def test_a_download_that_could_fill_the_disk_is_not_started(tmp_path: Path) -> None:
+    """A cap larger than the disk's free space: put off before the request goes out."""
+    async with MediaServer() as media:
+        url = media.add("/a.jpg", b"x" * 1000, "image/jpeg")
+        async with httpx.AsyncClient() as client:
+            cap = shutil.disk_usage(tmp_path).free
+            with pytest.raises(TransientFetch) as info:
+                await download(client, url, tmp_path / "a.jpg", max_bytes=cap)
+            assert info.value.reason == DISK_LOW
+            assert media.hits["/a.jpg"] == 0
+            # With room to spare, the same file comes.
+            done = await download(client, url, tmp_path / "a.jpg", max_bytes=1024 * MB)
+            assert done.size == 1000
+
+
+def test_rooms_held_count_each_others_caps(tmp_path: Path) -> None:
+    """Downloads in flight have not written their bytes yet: two caps that each fit the
+    free space but not together are not both let in."""
+    share = shutil.disk_usage(tmp_path).free * 5 // 8  # one fits, two do not
+    with (
+        room(tmp_path, share, margin=0),
+        pytest.raises(TransientFetch),
+        room(tmp_path, share, margin=0),
+    ):
+        pass
+    with room(tmp_path, share, margin=0):  # let go: it fits again
+        pass
+
+
+async def test_a_download_waits_for_the_room_another_holds(tmp_path: Path) -> None:
+    async with MediaServer() as media:
+        url = media.add("/a.jpg", b"x" * 1000, "image/jpeg")
+        share = shutil.disk_usage(tmp_path).free * 5 // 8
+        async with httpx.AsyncClient() as client:
+            with room(tmp_path, share, margin=0), pytest.raises(TransientFetch) as info:
+                await download(client, url, tmp_path / "a.jpg", max_bytes=share)
+            assert info.value.reason == DISK_LOW
+            assert media.hits["/a.jpg"] == 0
+            done = await download(client, url, tmp_path / "a.jpg", max_bytes=share)
+            assert done.size == 1000

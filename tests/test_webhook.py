@@ -16,9 +16,9 @@ import apsw
 import httpx
 import pytest
 
-from xbot.app import Bot
 from xbot.config import WebhookConfig
 from xbot.receiving.webhook import MAX_BODY, SECRET_HEADER, WebhookListener
+from xbot.runtime import Runtime
 from xbot.sending.pacing import Pacer
 from xbot.standins.harness import Harness
 
@@ -67,8 +67,8 @@ class Hooked:
             max_connections=max_connections,
         )
 
-    async def start_bot(self) -> Bot:
-        self.h.bot = Bot(self.h.settings, pacer=Pacer(enabled=False), webhook=self.config)
+    async def start_bot(self) -> Runtime:
+        self.h.bot = Runtime(self.h.settings, pacer=Pacer(enabled=False), webhook=self.config)
         await self.h.bot.start()
         return self.h.bot
 
@@ -166,8 +166,8 @@ async def test_a_handler_that_cannot_store_its_work_fails_the_request(
     handler whose enqueue met a StoreError (xbot.receiving.intake)."""
     from telegram.ext import ApplicationBuilder, MessageHandler, filters
 
-    from xbot.app import on_error
     from xbot.errors import StoreBusy
+    from xbot.handlers.errors import on_error
     from xbot.receiving.intake import telegram_resends
     from xbot.receiving.webhook import WebhookListener
     from xbot.storage.db import open_store

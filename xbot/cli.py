@@ -26,7 +26,7 @@ from xbot.config import (
     token_problem,
     webhook_config,
 )
-from xbot.errors import StoreBusy, XbotError
+from xbot.errors import StoreBusy, TokenRefused, XbotError
 from xbot.logs import redact
 
 EXIT_FAILED = 1
@@ -69,17 +69,15 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if problem is not None:
         return _fail(problem)
     webhook = _webhook(args, os.environ)
-    from xbot.app import Bot, run_until_signalled  # PTB loads only to run
     from xbot.logs import setup_logging
+    from xbot.runtime import Runtime, run_until_signalled  # PTB loads only to run
 
     setup_logging(settings.log_level, secrets=[settings.token])
-    from telegram.error import InvalidToken  # the startup's getMe
-
-    # A Bot API that does not answer is no exit: the start waits for it (xbot.app).
+    # A Bot API that does not answer is no exit: the start waits for it (xbot.runtime).
     # Exit 2 (a restart cannot help: the unit's RestartPreventExitStatus=2) or 1 (it may).
     try:
-        asyncio.run(run_until_signalled(Bot(settings, webhook=webhook)))
-    except InvalidToken:
+        asyncio.run(run_until_signalled(Runtime(settings, webhook=webhook)))
+    except TokenRefused:  # the start-up's getMe
         return _fail(REFUSED_HELP, [settings.token])
     except (StoreBusy, OSError) as exc:
         # A database locked or a disk full past the start's patience, a port in use:

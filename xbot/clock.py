@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Protocol, runtime_checkable
 
@@ -239,3 +240,26 @@ class StepWatch:
                 kv(step=f"{step:+.1f}", line_ahead_by=f"{self.line.offset():+.1f}"),
             )
         return step
+
+
+class OneClock:
+    """A test's clock that is one number (``now``): wall and monotonic alike, never a step."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+
+    def wall(self) -> float:
+        return self._now()
+
+    def mono(self) -> float:
+        return self._now()
+
+    def boot_id(self) -> str:
+        return "one-clock"
+
+
+def clock_pair(clock: Clocks | Callable[[], float]) -> Clocks:
+    """The pair to build the time line on: given, or a test's one-number clock wrapped."""
+    if isinstance(clock, Clocks):
+        return clock
+    return OneClock(clock)

@@ -28,6 +28,9 @@ Everything above those modules speaks only this tree.
         ├── RetryLater(delay)    transient failure; count an attempt, back off
         │   ├── ChatMoved(new_id) the group became a supergroup: move its work, run again
         │   ├── OutageRetry      every source is down: retry counted in time, not attempts
+        │   ├── TokenRefused     the Bot API refused the token (401/404): the operator's to fix;
+        │   │                    a task waits, the start-up stops (exit 2)
+        │   ├── PollConflict     another process polls with the same token (409)
         │   └── TelegramUnreachable  a 5xx, a refused/reset connection, a timeout: the whole
         │                        bot holds (xbot.sending.telegram_health), no attempt counted,
         │                        given up only after hours (`ambiguous`: it may have arrived)
@@ -173,6 +176,18 @@ class RetryLater(Outcome):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
+
+
+class TokenRefused(RetryLater):
+    """The Bot API refused the token (401/404): ours, not the chat's.
+
+    A task waits for the operator to fix it; the start-up stops at once (`xbot run`
+    exits 2, a restart cannot help); polling tries again slowly."""
+
+
+class PollConflict(RetryLater):
+    """Another process polls with the same token (Telegram's 409): a task waits; polling
+    tries again slowly, at the cap of its backoff."""
 
 
 class ChatMoved(RetryLater):

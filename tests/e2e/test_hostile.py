@@ -441,7 +441,7 @@ async def test_an_edit_of_a_delivered_message_does_not_resend_it(hostile: Harnes
 
 # --- hypothesis: random and malicious updates against who may do what ---------------------
 #
-# A world with every role of `xbot.handlers.auth`: a group with its admin, the member who
+# A world with every role of `xbot.services.auth`: a group with its admin, the member who
 # sent a link and another member, its linked channel with a subscriber, private chats (one
 # user linked the channel once and is no admin of it now), the bot's operator, a stranger.
 # Hypothesis draws batches of updates, Telegram-shaped or forged: messages, edits, channel

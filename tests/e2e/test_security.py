@@ -39,13 +39,13 @@ import pytest
 from conftest import load_soak, wait_until
 
 from xbot.errors import BlockedAddress, FetchError, TransientFetch, UnsupportedLink
-from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.handlers.messages import GET_USAGE, NOT_ALLOWED
 from xbot.handlers.settings_menu import MenuContext, closed_text
 from xbot.i18n import translator
 from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.download import download
+from xbot.services.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.sources import ytdlp
 from xbot.sources.x import expand_tco
 from xbot.sources.ytdlp import _api as ytdlp_api  # its resolver is replaced below

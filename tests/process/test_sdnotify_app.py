@@ -9,8 +9,8 @@ import signal
 import socket
 from pathlib import Path
 
-from xbot.app import Bot, run_until_signalled
 from xbot.ops.sdnotify import SystemdNotifier
+from xbot.runtime import Runtime, run_until_signalled
 from xbot.standins.harness import Harness
 
 
@@ -19,7 +19,7 @@ async def test_a_bot_session_speaks_sd_notify(tmp_path: Path) -> None:
     sock.bind(str(tmp_path / "notify"))
     sock.setblocking(False)
     harness = await Harness.start(tmp_path / "data", start_bot=False)
-    bot = Bot(harness.settings, poll_timeout=1)
+    bot = Runtime(harness.settings, poll_timeout=1)
     notifier = SystemdNotifier(socket_path=str(tmp_path / "notify"), watchdog_every=0.02)
     got: list[str] = []
 
@@ -59,7 +59,7 @@ async def test_a_start_waiting_for_telegram_is_ready_and_pinging(tmp_path: Path)
     sock.setblocking(False)
     harness = await Harness.start(tmp_path / "data", start_bot=False, time_scale=0.01)
     harness.api.set_5xx(1.0, methods={"getMe"})
-    bot = Bot(harness.settings, poll_timeout=1)
+    bot = Runtime(harness.settings, poll_timeout=1)
     notifier = SystemdNotifier(socket_path=str(tmp_path / "notify"), watchdog_every=0.02)
     got: list[str] = []
 
@@ -94,7 +94,7 @@ async def test_a_start_waiting_for_telegram_is_ready_and_pinging(tmp_path: Path)
 async def test_sigterm_while_waiting_for_telegram_stops_at_once(tmp_path: Path) -> None:
     harness = await Harness.start(tmp_path / "data", start_bot=False, time_scale=0.01)
     await harness.api.stop()  # connections refused
-    bot = Bot(harness.settings, poll_timeout=1)
+    bot = Runtime(harness.settings, poll_timeout=1)
     session = asyncio.create_task(run_until_signalled(bot, notifier=SystemdNotifier()))
     try:
         async with asyncio.timeout(10):

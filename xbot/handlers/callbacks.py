@@ -21,14 +21,6 @@ from telegram.ext import BaseHandler, CallbackQueryHandler
 
 from xbot.errors import XbotError
 from xbot.handlers.answers import edit
-from xbot.handlers.auth import (
-    FOR_THE_CHANNEL,
-    ONLY_ADMINS,
-    ONLY_OPERATORS,
-    Act,
-    Actor,
-    is_operator,
-)
 from xbot.handlers.commands import menu_context
 from xbot.handlers.language import language_of, remember_operator_language
 from xbot.handlers.messages import NOT_ALLOWED
@@ -37,6 +29,14 @@ from xbot.handlers.settings_menu import change_note, closed_text, menu_markup, m
 from xbot.i18n import normalize, translator
 from xbot.logs import kv
 from xbot.services import XContext
+from xbot.services.auth import (
+    FOR_THE_CHANNEL,
+    ONLY_ADMINS,
+    ONLY_OPERATORS,
+    Act,
+    Actor,
+    is_operator,
+)
 from xbot.storage.state import ChatState
 from xbot.tasks.alert_rules import Condition
 from xbot.tasks.alerts import MUTED, UNMUTED, mute_markup, muted

@@ -18,12 +18,12 @@ from telegram import Update
 from telegram.ext import ApplicationHandlerStop, BaseHandler, MessageHandler, filters
 
 from xbot.handlers.answers import reply
-from xbot.handlers.auth import Act
 from xbot.handlers.commands import actor_of
 from xbot.i18n import translator
 from xbot.logs import kv
 from xbot.sending.caption import CAPTION_LIMIT, visible_length
 from xbot.services import XContext
+from xbot.services.auth import Act
 from xbot.storage.state import CAPTION_EDIT
 from xbot.tasks.prompts import Prompt, find_prompt, prompt_by_message
 

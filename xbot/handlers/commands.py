@@ -2,7 +2,7 @@
 
 Each handler answers with one short message and returns. Changes are quick
 database writes; nothing here waits on media. In groups only admins may
-change what the chat does (`xbot.handlers.auth`); the operator commands are
+change what the chat does (`xbot.services.auth`); the operator commands are
 for ``XBOT_ADMIN_IDS`` only and never show in the public menu.
 """
 
@@ -27,7 +27,6 @@ from telegram.ext import BaseHandler, CommandHandler, MessageHandler, filters
 from xbot.errors import ChatUnavailable, Permanent, StoreError, XbotError
 from xbot.handlers import inline
 from xbot.handlers.answers import reply, rest_of
-from xbot.handlers.auth import ONLY_ADMINS, ONLY_OPERATORS, Act, Actor, is_operator
 from xbot.handlers.language import language_of, remember_operator_language, translator_of
 from xbot.handlers.messages import NOT_ALLOWED, cmd_get
 from xbot.handlers.operator import cmd_clear_cache, cmd_dead, cmd_debug, cmd_stats
@@ -45,6 +44,7 @@ from xbot.sending.caption import (
     validate_template,
 )
 from xbot.services import Services, XContext
+from xbot.services.auth import ONLY_ADMINS, ONLY_OPERATORS, Act, Actor, is_operator
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ that failed `STORE_TRIES` times in a row is handled once more the polite way
 (the user is asked to send it again) and confirmed, so one poison update cannot
 hold every chat's updates behind it for ever.
 
-Errors of the Bot API are PTB's own (`telegram.error`), handled here once:
-network trouble and 5xx (PTB's `NetworkError`, `TimedOut`, also for nginx's
-HTML 502 page) are retried with a capped backoff (`compute_reconnect_delay`);
+Errors of the Bot API arrive translated (`xbot.sending.bot_errors.translated`):
+network trouble and 5xx (`TelegramUnreachable`, also for nginx's HTML 502 page)
+are retried with a capped backoff (`xbot.tasks.backoff.reconnect_delay`);
 a 409 (another instance polls the same token) and a refused token are logged
 and retried slowly, never fatal to the process. However long Telegram stays
 unreachable, the poller's task lives on (`running` stays true: the watchdog
@@ -31,57 +31,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Sequence
 from typing import Any
 
 from telegram import Update
-from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.ext import Application
 
-from xbot.errors import StoreError
+from xbot.errors import PollConflict, TokenRefused, XbotError
 from xbot.logs import kv
 from xbot.receiving.intake import redeliverable
-from xbot.sending.bot_errors import retry_after_seconds
-from xbot.tasks.backoff import RECONNECT_CAP, RECONNECT_FIRST, compute_reconnect_delay
+from xbot.sending.bot_errors import error_detail, library_name, translated
+from xbot.tasks.backoff import reconnect_backoff, reconnect_delay
 
 log = logging.getLogger(__name__)
 
 # Tries of an update whose work could not be stored before it is handled the polite
 # way: with the reconnect backoff (1 s doubling to 30 s, jittered) about one to two
-# minutes of a locked or full database, on top of each handler's own patience.
+# minutes of a locked or full database, on top of the database's own busy timeout.
 STORE_TRIES = 8
-
-_PARSE_FAILED = ". Parsing the server response"
-_DETAIL_MAX = 120
-
-
-def error_detail(exc: BaseException) -> str:
-    """One short line for a log: PTB's text for a non-JSON answer quotes the whole page
-    ("Bad Gateway (502). Parsing the server response b'<html>...' failed"): keep the
-    status part."""
-    text = " ".join(str(exc).split(_PARSE_FAILED, 1)[0].split())
-    return text[:_DETAIL_MAX] or type(exc).__name__
-
-
-def reconnect_delay(
-    exc: TelegramError, failures: int, *, scale: float = 1.0, jitter: float | None = None
-) -> float:
-    """How long to wait after the `failures`-th failed call in a row to the Bot API."""
-    if isinstance(exc, RetryAfter):
-        return retry_after_seconds(exc)  # Telegram's own number; never scaled down
-    if isinstance(exc, Conflict | InvalidToken):
-        failures = 64  # at the cap at once: nothing a quick retry can fix
-    return backoff(failures, scale=scale, jitter=jitter)
-
-
-def backoff(failures: int, *, scale: float = 1.0, jitter: float | None = None) -> float:
-    """The poller's pause after `failures` tries in a row that came to nothing: the
-    reconnect backoff, scaled (the test-only time scale), jittered unless told."""
-    drawn = random.random() if jitter is None else jitter
-    return compute_reconnect_delay(
-        failures, jitter=drawn, first=RECONNECT_FIRST * scale, cap=RECONNECT_CAP * scale
-    )
 
 
 class DurablePoller:
@@ -128,32 +95,28 @@ class DurablePoller:
                 await asyncio.wait_for(task, 15.0)
         if self.offset:
             # Tell Telegram what we handled, so a restart does not see it again.
-            with contextlib.suppress(TelegramError):
-                await self.application.bot.get_updates(offset=self.offset, timeout=0, limit=1)
+            with contextlib.suppress(XbotError):
+                await translated(
+                    self.application.bot.get_updates(offset=self.offset, timeout=0, limit=1)
+                )
 
     async def _run(self) -> None:
         failures = 0
         while not self._stopping:
             try:
-                updates = await self.application.bot.get_updates(
-                    offset=self.offset,
-                    timeout=self.timeout,
-                    allowed_updates=self.allowed_updates,
-                    # The long poll's own wait, and a margin for the network (scaled in
-                    # tests, where a hung poll should cost a second, not ten).
-                    read_timeout=self.timeout + max(1.0, 10 * self.time_scale),
+                updates = await translated(
+                    self.application.bot.get_updates(
+                        offset=self.offset,
+                        timeout=self.timeout,
+                        allowed_updates=self.allowed_updates,
+                        # The long poll's own wait, and a margin for the network (scaled in
+                        # tests, where a hung poll should cost a second, not ten).
+                        read_timeout=self.timeout + max(1.0, 10 * self.time_scale),
+                    )
                 )
-            except TelegramError as exc:
+            except XbotError as exc:  # Telegram's answer, or none (bot_errors.classify)
                 failures += 1
                 await self._pause(exc, failures)
-                continue
-            except StoreError as exc:  # the disk could not sync what the offset confirms
-                failures += 1
-                delay = backoff(failures, scale=self.time_scale)
-                log.warning(
-                    "getUpdates waits for the disk %s", kv(error=exc, retry_in=round(delay, 3))
-                )
-                await asyncio.sleep(delay)
                 continue
             if failures:
                 log.info("getUpdates answers again %s", kv(failed_tries=failures))
@@ -177,7 +140,7 @@ class DurablePoller:
             self.offset = min(unstored)
             self._done = {u.update_id for u in updates if u.update_id > self.offset} - set(unstored)
             tries = max(self._store_failures[i] for i in unstored)
-            delay = backoff(tries, scale=self.time_scale)
+            delay = reconnect_backoff(tries, scale=self.time_scale)
             log.warning(
                 "updates not stored, asking for them again %s",
                 kv(updates=len(unstored), first=self.offset, tries=tries, retry_in=round(delay, 3)),
@@ -200,15 +163,15 @@ class DurablePoller:
         self._store_failures[update.update_id] = tries + 1
         return False
 
-    async def _pause(self, exc: TelegramError, failures: int) -> None:
+    async def _pause(self, exc: XbotError, failures: int) -> None:
         delay = reconnect_delay(exc, failures, scale=self.time_scale)
-        level = logging.ERROR if isinstance(exc, Conflict | InvalidToken) else logging.WARNING
+        level = logging.ERROR if isinstance(exc, PollConflict | TokenRefused) else logging.WARNING
         log.log(
             level,
             "getUpdates failed %s",
             kv(
-                error=type(exc).__name__,
-                detail=error_detail(exc),
+                error=library_name(exc),
+                detail=error_detail(exc.__cause__ or exc),
                 tries=failures,
                 retry_in=round(delay, 3),
             ),

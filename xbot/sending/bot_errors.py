@@ -1,6 +1,8 @@
 """`telegram.error` translated into xbot's tree: the one table, used by the sender
-(every Bot API call the bot makes) and the poller alone. Pure: a table of cases in
-the tests (`tests/test_sender_classify.py`).
+(every Bot API call of the bot's work) and, through `translated`, by the calls that go
+around it (getUpdates, the start-up's getMe, deleteWebhook, setWebhook and
+setMyCommands): nothing above `xbot.sending` sees a `telegram.error`. Pure: a table of
+cases in the tests (`tests/test_sender_classify.py`).
 
 What PTB 22 raises, and what it means here (PTB's `telegram/request/_baserequest.py`,
 `BaseRequest._request_wrapper`, and `_httpxrequest.py`, `HTTPXRequest.do_request`):
@@ -11,8 +13,8 @@ What PTB 22 raises, and what it means here (PTB's `telegram/request/_baserequest
       400                               BadRequest      -> the message's fault (Permanent,
                                                            StaleFileId, UrlNotFetched, ...)
       403                               Forbidden       -> ChatUnavailable
-      401, 404                          InvalidToken    -> RetryLater (ours: the operator's)
-      409                               Conflict        -> RetryLater (ours: another poller)
+      401, 404                          InvalidToken    -> TokenRefused (ours: the operator's)
+      409                               Conflict        -> PollConflict (ours: another poller)
     Telegram unreachable: nobody's fault, the whole bot holds (TelegramUnreachable)
       502, and any other status         NetworkError("Bad Gateway (502)"; with a body that
         (500, 503, 504)                   is not JSON, nginx's HTML page, "... Parsing the
@@ -40,7 +42,8 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import httpx
 from telegram.error import (
@@ -59,16 +62,27 @@ from xbot.errors import (
     ChatMoved,
     ChatUnavailable,
     Permanent,
+    PollConflict,
     RateLimited,
     RetryLater,
     StaleFileId,
     TelegramUnreachable,
+    TokenRefused,
     UrlNotFetched,
     XbotError,
 )
 from xbot.i18n import N_, reason_template
 
-__all__ = ["classify", "is_ambiguous", "retry_after_seconds"]
+__all__ = [
+    "classify",
+    "error_detail",
+    "is_ambiguous",
+    "library_name",
+    "retry_after_seconds",
+    "translated",
+]
+
+T = TypeVar("T")
 
 # Telegram's 400 texts (lower-cased substrings), by what they mean for us.
 # Telegram's own words in the parentheses stay as Telegram wrote them.
@@ -163,9 +177,11 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
         return ChatMoved(exc.new_chat_id)
     if isinstance(exc, Forbidden):
         return ChatUnavailable(exc.message)
-    if isinstance(exc, InvalidToken | Conflict):
-        # Ours, not the chat's: keep the task and let the operator fix the bot.
-        return RetryLater(UNREACHABLE.format(error=type(exc).__name__), delay=60)
+    # Ours, not the chat's: keep the task and let the operator fix the bot.
+    if isinstance(exc, InvalidToken):
+        return TokenRefused(UNREACHABLE.format(error=type(exc).__name__), delay=60)
+    if isinstance(exc, Conflict):
+        return PollConflict(UNREACHABLE.format(error=type(exc).__name__), delay=60)
     if isinstance(exc, BadRequest):
         text = exc.message.lower()
         if by == "file_id" and any(s in text for s in _FILE_ID_REFUSED):
@@ -187,3 +203,30 @@ def classify(exc: TelegramError, *, by: str = "") -> XbotError:
         # A 2xx we could not read (a proxy's page): Telegram may have done it.
         return TelegramUnreachable(NO_ANSWER.format(error="invalid response"), ambiguous=True)
     return RetryLater(TELEGRAM_ERROR.format(error=type(exc).__name__))
+
+
+async def translated(call: Awaitable[T]) -> T:
+    """Await a Bot API call made around the sender, its `telegram.error` raised as xbot's
+    (`classify`), with PTB's error kept as the cause (`error_detail` reads it)."""
+    try:
+        return await call
+    except TelegramError as exc:
+        raise classify(exc) from exc
+
+
+_PARSE_FAILED = ". Parsing the server response"
+_DETAIL_MAX = 120
+
+
+def error_detail(exc: BaseException) -> str:
+    """One short line for a log, from PTB's error (the cause of a translated one): PTB's
+    text for a non-JSON answer quotes the whole page ("Bad Gateway (502). Parsing the
+    server response b'<html>...' failed"): keep the status part."""
+    text = " ".join(str(exc).split(_PARSE_FAILED, 1)[0].split())
+    return text[:_DETAIL_MAX] or type(exc).__name__
+
+
+def library_name(exc: BaseException) -> str:
+    """The name of PTB's error behind a translated one (``NetworkError``, ``TimedOut``):
+    what a log line says happened."""
+    return type(exc.__cause__ if isinstance(exc.__cause__, TelegramError) else exc).__name__

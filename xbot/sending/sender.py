@@ -15,7 +15,7 @@ answers, chat look-ups) goes through a `Sender` method, so each is paced, held b
 chat's 429 (`Pacer.hold`) and held by Telegram's unreachability
 (`xbot.sending.telegram_health`: refused at once while held, one probe at a time).
 Only getUpdates (`xbot.receiving.polling`) and the start-up's calls (getMe,
-deleteWebhook or setWebhook, setMyCommands: `xbot.app`) go around it; Telegram's
+deleteWebhook or setWebhook, setMyCommands: `xbot.runtime`) go around it; Telegram's
 health hears how those went all the same (`TelegramHealth.observed`).
 """
 

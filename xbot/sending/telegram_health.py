@@ -235,7 +235,7 @@ _ADMITTED: contextvars.ContextVar[bool] = contextvars.ContextVar("xbot_admitted"
 class TelegramHealth:
     """Telegram's reachability for the whole bot, and the hold while it is down.
 
-    Built once by the app (`xbot.app.Bot`, before the first call of the start-up);
+    Built once by the runtime (`xbot.runtime.Runtime`, before the first call of the start-up);
     the sender moves the hold (`admitted`, `answered`, `failed`, `released` around
     each of its calls), `CountingRequest` tells it every call's result (`observed`);
     everyone else reads it.

@@ -26,11 +26,13 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
-from xbot.links import Link
+from xbot.links import Link, classify
 from xbot.logs import kv
 from xbot.media.models import Post
 from xbot.periodic import Periodic
 from xbot.sources.base import PostSource
+from xbot.sources.router import SourceRouter
+from xbot.sources.x import SourceChain
 
 __all__ = ["RESULTS", "Canary", "CanaryTarget", "check", "verdict"]
 
@@ -121,3 +123,17 @@ class Canary:
         """A round at once, then one every `interval` seconds; a round that fails is
         logged and the next one comes all the same."""
         return Periodic("canary", self.run_once, self.interval, at_once=True, logger=log)
+
+
+def canary_targets(posts: Sequence[str], router: SourceRouter) -> list[CanaryTarget]:
+    """The canary's (source, post) pairs: an X post for every X source, a post of another
+    site for its site's source; a post of a site the bot does not serve is left out."""
+    targets: list[CanaryTarget] = []
+    for url in posts:
+        link = classify(url)
+        source = router.by_kind.get(link.kind) if link is not None else None
+        if link is None or source is None:
+            continue
+        each = source.sources if isinstance(source, SourceChain) else [source]
+        targets.extend(CanaryTarget(s, link) for s in each)
+    return targets

@@ -2,7 +2,7 @@
 
 Everything runs on 127.0.0.1: the Bot API stand-in (PTB talks real HTTP to
 it), the fxtwitter-compatible API and a media server. The bot is the real
-`xbot.app.Bot`; only its endpoints point here.
+`xbot.runtime.Runtime`; only its endpoints point here.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import attrs
 
-from xbot.app import Bot
 from xbot.config import Settings
+from xbot.runtime import Runtime
 from xbot.sending.pacing import Pacer
 from xbot.services import Services
 from xbot.standins._mediabytes import fake_mp4, tiny_jpeg
@@ -53,8 +53,8 @@ class Harness:
     settings: Settings
     pacer_enabled: bool = False
     clock: Callable[[], float] = time.time
-    bot: Bot | None = None
-    # `Bot` keywords beyond the settings (a scaled `TelegramHealth`, `telegram_budget`,
+    bot: Runtime | None = None
+    # `Runtime` keywords beyond the settings (a scaled `TelegramHealth`, `telegram_budget`,
     # `read_timeout`): the outage tests make Telegram's hold take seconds.
     bot_options: dict[str, Any] = attrs.Factory(dict)
     vx: VxApiServer | None = None
@@ -114,7 +114,7 @@ class Harness:
     async def start_bot(self, **overrides: Any) -> Services:
         if overrides:
             self.settings = attrs.evolve(self.settings, **overrides)
-        self.bot = Bot(
+        self.bot = Runtime(
             self.settings,
             clock=self.clock,
             pacer=Pacer(enabled=self.pacer_enabled),

@@ -12,6 +12,9 @@ asking again sooner only earns another 429.
 from __future__ import annotations
 
 import math
+import random
+
+from xbot.errors import PollConflict, RateLimited, TokenRefused, XbotError
 
 
 def compute_backoff(
@@ -113,3 +116,24 @@ def compute_reconnect_delay(
     if retry_after is not None and math.isfinite(retry_after):
         delay = max(delay, retry_after)
     return delay
+
+
+def reconnect_delay(
+    exc: XbotError, failures: int, *, scale: float = 1.0, jitter: float | None = None
+) -> float:
+    """How long to wait after the `failures`-th failed call in a row to the Bot API,
+    from what the failure was (`xbot.sending.bot_errors.classify`'s answer)."""
+    if isinstance(exc, RateLimited):
+        return exc.retry_after  # Telegram's own number; never scaled down
+    if isinstance(exc, PollConflict | TokenRefused):
+        failures = 64  # at the cap at once: nothing a quick retry can fix
+    return reconnect_backoff(failures, scale=scale, jitter=jitter)
+
+
+def reconnect_backoff(failures: int, *, scale: float = 1.0, jitter: float | None = None) -> float:
+    """The pause after `failures` tries in a row that came to nothing: the reconnect
+    backoff, scaled (the test-only time scale), jittered unless told."""
+    drawn = random.random() if jitter is None else jitter
+    return compute_reconnect_delay(
+        failures, jitter=drawn, first=RECONNECT_FIRST * scale, cap=RECONNECT_CAP * scale
+    )

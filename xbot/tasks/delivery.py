@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +29,7 @@ from xbot.errors import (
     BlockedAddress,
     FetchError,
     OutageRetry,
+    PayloadError,
     Permanent,
     PostUnavailable,
     RetryLater,
@@ -39,7 +40,7 @@ from xbot.errors import (
     UrlNotFetched,
 )
 from xbot.i18n import N_, translate_reason, translator
-from xbot.links import Link, classify
+from xbot.links import OTHER_SITE, Link, classify, site_named
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.by_url import URL_OTHER_LIMIT, by_url, photo_ratio_ok, photo_shape_ok
@@ -48,6 +49,7 @@ from xbot.media.models import MediaItem, Post, Variant
 from xbot.media.mp4info import probe_mp4
 from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
+from xbot.metrics import Metrics
 from xbot.sending import video_choice
 from xbot.sending.albums import PlanKind, one_send, plan_sends
 from xbot.sending.caption import (
@@ -66,10 +68,11 @@ from xbot.sources import PostSource, other_route
 from xbot.sources.gallerydl import gallery_key
 from xbot.sources.x import DOWN, card_link, expand_tco
 from xbot.storage.link_cache import CachedItem, CachedPost, entry_key
+from xbot.storage.queue import Task
 from xbot.storage.state import ChatSettings, ChatStore
 from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DELIVER, DeliverPayload, NoticePayload
-from xbot.tasks.worker import TaskContext
+from xbot.tasks.worker import FinishedHook, TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -579,3 +582,23 @@ def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:
     if pick is None or pick.path != "url":
         return None  # a better version fits the upload, or none fits (the upload says so)
     return OutMedia(item.kind, pick.variant.url, "url", item.width, item.height, item.duration)
+
+
+def count_finished(metrics: Metrics, clock: Callable[[], float]) -> FinishedHook:
+    """The worker's ending hook for the metrics: every run by kind and outcome, and a
+    delivery that sent media by site, with the time from its link to its last album."""
+
+    def finished(task: Task, outcome: str) -> None:
+        site, latency = None, None
+        if task.kind == DELIVER and outcome == "done":
+            try:
+                payload = DeliverPayload.from_task(task)
+            except PayloadError:
+                payload = None
+            if payload is not None and payload.sent:  # an answer in words is no delivery
+                native = site_named(payload.kind)
+                site = native.name if native is not None else OTHER_SITE
+                latency = clock() - task.created_at
+        metrics.task_finished(task.kind, outcome, site=site, latency=latency)
+
+    return finished

@@ -42,7 +42,7 @@ from xbot.sending.sent import SentItem
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import CAPTION_EDIT, ChatState, ChatStore, Record
 from xbot.tasks.callback_data import Action, CallbackData
-from xbot.tasks.outbox import Outbox
+from xbot.tasks.outbox import send_file_ids
 from xbot.tasks.payloads import FORWARD, ForwardPayload, forward_dedup_key
 from xbot.tasks.prompts import (
     EXPIRED_PROMPT,
@@ -94,7 +94,6 @@ class Forwarding:
     """Prompts, presses and the forward task, wired once by the app.
 
     Attributes:
-        outbox: sends the forward's items (file_ids) to the channel, step by step.
         wake: tells the workers a task was enqueued.
     """
 
@@ -103,7 +102,6 @@ class Forwarding:
     chats: ChatStore
     queue: TaskQueue
     clock: Callable[[], float]
-    outbox: Outbox
     wake: Callable[[], None] = lambda: None
 
     @property
@@ -270,7 +268,8 @@ class Forwarding:
             await ctx.save_payload(box[0].to_json())
 
         try:
-            await self.outbox.send_file_ids(
+            await send_file_ids(
+                self.sender,
                 ctx,
                 payload.dest,  # a channel: paced like a group (20/min)
                 payload.items,

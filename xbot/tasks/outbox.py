@@ -47,7 +47,7 @@ from xbot.storage.link_cache import DEFAULT_TTL, CachedPost, LinkCache
 from xbot.tasks.payloads import DeliverPayload, SentStep
 from xbot.tasks.worker import TaskContext
 
-__all__ = ["Delivered", "OnDelivered", "Outbox", "Sent"]
+__all__ = ["Delivered", "OnDelivered", "Outbox", "Sent", "send_file_ids"]
 
 
 @attrs.frozen
@@ -168,22 +168,17 @@ class Outbox:
         done: Collection[int],
         record: Record,
     ) -> None:
-        """Send items Telegram already has, step by step as planned, skipping ``done``.
-
-        The caption goes on the first step; `record` is told each step right after
-        Telegram confirmed it, and whatever it staged is written before the next
-        step goes out. (A delivery from the link cache, and a forward to a channel.)
-        """
-        steps = plan_sends([i.kind for i in items])
-        for index, step in enumerate(steps):
-            if index in done:
-                continue
-            await ctx.flush()  # the step before is recorded before this one goes out
-            out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
-            sent = await self.sender.send_media(
-                dest, out, caption=caption if index == 0 else None, spoiler=spoiler
-            )
-            await record(index, [item for item, _ in sent], sent[0][1] if sent else None)
+        """`send_file_ids` through this outbox's sender (a delivery from the link cache)."""
+        await send_file_ids(
+            self.sender,
+            ctx,
+            dest,
+            items,
+            caption=caption,
+            spoiler=spoiler,
+            done=done,
+            record=record,
+        )
 
     async def send_step(
         self,
@@ -243,3 +238,33 @@ class Outbox:
         )
         await self.on_delivered(ctx, delivered)  # flushes before it sends anything
         ctx.stage_payload(attrs.evolve(payload, announced=True).to_json())
+
+
+async def send_file_ids(
+    sender: Sender,
+    ctx: TaskContext,
+    dest: Destination,
+    items: Sequence[SentItem],
+    *,
+    caption: str | None,
+    spoiler: bool,
+    done: Collection[int],
+    record: Record,
+) -> None:
+    """Send items Telegram already has, step by step as planned, skipping ``done``.
+
+    The caption goes on the first step; `record` is told each step right after
+    Telegram confirmed it, and whatever it staged is written before the next
+    step goes out. (A delivery from the link cache, and a forward to a channel: a
+    function of the sender alone, so the forward needs no outbox.)
+    """
+    steps = plan_sends([i.kind for i in items])
+    for index, step in enumerate(steps):
+        if index in done:
+            continue
+        await ctx.flush()  # the step before is recorded before this one goes out
+        out = [OutMedia(items[i].kind, items[i].file_id, "file_id") for i in step.items]
+        sent = await sender.send_media(
+            dest, out, caption=caption if index == 0 else None, spoiler=spoiler
+        )
+        await record(index, [item for item, _ in sent], sent[0][1] if sent else None)

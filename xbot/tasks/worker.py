@@ -134,6 +134,26 @@ FinishedHook = Callable[[Task, str], None]
 
 
 @attrs.define
+class Doorbell:
+    """What an enqueue rings so an idle worker looks at the queue at once.
+
+    Built before the workers and before those who enqueue (the forward prompt, the
+    alerts, Telegram's return), and handed to each: neither needs the other built first.
+    """
+
+    _rung: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+
+    def ring(self) -> None:
+        self._rung.set()
+
+    async def wait(self, seconds: float) -> None:
+        """Nap until the next ring, for at most `seconds`."""
+        self._rung.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._rung.wait(), seconds)
+
+
+@attrs.define
 class Workers:
     """A fixed number of asyncio workers sharing one queue.
 
@@ -157,6 +177,7 @@ class Workers:
             its worker).
         task_budget: seconds one run of a task may take (None: no bound); the app's
             is `xbot.media.speed_floor.task_budget`.
+        doorbell: what an enqueue rings (`wake`), shared with those who enqueue.
     """
 
     queue: TaskQueue
@@ -174,7 +195,7 @@ class Workers:
     detach_after: float = 5.0
     long_running: int = 16
     task_budget: float | None = None
-    _wake: asyncio.Event = attrs.field(factory=asyncio.Event, init=False)
+    doorbell: Doorbell = attrs.field(factory=Doorbell)
     _loops: list[asyncio.Task[None]] = attrs.field(factory=list, init=False)
     _running: set[int] = attrs.field(factory=set, init=False)
     _detached: set[asyncio.Task[None]] = attrs.field(factory=set, init=False)
@@ -183,7 +204,7 @@ class Workers:
 
     def wake(self) -> None:
         """Called after an enqueue: an idle worker looks at the queue at once."""
-        self._wake.set()
+        self.doorbell.ring()
 
     def start(self) -> None:
         self._stopping = False
@@ -209,7 +230,7 @@ class Workers:
         cancelled, and their task goes back without an attempt counted.
         """
         self._stopping = True
-        self._wake.set()
+        self.doorbell.ring()
         # Loops first: a loop may still detach its task while it ends.
         everyone = [*self._loops, *self._detached]
         if everyone:
@@ -297,12 +318,10 @@ class Workers:
         Without it the task waited its ``retry_after`` and then up to an idle
         poll more: a 429 costs exactly what Telegram asked, not a nap on top.
         """
-        asyncio.get_running_loop().call_later(max(0.0, seconds) + WAKE_MARGIN, self._wake.set)
+        asyncio.get_running_loop().call_later(max(0.0, seconds) + WAKE_MARGIN, self.doorbell.ring)
 
     async def _nap(self, seconds: float) -> None:
-        self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
+        await self.doorbell.wait(seconds)
 
     async def _heartbeat(self, ctx: TaskContext, lost: Callable[[], None]) -> None:
         while True:

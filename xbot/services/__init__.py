@@ -22,9 +22,9 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     import httpx
 
-    from xbot.handlers.auth import Authority
-    from xbot.handlers.inline_fetch import InlineFetches
     from xbot.sending.sender import Sender
+    from xbot.services.auth import Authority
+    from xbot.services.inline_fetch import InlineFetches
     from xbot.sources import SourceRouter
     from xbot.sources.canary import Canary
     from xbot.storage.db import DbPool
