@@ -1,5 +1,5 @@
 """The composition root: the one place that wires settings, store, queue, fetchers,
-sender, workers and PTB handlers together, and runs them until told to stop.
+sender, workers and PTB handlers together (`xbot.runtime` runs what it wires).
 """
 
 from __future__ import annotations
