@@ -11,8 +11,10 @@ with an outside reader holding one read transaction open for the whole run).
 xbot runs as the bot uses it: asyncio workers sharing one DbPool of 4, each
 finishing a task and leasing its next in one call,
 ``mark_done_and_lease_next`` (fenced by its token, one task per chat at a
-time, 500 chats), as `xbot.tasks.worker.Workers` does; a row runs `Workers` itself
-with a task that does nothing, and one the two separate calls. The peers run 4 threads
+time, 500 chats), as `xbot.tasks.worker.Workers` does, each commit on the disk when
+it returns (FULL, issue 31); a row runs `Workers` itself with a task that does
+nothing, one the two separate calls, and one the pool at NORMAL (not durable: the
+pool before issue 31). The peers run 4 threads
 sharing the library's queue object (litequeue: one object per thread, its
 single connection is not for sharing). A run that takes longer than
 ``--cap`` seconds stops there and reports its rate over what it did.
@@ -47,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from xbot.errors import StoreError
 from xbot.storage import db
-from xbot.storage.db import open_store
+from xbot.storage.db import DbPool, open_store
 from xbot.storage.queue import TaskQueue
 from xbot.tasks.worker import TaskContext, Workers
 
@@ -169,9 +171,15 @@ async def xbot_work(
     separate: bool = False,
     stats: bool = False,
     reader: bool = False,
+    durable: bool = True,
 ) -> Run:
+    """``durable``: the pool as the bot has it (FULL); else NORMAL, as before issue 31."""
     run = Run("xbot", scenario)
-    pool = await open_store(path)
+    if durable:
+        pool = await open_store(path)
+    else:
+        pool = DbPool(path, synchronous="NORMAL")
+        await asyncio.to_thread(pool.open)
     q = TaskQueue(pool)
     stop_at = time.perf_counter() + cap
     outside = None
@@ -610,6 +618,7 @@ def bench_xbot(root: Path, n: int, backlog: int, cap: float) -> dict[str, Run]:
         ("x4 separate", {"separate": True}),
         ("x4 stats", {"stats": True}),
         ("x4 reader", {"reader": True}),
+        ("x4 not durable", {"durable": False}),
     ]:
         path = db(name.replace(" ", "-"))
         asyncio.run(_create(path))
@@ -683,7 +692,7 @@ def report(results: dict[str, dict[str, Run]], n: int, backlog: int, cap: float)
     ]
     libs = ["xbot", *[c.name for c in PEERS]]
     delivery = ["leased, token-fenced, per-chat order", *[c.delivery for c in PEERS]]
-    sync = [f"{db.POOL_SYNCHRONOUS} (WAL) + DbPool.sync", *[c.sync for c in PEERS]]
+    sync = [f"{db.SYNCHRONOUS} (WAL)", *[c.sync for c in PEERS]]
 
     def row(label: str, cell: Callable[[Run], str], key: str) -> None:
         cells = []
@@ -731,6 +740,9 @@ def report(results: dict[str, dict[str, Run]], n: int, backlog: int, cap: float)
         f" | {fmt_rate(x['x4 Workers'])} | — | {mb(x['x4 Workers'].wal_max)} |",
         f"| 4 workers, backlog {backlog // 1000}k in 3 chats (a worker always finds every chat"
         f" busy) | {fmt_rate(x['hot x4'])} | {lat(x['hot x4'])} | {mb(x['hot x4'].wal_max)} |",
+        f"| 4 workers, NORMAL: not durable (the pool before issue 31)"
+        f" | {fmt_rate(x['x4 not durable'])} | {lat(x['x4 not durable'])}"
+        f" | {mb(x['x4 not durable'].wal_max)} |",
         f"| 4 workers, an outside reader holds one read transaction open all run"
         f" | {fmt_rate(x['x4 reader'])} | {lat(x['x4 reader'])} | {mb(x['x4 reader'].wal_max)} |",
     ]

@@ -34,12 +34,12 @@ async def pool(tmp_path: Path):  # type: ignore[no-untyped-def]
     ("pragma", "expected"),
     [
         ("journal_mode", "wal"),
-        ("synchronous", 1),  # NORMAL: the pool syncs by itself (DbPool.sync)
+        ("synchronous", 2),  # FULL: a commit that returned is on the disk
         ("foreign_keys", 1),
         ("journal_size_limit", 32 * 1024 * 1024),
         ("wal_autocheckpoint", 4000),
     ],
-    ids=["wal", "synchronous-normal", "foreign-keys", "wal-bounded", "checkpoint"],
+    ids=["wal", "synchronous-full", "foreign-keys", "wal-bounded", "checkpoint"],
 )
 async def test_every_connection_is_configured(pool: DbPool, pragma: str, expected: object) -> None:
     values = await asyncio.gather(*(pool.run(lambda c: c.pragma(pragma)) for _ in range(6)))
@@ -309,15 +309,3 @@ async def test_a_torn_database_is_refused_after_an_unclean_stop(
     assert "\n" not in line
     assert "damaged" in line
     assert "Backups and restore" in line
-
-
-async def test_sync_covers_every_commit_before_it_and_costs_nothing_when_idle(
-    pool: DbPool,
-) -> None:
-    await pool.write(lambda c: c.execute("INSERT INTO link_cache VALUES ('a', '{}', 1)"))
-    await asyncio.gather(*(pool.sync() for _ in range(5)))  # one sync for all five
-    assert pool._syncer.synced == pool._syncer.count >= 1
-    count = pool._syncer.count
-    await pool.read(lambda c: c.execute("SELECT count(*) FROM link_cache").fetchall())
-    await pool.sync()  # a read changes nothing: nothing to wait for
-    assert pool._syncer.count == count

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import eventually
 
 from xbot.config import Settings
 from xbot.errors import (
@@ -31,6 +32,7 @@ from xbot.media.models import Post
 from xbot.sources import gallerydl as dump
 from xbot.sources.gallerydl import (
     DATA_LIMIT,
+    RUNS_AT_ONCE,
     GalleryDlSource,
     GalleryOutputTooLarge,
     GalleryTimeout,
@@ -473,10 +475,43 @@ async def test_a_refused_connection_is_one_sentence_from_the_source(tmp_path: Pa
 
 async def test_the_default_bounds_stop_a_run_that_grows(tmp_path: Path) -> None:
     """Without a memory_limit of its own, a run may not grow past `DATA_LIMIT`: the sum
-    of the bot and one run per worker stays inside the unit's MemoryMax=512M."""
+    of the bot and `RUNS_AT_ONCE` runs stays inside the unit's MemoryMax=512M."""
     code = f"b = bytearray({DATA_LIMIT + 16 * 1024 * 1024})\nprint('allocated')\n"
     result = await run_gallerydl(py(code), tmp_path)
     assert result.status != 0
     assert b"allocated" not in result.stdout
     small = await run_gallerydl(py("b = bytearray(8 * 1024 * 1024)\nprint('ok')\n"), tmp_path)
     assert small.stdout.strip() == b"ok"
+
+
+async def test_runs_at_once_are_bounded_whatever_the_tasks_in_flight(tmp_path: Path) -> None:
+    """Detached tasks may be many (4 x workers); gallery-dl processes at once are
+    `RUNS_AT_ONCE`, so their memory bound sums inside the unit's. A stand-in interpreter
+    marks itself running and waits for the test's word."""
+    running, go = tmp_path / "running", tmp_path / "go"
+    running.mkdir()
+    fake = tmp_path / "fake-python"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'touch "{running}/$$"\n'
+        f'i=0; while [ ! -e "{go}" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'rm "{running}/$$"\n'
+        "exit 64\n"  # gallery-dl's "Unsupported URL": the source says UnsupportedLink
+    )
+    fake.chmod(0o755)
+
+    async def public(host: str, port: int) -> list[str]:
+        return ["93.184.216.34"]
+
+    source = GalleryDlSource(Settings(data_dir=tmp_path), python=str(fake), resolver=public)
+    link = classify(MASTO)
+    assert link is not None
+    fetches = [asyncio.create_task(source.fetch(link)) for _ in range(RUNS_AT_ONCE + 2)]
+    await eventually(
+        lambda: len(list(running.iterdir())) == RUNS_AT_ONCE and source.waiting == 2, 10
+    )
+    assert len(list(running.iterdir())) == RUNS_AT_ONCE
+    go.touch()
+    results = await asyncio.gather(*fetches, return_exceptions=True)
+    assert all(isinstance(r, UnsupportedLink) for r in results), results
+    assert source.runs == RUNS_AT_ONCE + 2

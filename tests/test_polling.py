@@ -165,7 +165,7 @@ async def poll_batch(
     `texts` waiting as one batch; returns once `done()`."""
     from telegram.ext import ApplicationBuilder, MessageHandler, filters
 
-    from xbot.app import on_error
+    from xbot.handlers.errors import on_error
 
     h = await Harness.start(tmp_path / "data", start_bot=False)
     for text in texts:

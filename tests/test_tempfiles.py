@@ -20,6 +20,7 @@ from xbot.media.tempfiles import (
     TEMP_PREFIX,
     check_room,
     margin_of,
+    room,
     room_for,
     sweep_temp,
     temp_dir,
@@ -255,4 +256,31 @@ async def test_a_download_that_could_fill_the_disk_is_not_started(tmp_path: Path
             assert media.hits["/a.jpg"] == 0
             # With room to spare, the same file comes.
             done = await download(client, url, tmp_path / "a.jpg", max_bytes=1024 * MB)
+            assert done.size == 1000
+
+
+def test_rooms_held_count_each_others_caps(tmp_path: Path) -> None:
+    """Downloads in flight have not written their bytes yet: two caps that each fit the
+    free space but not together are not both let in."""
+    share = shutil.disk_usage(tmp_path).free * 5 // 8  # one fits, two do not
+    with (
+        room(tmp_path, share, margin=0),
+        pytest.raises(TransientFetch),
+        room(tmp_path, share, margin=0),
+    ):
+        pass
+    with room(tmp_path, share, margin=0):  # let go: it fits again
+        pass
+
+
+async def test_a_download_waits_for_the_room_another_holds(tmp_path: Path) -> None:
+    async with MediaServer() as media:
+        url = media.add("/a.jpg", b"x" * 1000, "image/jpeg")
+        share = shutil.disk_usage(tmp_path).free * 5 // 8
+        async with httpx.AsyncClient() as client:
+            with room(tmp_path, share, margin=0), pytest.raises(TransientFetch) as info:
+                await download(client, url, tmp_path / "a.jpg", max_bytes=share)
+            assert info.value.reason == DISK_LOW
+            assert media.hits["/a.jpg"] == 0
+            done = await download(client, url, tmp_path / "a.jpg", max_bytes=share)
             assert done.size == 1000

@@ -166,8 +166,8 @@ async def test_a_handler_that_cannot_store_its_work_fails_the_request(
     handler whose enqueue met a StoreError (xbot.receiving.intake)."""
     from telegram.ext import ApplicationBuilder, MessageHandler, filters
 
-    from xbot.app import on_error
     from xbot.errors import StoreBusy
+    from xbot.handlers.errors import on_error
     from xbot.receiving.intake import telegram_resends
     from xbot.receiving.webhook import WebhookListener
     from xbot.storage.db import open_store

@@ -1,15 +1,14 @@
 """The composition root: the one place that wires settings, store, queue, fetchers,
-sender, workers and PTB handlers together, and runs them until told to stop.
+sender, workers and PTB handlers together (`xbot.runtime` runs what it wires).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
-from telegram import Update
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -23,14 +22,12 @@ from telegram.request import BaseRequest, HTTPXRequest
 from xbot import versions
 from xbot.clock import Clocks, SystemClocks
 from xbot.config import Settings
-from xbot.handlers import callbacks, caption_edit, commands, inline, language, messages
+from xbot.handlers import callbacks, caption_edit, commands, errors, inline, language, messages
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.metrics import Metrics, api_method
-from xbot.receiving.intake import note_failure
 from xbot.sending.api_request import CountingRequest
-from xbot.sending.durable_request import DurableRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
@@ -80,19 +77,14 @@ ApiResult = Callable[[str, str, float], None]
 
 
 def build_application(
-    settings: Settings,
-    on_api_result: ApiResult | None = None,
-    *,
-    read_timeout: float = 30.0,
-    durable: Callable[[], Awaitable[None]] | None = None,
+    settings: Settings, on_api_result: ApiResult | None = None, *, read_timeout: float = 30.0
 ) -> AppType:
     """PTB's Application with our request settings and typed context; no handlers yet.
 
     `on_api_result` hears every Bot API call's result (method, result, retry_after):
     the metrics, without any sender knowing. `read_timeout`: how long a call waits
     for Telegram's answer before it is `TimedOut` (an outage that hangs); tests scale
-    it down. `durable`: awaited before every call, so nothing reaches Telegram before
-    what was committed is on the disk (`DurableRequest`; the bot's is `DbPool.sync`).
+    it down.
     """
     # Uploads stream from the temp file (see upload_request); the rest is PTB's HTTPXRequest.
     request: BaseRequest = StreamingRequest(
@@ -110,9 +102,6 @@ def build_application(
     if on_api_result is not None:
         request = CountingRequest(request, api_method, on_api_result)
         updates = CountingRequest(updates, api_method, on_api_result)
-    if durable is not None:
-        request = DurableRequest(request, durable)
-        updates = DurableRequest(updates, durable)
     builder = (
         ApplicationBuilder()
         .token(settings.token)
@@ -320,16 +309,4 @@ def add_handlers(application: AppType) -> None:
     fresh = filters.UpdateType.MESSAGE | filters.UpdateType.CHANNEL_POST
     text_like = (filters.TEXT | filters.CAPTION) & ~filters.COMMAND & fresh
     application.add_handler(MessageHandler(text_like, messages.on_message))
-    application.add_error_handler(on_error)
-
-
-async def on_error(update: object, context: XContext) -> None:
-    """The one error handler: a log line, never a traceback to a user."""
-    err = context.error
-    chat = update.effective_chat.id if isinstance(update, Update) and update.effective_chat else ""
-    # An update whose work could not be stored comes again (a webhook's 500, or polling
-    # that does not confirm it): one line, no traceback; the database's state is no bug.
-    if note_failure(err):
-        log.warning("update not stored, it comes again %s", kv(chat=chat, error=err))
-        return
-    log.error("handler failed %s", kv(chat=chat, error=type(err).__name__), exc_info=err)
+    application.add_error_handler(errors.on_error)

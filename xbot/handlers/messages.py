@@ -7,7 +7,6 @@ the network work is the workers'. Junk is ignored or gets one clear answer.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -36,10 +35,6 @@ STORE_UNAVAILABLE = N_(
     "I could not take that link just now: my storage is busy or full. "
     "Please send it again in a few minutes."
 )
-# Pauses before the tries of an enqueue that met a locked or full database. Telegram
-# will not send the update again once the next poll confirmed it, so the handler is
-# the last place the link exists: wait out a short lock, then tell the sender.
-ENQUEUE_PAUSES = (0.0, 1.0, 3.0)
 
 
 async def on_message(update: Update, context: XContext) -> None:
@@ -167,7 +162,7 @@ async def _enqueue_links(
     update's message); returns (queued, refused other-site links).
 
     Raises:
-        StoreError: the database stayed locked or full through every try.
+        StoreError: the database is locked (past its busy timeout) or full.
     """
     message, chat, user = update.effective_message, update.effective_chat, update.effective_user
     assert message is not None
@@ -195,24 +190,19 @@ async def _enqueue_links(
             # Whose forward prompt it will be; None when posted as a chat (anonymous admin).
             user_id=user.id if user and message.sender_chat is None else None,
         )
-        for attempt, pause in enumerate(ENQUEUE_PAUSES, 1):
-            if pause:
-                await asyncio.sleep(pause)
-            try:
-                await services.queue.enqueue(
-                    DELIVER,
-                    payload.to_json(),
-                    chat.id,
-                    now=now,
-                    # Telegram may deliver an update twice (a crash before the offset was
-                    # confirmed): the same message's link is queued once (for /get: the
-                    # command's message, so a second /get asks again).
-                    dedup_key=f"msg:{chat.id}:{message.message_id}:{link.key}",
-                    user_id=requester,
-                )
-                break
-            except StoreError:
-                if attempt == len(ENQUEUE_PAUSES):
-                    raise
+        # One try: a locked or full database is waited out by whoever received the
+        # update (the poller asks for it again, a webhook's 500 has Telegram send it
+        # again: xbot.receiving), never by a handler asleep in the middle of a batch.
+        await services.queue.enqueue(
+            DELIVER,
+            payload.to_json(),
+            chat.id,
+            now=now,
+            # Telegram may deliver an update twice (a crash before the offset was
+            # confirmed): the same message's link is queued once (for /get: the
+            # command's message, so a second /get asks again).
+            dedup_key=f"msg:{chat.id}:{message.message_id}:{link.key}",
+            user_id=requester,
+        )
         queued += 1
     return queued, refused_other

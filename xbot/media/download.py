@@ -36,7 +36,7 @@ from xbot.errors import FetchError, PostUnavailable, TooLarge, TransientFetch, U
 from xbot.i18n import N_, reason_template
 from xbot.media.decoding import ACCEPT_MEDIA, BodyDecoder, encodings, undecodable
 from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor, SpeedWatch
-from xbot.media.tempfiles import check_room
+from xbot.media.tempfiles import room
 
 CHUNK_SIZE = 64 * 1024
 
@@ -179,10 +179,11 @@ async def download(
 ) -> DownloadResult:
     """GET `url` into `dest`, at most `max_bytes` bytes, no slower than `floor`."""
     watch = SpeedWatch(floor)
-    async with watch.held():
-        return await _stream(
-            client, url, dest, watch, max_bytes=max_bytes, progress=progress, headers=headers
-        )
+    with room(dest.parent, max_bytes):  # the whole cap may land on the disk
+        async with watch.held():
+            return await _stream(
+                client, url, dest, watch, max_bytes=max_bytes, progress=progress, headers=headers
+            )
 
 
 async def _stream(
@@ -206,12 +207,11 @@ async def _stream(
         TooSlow: under the speed floor (raised by the watch around it).
         TransientFetch: timeouts, resets, truncated bodies, 5xx, 429; a local
             disk that refuses the write (full), or has too little room for the
-            cap (`tempfiles.check_room`).
+            cap (`tempfiles.room`).
         PostUnavailable: 404/410 (the file is gone), 401/403.
         BlockedAddress: the SSRF guard refused a hop (from a guarded client).
         UnsupportedLink, FetchError: other permanent failures.
     """
-    check_room(dest.parent, max_bytes)  # the whole cap may land on the disk
     sent = httpx.Headers(headers)
     sent["Accept-Encoding"] = ACCEPT_MEDIA  # a site's own headers may not ask for gzip
     try:

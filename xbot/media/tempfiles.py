@@ -6,7 +6,8 @@ without touching anything else. Names come from `tempfile` (random, created
 exclusively), never from user input: a suffix is the only part a caller
 chooses, and it is whitelisted.
 
-Before a download stages a file here, `check_room` looks at the free space:
+Before a download stages a file here, `room` looks at the free space, less what
+the downloads in flight may still write, and holds the new one's cap:
 an album is staged whole (up to ten files of the upload limit each, per
 worker), and a disk filled to the last byte would stop SQLite too. When the
 file could bring the free space under the margin (`DISK_MARGIN`, or a
@@ -23,6 +24,7 @@ import re
 import shutil
 import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +44,19 @@ DEFAULT_MAX_AGE = 3600.0
 # What this process has open right now: the sweep never removes these, whatever
 # their mtime says (a forward step of the wall clock makes a fresh file look old).
 _in_use: set[Path] = set()
+
+
+class _Held:
+    """Bytes that downloads in flight may still write (each its whole cap): the disk's
+    free space does not show them yet, and up to 4 x XBOT_WORKERS tasks download at
+    once. yt-dlp's downloads run in threads, hence the lock."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.lock = threading.Lock()
+
+
+_held = _Held()
 
 _SUFFIX = re.compile(r"[.a-z0-9]{0,8}")
 
@@ -65,9 +80,24 @@ def room_for(need: int, free: int, margin: int) -> bool:
     return free - need >= margin
 
 
-def check_room(folder: Path, need: int, margin: int | None = None) -> None:
+@contextmanager
+def room(folder: Path, need: int, margin: int | None = None) -> Iterator[None]:
+    """`check_room`, and `need` bytes held for the block: downloads in flight at the
+    same time each count the others' caps, so together they cannot pass the margin."""
+    with _held.lock:
+        check_room(folder, need, margin, reserved=_held.bytes)
+        _held.bytes += need
+    try:
+        yield
+    finally:
+        with _held.lock:
+            _held.bytes -= need
+
+
+def check_room(folder: Path, need: int, margin: int | None = None, *, reserved: int = 0) -> None:
     """Refuse, for now, a download of up to `need` bytes into `folder` that could leave
-    less than `margin` (default `margin_of` the disk) free; one WARNING line says so.
+    less than `margin` (default `margin_of` the disk) free, counting `reserved` bytes
+    that others may still write; one WARNING line says so.
 
     Raises:
         TransientFetch: not enough room; the task is retried later.
@@ -76,7 +106,7 @@ def check_room(folder: Path, need: int, margin: int | None = None) -> None:
         usage = shutil.disk_usage(folder)
     except OSError:
         return  # the folder is gone or unreadable: the write itself will say so
-    free = usage.free
+    free = usage.free - reserved
     if margin is None:
         margin = margin_of(usage.total)
     if room_for(need, free, margin):

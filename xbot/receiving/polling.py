@@ -37,7 +37,7 @@ from typing import Any
 from telegram import Update
 from telegram.ext import Application
 
-from xbot.errors import PollConflict, StoreError, TokenRefused, XbotError
+from xbot.errors import PollConflict, TokenRefused, XbotError
 from xbot.logs import kv
 from xbot.receiving.intake import redeliverable
 from xbot.sending.bot_errors import error_detail, library_name, translated
@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 # Tries of an update whose work could not be stored before it is handled the polite
 # way: with the reconnect backoff (1 s doubling to 30 s, jittered) about one to two
-# minutes of a locked or full database, on top of each handler's own patience.
+# minutes of a locked or full database, on top of the database's own busy timeout.
 STORE_TRIES = 8
 
 
@@ -114,14 +114,6 @@ class DurablePoller:
                         read_timeout=self.timeout + max(1.0, 10 * self.time_scale),
                     )
                 )
-            except StoreError as exc:  # the disk could not sync what the offset confirms
-                failures += 1
-                delay = reconnect_backoff(failures, scale=self.time_scale)
-                log.warning(
-                    "getUpdates waits for the disk %s", kv(error=exc, retry_in=round(delay, 3))
-                )
-                await asyncio.sleep(delay)
-                continue
             except XbotError as exc:  # Telegram's answer, or none (bot_errors.classify)
                 failures += 1
                 await self._pause(exc, failures)

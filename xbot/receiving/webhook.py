@@ -2,8 +2,8 @@
 
 Why not PTB's `Updater.start_webhook`: its handler puts the update in an in-memory
 queue and answers 200 at once, and Telegram never sends an acknowledged update
-again, so a crash before the handlers ran lost it (issue 20 lost 62 of 120 links
-that way). Here the answer waits for `Application.process_update`: the handlers
+again, so a crash before the handlers ran lost it (docs/benchmarks.md, "Webhook
+mode"). Here the answer waits for `Application.process_update`: the handlers
 have queued the work in SQLite (or judged that none is needed), just as the
 durable poller (`xbot.receiving.polling`) confirms an offset only after its batch
 was handled. An update whose work could not be stored (the database locked or the

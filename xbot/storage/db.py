@@ -32,7 +32,6 @@ import attrs
 
 from xbot.errors import SchemaTooNew, StoreBusy, StoreDamaged, StoreError
 from xbot.storage import migrations
-from xbot.storage.files import sync_folder
 
 log = logging.getLogger(__name__)
 
@@ -48,19 +47,18 @@ WAL_AUTOCHECKPOINT_PAGES = 4000
 JOURNAL_SIZE_LIMIT = 32 * 1024 * 1024
 # Durability (issue 31): nothing is confirmed to Telegram before it is on the
 # disk. In WAL mode NORMAL syncs the -wal only at a checkpoint, so a power cut
-# takes the commits since (a kill -9 takes none: they are in the page cache);
-# FULL syncs it inside every commit, under the write lock. Measured
-# (docs/benchmarks.md, "Power loss"), FULL on the pool slowed a burst of links
-# markedly: every commit, and every writer queued behind it, waited for its
-# own sync. So the pool's connections stay NORMAL and a thread of the pool
-# syncs the -wal as soon as a commit was written, outside the lock, one sync
-# for all the commits made meanwhile (`_Syncer`); a confirmation waits only
-# for the sync that covers it (`DbPool.sync`): before every Bot API request
-# (xbot.sending.durable_request: the next getUpdates' offset, the next
-# message) and before a webhook's 200 (`xbot.storage.webhook_updates`). Every
-# other connection that writes (the CLI's, migrations) has no such thread,
-# and is FULL.
-POOL_SYNCHRONOUS = "NORMAL"
+# took the commits since (a kill -9 takes none: they are in the page cache):
+# updates Telegram had been told were handled, records of albums already sent.
+# FULL syncs the -wal inside every commit: a commit that returned is on the
+# disk, so every confirmation that follows a commit (the next getUpdates'
+# offset, a webhook's 200, the next message after an album's record) is safe
+# by construction, wherever it is written. The other way, NORMAL plus one sync
+# of the -wal before each Bot API request and each 200 (a thread of the pool
+# syncing behind the commits), was built and measured against it
+# (docs/benchmarks.md, "Power loss"): no faster for the bot, slower for the
+# queue and dearer in CPU; the group commit already shares one sync among the
+# concurrent writers. A checkpoint syncs the -wal before it copies pages and
+# the database after, so folding the -wal in never undoes a sync.
 SYNCHRONOUS = "FULL"
 
 
@@ -115,7 +113,7 @@ def _touch_private(path: Path) -> None:
 def connect(path: Path | str, *, synchronous: str = SYNCHRONOUS) -> apsw.Connection:
     """One configured connection (for the pool, the CLI and tests). Does not migrate.
 
-    ``synchronous``: FULL unless the caller syncs by itself (the pool: `DbPool.sync`).
+    ``synchronous``: FULL; another level only for a benchmark's comparison.
     """
     try:
         conn = apsw.Connection(str(path))
@@ -239,100 +237,6 @@ def _check_version(path: Path) -> None:
         )
 
 
-@attrs.define(eq=False)
-class _Syncer:
-    """Syncs the -wal in a thread of its own, as soon as a call has changed rows.
-
-    ``changed`` counts the calls that changed rows; the thread syncs, notes
-    how many calls it covered, and wakes the callers of `wait` whose count is
-    covered. Commits made while one sync runs share the next one, so the syncs
-    are batched by themselves, and no commit waits for any (they run outside
-    the write lock); only a confirmation waits, and usually not long, since the
-    sync began when its commit ended. The first sync also syncs the folder, so
-    the -wal's own name survives.
-    """
-
-    wal: str
-    folder: Path
-    count: int = 0  # calls that changed rows
-    synced: int = 0  # of those, how many are on the disk
-    _error: StoreError | None = None
-    _stopping: bool = False
-    _named: bool = False
-    _cond: threading.Condition = attrs.field(factory=threading.Condition)
-    _waiters: list[tuple[int, _Call]] = attrs.field(factory=list)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="xbot-db-sync", daemon=True)
-        self._thread.start()
-
-    def changed(self) -> None:
-        with self._cond:
-            self.count += 1
-            self._cond.notify()
-
-    async def wait(self, target: int) -> None:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        with self._cond:
-            if self.synced >= target:
-                return
-            if self._thread is None or self._stopping:
-                raise StoreError("the database pool is closed")
-            self._waiters.append((target, _Call(lambda _: None, fut, loop)))
-        await fut
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self.synced == self.count and not self._stopping:
-                    self._cond.wait()
-                if self.synced == self.count:  # stopping, nothing left to sync
-                    ready, self._waiters = self._waiters, []
-                    break
-                upto = self.count
-            error = self._sync()
-            with self._cond:
-                if error is None:
-                    self.synced = upto
-                    ready = [w for w in self._waiters if w[0] <= upto]
-                    self._waiters = [w for w in self._waiters if w[0] > upto]
-                else:  # every waiter hears of it; the next change tries again
-                    ready, self._waiters = self._waiters, []
-            for _, call in ready:
-                _deliver(call, None, error)
-            if error is not None:
-                time.sleep(BUSY_NAP * 100)  # a failing disk: not a busy loop
-        for _, call in ready:
-            _deliver(call, None, StoreError("the database pool is closed"))
-
-    def _sync(self) -> StoreError | None:
-        try:
-            fd = os.open(self.wal, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None  # no -wal: a checkpoint folded it in and synced the database file
-        except OSError as exc:
-            return StoreError(f"cannot sync the database: {exc.strerror}")
-        try:
-            os.fsync(fd)
-            if not self._named:
-                sync_folder(self.folder)
-                self._named = True
-        except OSError as exc:
-            return StoreError(f"cannot sync the database: {exc.strerror}")
-        finally:
-            os.close(fd)
-        return None
-
-
 @attrs.define
 class DbPool:
     """A bounded pool of apsw connections to one file, each owned by one thread.
@@ -346,6 +250,7 @@ class DbPool:
     Attributes:
         path: the database file.
         size: how many connections (and threads) at most.
+        synchronous: ``PRAGMA synchronous`` of its connections (FULL: see `SYNCHRONOUS`).
     """
 
     path: Path
@@ -355,26 +260,18 @@ class DbPool:
     _threads: list[threading.Thread] = attrs.field(factory=list, init=False)
     _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
     _closed: bool = attrs.field(default=False, init=False)
-    _syncer: _Syncer = attrs.field(init=False)
-
-    @_syncer.default
-    def _new_syncer(self) -> _Syncer:
-        return _Syncer(f"{self.path}-wal", self.path.parent)
+    synchronous: str = attrs.field(default=SYNCHRONOUS, kw_only=True)
 
     def open(self) -> None:
         for i in range(self.size):
-            conn = connect(self.path, synchronous=POOL_SYNCHRONOUS)
+            conn = connect(self.path, synchronous=self.synchronous)
             self._all.append(conn)
             thread = threading.Thread(
-                target=_serve,
-                args=(conn, self._calls, self._syncer),
-                name=f"xbot-db-{i}",
-                daemon=True,
+                target=_serve, args=(conn, self._calls), name=f"xbot-db-{i}", daemon=True
             )
             self._threads.append(thread)
         for thread in self._threads:
             thread.start()
-        self._syncer.start()
 
     async def run(self, fn: Callable[[apsw.Connection], T]) -> T:
         """Run ``fn(conn)`` on a pooled connection in its thread (autocommit)."""
@@ -397,17 +294,6 @@ class DbPool:
         with self._write_lock:
             return write_sync(conn, fn)
 
-    async def sync(self) -> None:
-        """Return once every change committed through the pool before the call is on the disk.
-
-        The pool's connections are NORMAL: a commit is written to the -wal but
-        not synced. A thread of the pool syncs the -wal as soon as a call
-        changed rows (one fsync covers every commit before it), so this mostly
-        waits for a sync already under way, and returns at once when nothing
-        changed since the last. Raises `StoreError` if the disk refuses.
-        """
-        await self._syncer.wait(self._syncer.count)
-
     async def checkpoint(self) -> None:
         """Fold the WAL back into the database and truncate it (call when idle)."""
 
@@ -425,7 +311,6 @@ class DbPool:
             self._calls.put(None)  # one stop sign per thread, behind every queued call
         await asyncio.to_thread(_join_all, self._threads)
         self._threads.clear()
-        await asyncio.to_thread(self._syncer.stop)  # after a last sync of what is left
         for conn in self._all:
             with contextlib.suppress(apsw.Error):
                 apsw.bestpractice.connection_optimize(conn)
@@ -442,26 +327,16 @@ class _Call:
     loop: asyncio.AbstractEventLoop
 
 
-def _serve(conn: apsw.Connection, calls: queue.SimpleQueue[_Call | None], changes: _Syncer) -> None:
-    """A pool thread: run calls on its own connection until the stop sign.
-
-    A call that changed rows is counted before its caller hears of it, so a
-    `DbPool.sync` the caller starts afterwards covers it. Counted by rows, not
-    by the way the call wrote (a transaction or a bare statement).
-    """
+def _serve(conn: apsw.Connection, calls: queue.SimpleQueue[_Call | None]) -> None:
+    """A pool thread: run calls on its own connection until the stop sign."""
     while (call := calls.get()) is not None:
         if call.fut.cancelled():  # the caller gave up before it began: do nothing
             continue
-        before = conn.total_changes()
         try:
             value = _translated(call.fn, conn)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
-            if conn.total_changes() != before:
-                changes.changed()
             _deliver(call, None, exc)
         else:
-            if conn.total_changes() != before:
-                changes.changed()
             _deliver(call, value, None)
 
 

@@ -5,7 +5,7 @@ over the target, the folder synced. A reader (or the bot after a reboot)
 sees the old file or the new one, never a torn or empty one: a rename before
 the data is synced can come back as an empty file on ext4 and others.
 `sync_folder` is the last step alone, for a file put in place some other
-way (the backup, SQLite's -wal). Which files are written this way and which
+way (the backup). Which files are written this way and which
 can be rebuilt instead: docs/reliability.md ("Power loss").
 """
 

@@ -52,10 +52,7 @@ class AnsweredUpdates:
         return await self.pool.read(lambda conn: _answered(conn, update_id))
 
     async def mark(self, update_id: int, now: float) -> None:
-        """Mark the update answered; returns once the mark, and the work its handlers
-        committed before it, are on the disk: the 200 that follows confirms them."""
         await self.pool.write(lambda conn: _mark(conn, update_id, now))
-        await self.pool.sync()
 
     async def prune(self, now: float, older_than: float = KEEP) -> int:
         """Forget updates answered more than `older_than` seconds ago; how many went."""

@@ -49,7 +49,7 @@ from xbot.i18n import DEFAULT, N_, translate_reason, translator
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
 from xbot.media.mp4info import Mp4Info, probe_mp4
-from xbot.media.tempfiles import check_room, temp_folder
+from xbot.media.tempfiles import room, temp_folder
 from xbot.sending.caption import build_caption, post_from_parts
 from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
@@ -229,8 +229,8 @@ class OtherSites:
                     if await self._from_cache(ctx, payload, info.key, settings):
                         return None
                     status.update(Snapshot("download", 0, info.size))
-                    check_room(folder, self.settings.upload_limit)
-                    path = await job.download()
+                    with room(folder, self.settings.upload_limit):
+                        path = await job.download()
                     if not info.audio_only:
                         info = fill_from_header(info, await asyncio.to_thread(probe_mp4, path))
                     thumbnail = await self._thumbnail(info, folder)

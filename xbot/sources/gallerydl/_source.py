@@ -79,6 +79,7 @@ from xbot.sources.gallerydl._dump import JUNK, NOT_KNOWN, WHOLE_GALLERY, parse_d
 __all__ = [
     "ANY_HOST_CATEGORIES",
     "DATA_LIMIT",
+    "RUNS_AT_ONCE",
     "GalleryDlSource",
     "GalleryOutputTooLarge",
     "GalleryTimeout",
@@ -93,12 +94,16 @@ log = logging.getLogger(__name__)
 
 TIME_LIMIT = 60.0  # one post's extraction; a site that takes longer is given up on
 MAX_OUTPUT = 8 * 1024 * 1024  # a post's dump is kilobytes; a gallery of thousands is not a post
-# Inside the unit's MemoryMax=512M, with the bot (~150 MB) and one run per worker (4):
+# Inside the unit's MemoryMax=512M, with the bot (~150 MB) and RUNS_AT_ONCE runs:
 # RLIMIT_DATA bounds what a run can grow (heap and private maps: what a hostile page
 # makes it allocate), RLIMIT_AS stops a run that maps more some other way. A run of
 # Python, requests and an extractor needs about half of each (docs/benchmarks.md).
 MEMORY_LIMIT = 256 * 1024 * 1024  # address space
 DATA_LIMIT = 64 * 1024 * 1024  # heap and private maps
+# Runs at once, whatever the number of tasks in flight: a task that outlives its first
+# seconds hands its worker back (xbot.tasks.worker), so up to 4 x XBOT_WORKERS tasks may
+# run, and each run may grow to DATA_LIMIT. The others wait their turn, within their budget.
+RUNS_AT_ONCE = 2
 UNSUPPORTED_STATUS = 64  # gallery-dl: no extractor matched the URL (decided without a request)
 # Extractors that take a URL of any host: not known sites.
 ANY_HOST_CATEGORIES = frozenset({"directlink", "generic"})
@@ -403,6 +408,7 @@ class GalleryDlSource:
         python: the interpreter that runs ``-m gallery_dl`` (the bot's own).
         resolver: name resolution for the SSRF pre-check (tests inject one).
         runs: processes started so far (the tests count them; /stats may show them).
+        waiting: fetches waiting for one of the `RUNS_AT_ONCE` slots now.
     """
 
     settings: Settings
@@ -413,6 +419,10 @@ class GalleryDlSource:
     resolver: netguard.Resolver = netguard.system_resolver
     name: str = "gallerydl"
     runs: int = 0
+    waiting: int = 0
+    _slots: asyncio.Semaphore = attrs.field(
+        factory=lambda: asyncio.Semaphore(RUNS_AT_ONCE), init=False
+    )
 
     async def precheck(self, url: str) -> None:
         """The link's host, resolved and checked before gallery-dl opens anything."""
@@ -441,11 +451,19 @@ class GalleryDlSource:
                 allow_private=self.settings.allow_private_networks, known_only=known_only,
                 clear_global_cookies=has_global_cookie_dict(operator),
             )  # fmt: skip
-            self.runs += 1
-            result = await run_gallerydl(
-                command, folder, time_limit=self.time_limit, max_output=self.max_output,
-                memory_limit=self.memory_limit,
-            )  # fmt: skip
+            self.waiting += 1
+            try:
+                await self._slots.acquire()
+            finally:
+                self.waiting -= 1
+            try:
+                self.runs += 1
+                result = await run_gallerydl(
+                    command, folder, time_limit=self.time_limit, max_output=self.max_output,
+                    memory_limit=self.memory_limit,
+                )  # fmt: skip
+            finally:
+                self._slots.release()
         log.info(
             "gallery-dl ran %s",
             kv(url=link.url, status=result.status, bytes=len(result.stdout),
