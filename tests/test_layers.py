@@ -74,6 +74,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "xbot.logs",
             "xbot.metrics",
             "xbot.periodic",  # the loop that runs a step every few seconds (sweep, canary...)
+            "xbot.tls",  # the one TLS context the HTTP clients share
             "xbot.versions",
         ),
     ),

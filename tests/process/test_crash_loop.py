@@ -128,7 +128,7 @@ async def test_six_sigkills_while_a_two_album_post_is_in_flight_lose_nothing(
             20,
             "the other links",
         )
-        await asyncio.sleep(1.0)  # room for a wrong resend to show up
+        await wait_until(stage.settled, 20, "every task done")  # a wrong resend before it
     finally:
         if proc.poll() is None:
             kill(proc)

@@ -65,8 +65,6 @@ class Runtime:
     Attributes:
         phase: one of STARTING, WAITING, POLLING, WEBHOOK, STOPPING.
         waiting_for: while WAITING, one line saying on what (for STATUS= and logs).
-        on_waiting: called with that line at each failed start-up try (the systemd
-            glue in `run_until_signalled` uses it to report READY and STATUS).
     """
 
     def __init__(
@@ -111,7 +109,7 @@ class Runtime:
         # stopped together.
         self._loops: list[Periodic] = []
         self._menus: asyncio.Task[None] | None = None
-        self.on_waiting: Callable[[str], None] | None = None
+        self._on_waiting: Callable[[str], None] | None = None  # the start's, see `start`
         self.phase = STARTING
         self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
@@ -133,7 +131,11 @@ class Runtime:
             return hook is not None and hook.running and self.application.running
         return False
 
-    async def start(self) -> Services:
+    async def start(self, on_waiting: Callable[[str], None] | None = None) -> Services:
+        """Start everything; `on_waiting` hears the `waiting_for` line at each failed
+        start-up try (the systemd glue in `run_until_signalled` reports READY and
+        STATUS= with it)."""
+        self._on_waiting = on_waiting
         # One bot per data dir; holding the lock, every lease left in the
         # database belongs to a process that is gone.
         self._lock.acquire()
@@ -173,8 +175,8 @@ class Runtime:
                     retry_in=round(delay, 3),
                 ),
             )
-            if self.on_waiting is not None:
-                self.on_waiting(self.waiting_for)
+            if self._on_waiting is not None:
+                self._on_waiting(self.waiting_for)
 
         def on_answer(failures: int) -> None:
             if failures:

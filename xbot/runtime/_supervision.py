@@ -87,8 +87,7 @@ async def run_until_signalled(
         else:
             systemd.status(status)
 
-    bot.on_waiting = supervise
-    starting = asyncio.create_task(bot.start(), name="xbot-start")
+    starting = asyncio.create_task(bot.start(on_waiting=supervise), name="xbot-start")
     stopped = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)
