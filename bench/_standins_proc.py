@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg
 from standins.botapi import BotApiServer
 from standins.fxapi import FxApiServer
 from standins.media_server import MediaServer

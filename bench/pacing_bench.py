@@ -41,8 +41,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from standins._botapi_limits import COUNTED_METHODS, TelegramLimits, ideal_makespan  # noqa: E402
-from standins._mediabytes import tiny_jpeg  # noqa: E402
+from standins import (  # noqa: E402
+    COUNTED_METHODS,
+    TelegramLimits,
+    ideal_makespan,
+    tiny_jpeg,
+)
 from standins.botapi import BotApiServer  # noqa: E402
 from standins.fxapi import FxApiServer  # noqa: E402
 from standins.media_server import MediaServer  # noqa: E402

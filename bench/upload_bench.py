@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from standins._mediabytes import big, tiny_jpeg
+from standins import big, tiny_jpeg
 from standins.botapi import BotApiServer
 from standins.fxapi import FxApiServer
 from standins.media_server import MediaServer

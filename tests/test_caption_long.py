@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from standins._tgtext import parse_html
+from standins import parse_html
 from xbot.media.models import Post, RichText, TextSpan
 from xbot.sending.caption import build_caption, splits_grapheme, utf16_len, visible_length
 from xbot.sending.caption_long import (

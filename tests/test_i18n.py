@@ -21,7 +21,7 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
-from standins._tgtext import EntityParseError, parse_html
+from standins import EntityParseError, parse_html
 from standins.harness import Harness
 from xbot.handlers.commands import COMMANDS, help_text
 from xbot.i18n import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from standins._botapi_inline import InlineAnswer
+from standins import InlineAnswer
 from standins.botapi import BotApiServer
 from standins.harness import Harness
 from xbot.handlers.inline_results import HELP_PARAMETER, OPEN_PRIVATE

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from standins._botapi_inline import InlineAnswer
+from standins import InlineAnswer
 from standins.bskyapi import did_for
 from standins.harness import Harness
 from xbot.handlers.inline_results import OPEN_PRIVATE

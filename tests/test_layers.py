@@ -319,6 +319,27 @@ def test_only_the_demo_imports_the_standins() -> None:
     assert bad == [], "product modules importing the stand-ins:\n" + "\n".join(bad)
 
 
+def test_the_tests_reach_the_standins_through_their_face() -> None:
+    """Tests and bench/ import `standins` or its public modules, never a ``_private`` one."""
+    bad = []
+    for folder in ("tests", "bench"):
+        for path in sorted((PACKAGE.parent / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    named = [node.module or ""]
+                    if node.module == "standins":  # from standins import _mediabytes
+                        named = [f"standins.{alias.name}" for alias in node.names]
+                elif isinstance(node, ast.Import):
+                    named = [alias.name for alias in node.names]
+                else:
+                    continue
+                for name in named:
+                    parts = name.split(".")
+                    if parts[0] == "standins" and any(p.startswith("_") for p in parts[1:]):
+                        bad.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {name}")
+    assert bad == [], "private modules of the stand-ins imported:\n" + "\n".join(bad)
+
+
 def test_every_module_has_a_layer() -> None:
     unplaced = [m for m in FOUND if layer_of(m) is None]
     assert unplaced == [], f"place these in LAYERS (tests/test_layers.py): {unplaced}"

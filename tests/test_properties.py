@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from standins._tgtext import EntityParseError, rendered_text, utf16_len
+from standins import EntityParseError, rendered_text, utf16_len
 from xbot.config import SETTINGS_DOC, load_settings
 from xbot.errors import (
     BlockedAddress,

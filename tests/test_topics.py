@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from standins._botapi_topics import topic_of
+from standins import topic_of
 from standins.harness import Harness, mp4_with_header
 from standins.queue_sync import SyncQueue
 from xbot.links import classify

@@ -31,7 +31,7 @@ from hypothesis import HealthCheck
 from hypothesis import strategies as st
 from telegram import Update
 
-from standins._tgtext import auto_entities, utf16_len
+from standins import auto_entities, utf16_len
 from standins.harness import Harness
 from xbot.tasks.payloads import DeliverPayload
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from standins._botapi_topics import topic_of
+from standins import topic_of
 from standins.harness import Harness
 from xbot.handlers.commands import PRIVACY_HINT
 from xbot.handlers.messages import GET_USAGE

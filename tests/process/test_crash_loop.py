@@ -21,7 +21,7 @@ import apsw
 import pytest
 from test_process import CHAT, Stage, wait_until
 
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg
 from standins.botapi import BotApiServer
 from xbot.storage.queue import lost_lease_budget
 

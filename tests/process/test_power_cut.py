@@ -25,7 +25,7 @@ import pytest
 from powercut import Disk, build
 from test_process import Stage, wait_until
 
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg
 from standins.botapi import BotApiServer
 
 pytestmark = pytest.mark.slow

@@ -21,7 +21,7 @@ import apsw
 import pytest
 from conftest import eventually as wait_until  # the async wait
 
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg
 from standins.botapi import BotApiServer
 from standins.fxapi import FxApiServer
 from standins.media_server import MediaServer

@@ -28,7 +28,7 @@ import httpx
 import pytest
 from test_process import Stage, stop, wait_until
 
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg
 from xbot.receiving.webhook import SECRET_HEADER
 
 pytestmark = pytest.mark.slow

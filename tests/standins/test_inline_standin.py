@@ -19,7 +19,7 @@ from telegram import (
 from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg
 from standins.botapi import BotApiServer
 
 USER = 4242

@@ -9,7 +9,7 @@ import telegram
 from telegram import InputMediaPhoto
 from telegram.error import BadRequest, RetryAfter
 
-from standins._botapi_limits import Admission, TelegramLimits, ideal_makespan
+from standins import Admission, TelegramLimits, ideal_makespan
 from standins.botapi import BotApiServer, retry_after_seconds
 from standins.media_server import MediaServer, tiny_jpeg
 

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from standins._botapi_wire import ApiError, form_params
-from standins._multipart import MultipartReader
+from standins import ApiError, MultipartReader, form_params
 from standins.botapi import CLIENT_CLOSED, BotApiServer
 from xbot.sending.upload_request import MultipartBody
 

@@ -8,9 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from standins._botapi_wire import ApiError, decode_params, text_of
-from standins._mediabytes import image_size, tiny_jpeg
-from standins._tgtext import EntityParseError, auto_entities, parse_html, utf16_len
+from standins import (
+    ApiError,
+    EntityParseError,
+    auto_entities,
+    decode_params,
+    image_size,
+    parse_html,
+    text_of,
+    tiny_jpeg,
+    utf16_len,
+)
 
 HTML_CASES = [
     ("plain", "hello", "hello", []),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from standins._outage import OUTAGES, Outages
+from standins import OUTAGES, Outages
 from standins.fxapi import FxApiServer
 from standins.syndication import SyndicationServer
 from standins.vxapi import VxApiServer

@@ -11,8 +11,7 @@ from telegram import ReplyParameters
 from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
-from standins._botapi_topics import topic_of
-from standins._mediabytes import tiny_jpeg
+from standins import tiny_jpeg, topic_of
 from standins.botapi import BotApiServer
 
 FORUM = -1001234
