@@ -31,8 +31,8 @@ $(VENV)/.bench: $(STAMP)
 	touch $(VENV)/.bench
 
 lint: $(STAMP)
-	$(BIN)/ruff check xbot tests bench
-	$(BIN)/ruff format --check xbot tests bench
+	$(BIN)/ruff check xbot standins tests bench
+	$(BIN)/ruff format --check xbot standins tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

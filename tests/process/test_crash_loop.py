@@ -21,8 +21,8 @@ import apsw
 import pytest
 from test_process import CHAT, Stage, wait_until
 
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
 from xbot.storage.queue import lost_lease_budget
 
 pytestmark = pytest.mark.slow

@@ -21,10 +21,10 @@ import apsw
 import pytest
 from conftest import eventually as wait_until  # the async wait
 
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.media_server import MediaServer
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
+from standins.fxapi import FxApiServer
+from standins.media_server import MediaServer
 
 pytestmark = pytest.mark.slow
 

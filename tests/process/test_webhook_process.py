@@ -28,8 +28,8 @@ import httpx
 import pytest
 from test_process import Stage, stop, wait_until
 
+from standins._mediabytes import tiny_jpeg
 from xbot.receiving.webhook import SECRET_HEADER
-from xbot.standins._mediabytes import tiny_jpeg
 
 pytestmark = pytest.mark.slow
 
