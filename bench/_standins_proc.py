@@ -28,10 +28,10 @@ import threading
 import time
 from typing import Any
 
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.media_server import MediaServer
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
+from standins.fxapi import FxApiServer
+from standins.media_server import MediaServer
 
 POST_BASE = 1_900_000_000_000_000_000
 SEND_MEDIA = ("sendPhoto", "sendVideo", "sendAnimation", "sendDocument", "sendMediaGroup")

@@ -32,9 +32,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from standins.gallery_sites import MastodonServer, gallerydl_config
+from standins.harness import Harness
 from xbot.sources.gallerydl import gallerydl_command, run_gallerydl
-from xbot.standins.gallery_sites import MastodonServer, gallerydl_config
-from xbot.standins.harness import Harness
 
 ANSWERS = ("sendMediaGroup", "sendPhoto", "sendMessage")
 

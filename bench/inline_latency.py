@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/inline_latency.py [--posts 15]
 
-The real bot against the stand-ins in one process (`xbot.standins.harness`).
+The real bot against the stand-ins in one process (`standins.harness`).
 For each post: ``@bot <link>`` while nothing is known (a fresh fetch from the
 fxtwitter stand-in, answered with URL results), then the link in a private
 chat (which fills the link cache), then ``@bot <link>`` again (answered by
@@ -20,7 +20,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from xbot.standins.harness import Harness
+from standins.harness import Harness
 
 CHAT = 4242
 

@@ -22,8 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from xbot.standins.harness import Harness
-from xbot.standins.media_server import fake_mp4
+from standins.harness import Harness
+from standins.media_server import fake_mp4
 
 ANSWERS = ("sendPhoto", "sendVideo", "sendDocument", "sendMediaGroup", "sendMessage")
 

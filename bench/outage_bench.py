@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from standins.harness import Harness
 from xbot.sources.x import SourceChain
-from xbot.standins.harness import Harness
 from xbot.storage.queue import Task
 
 CHAT = 9001

@@ -4,7 +4,7 @@
 
 The bot (`xbot.runtime.Runtime`, 4 workers, its pacer on) runs in this process; the
 stand-ins run on their own threads. The Bot API stand-in enforces Telegram's
-flood limits (`xbot.standins._botapi_limits`: ~1 request/s per chat with
+flood limits (`standins._botapi_limits`: ~1 request/s per chat with
 bursts of 3, 20 messages/min per group, 30 messages/s per bot, an album
 counting as its items) by answering 429 with ``retry_after``, as Telegram does.
 
@@ -41,14 +41,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from standins._botapi_limits import COUNTED_METHODS, TelegramLimits, ideal_makespan  # noqa: E402
+from standins._mediabytes import tiny_jpeg  # noqa: E402
+from standins.botapi import BotApiServer  # noqa: E402
+from standins.fxapi import FxApiServer  # noqa: E402
+from standins.media_server import MediaServer  # noqa: E402
 from xbot.config import Settings  # noqa: E402
 from xbot.runtime import Runtime  # noqa: E402
 from xbot.sending.pacing import Pacer  # noqa: E402
-from xbot.standins._botapi_limits import COUNTED_METHODS, TelegramLimits, ideal_makespan  # noqa: E402
-from xbot.standins._mediabytes import tiny_jpeg  # noqa: E402
-from xbot.standins.botapi import BotApiServer  # noqa: E402
-from xbot.standins.fxapi import FxApiServer  # noqa: E402
-from xbot.standins.media_server import MediaServer  # noqa: E402
 
 POST_BASE = 1_800_000_000_000_000_000
 TARGET_RATIO = 1.15

@@ -77,11 +77,11 @@ from typing import Any
 import apsw
 import attrs
 
+from standins.botapi import BotApiServer
+from standins.fxapi import FxApiServer
+from standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 from xbot.media.models import MediaKind
 from xbot.sending.albums import plan_sends
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 
 SCENARIOS = (
     "kill9", "sigterm", "storm", "botapi", "media", "fxapi", "dblock", "diskfull", "crashloop",

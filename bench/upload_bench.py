@@ -39,10 +39,10 @@ from typing import Any
 
 import attrs
 
-from xbot.standins._mediabytes import big, tiny_jpeg
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.media_server import MediaServer
+from standins._mediabytes import big, tiny_jpeg
+from standins.botapi import BotApiServer
+from standins.fxapi import FxApiServer
+from standins.media_server import MediaServer
 
 MB = 1024 * 1024
 CHAT = 4242

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from xbot.standins.harness import Harness
+from standins.harness import Harness
 from xbot.storage.db import DbPool, open_store
 from xbot.storage.queue import NOTICE_KIND, TaskQueue
 from xbot.tasks.notices import read_notice

@@ -9,8 +9,8 @@ import json
 import time
 from typing import Any
 
+from standins.harness import Harness
 from xbot.sending.telegram_health import TelegramHealth
-from xbot.standins.harness import Harness
 
 HELD, OTHER = 611, 612
 HOLD = 6.0  # longer than the pacer sleeps in place (Pacer.max_wait)

@@ -8,6 +8,7 @@ import attrs
 import pytest
 import telegram
 
+from standins.botapi import BotApiServer
 from xbot.sending.sender import Sender
 from xbot.services.auth import (
     BOT_CANNOT_POST,
@@ -20,7 +21,6 @@ from xbot.services.auth import (
     decide,
     is_operator,
 )
-from xbot.standins.botapi import BotApiServer
 
 GROUP = -500
 CHANNEL = -100500

@@ -11,8 +11,8 @@ import apsw
 import pytest
 from conftest import wait_until
 
+from standins.queue_sync import SyncQueue
 from xbot.errors import StoreError
-from xbot.standins.queue_sync import SyncQueue
 from xbot.storage import migrations
 from xbot.storage.backup import backup, backup_name
 from xbot.storage.db import connect, prepare_store

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from conftest import WallClock
 
+from standins.harness import Harness
 from xbot.runtime import sweep_once
-from xbot.standins.harness import Harness
 from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.prompts import PROMPT
 

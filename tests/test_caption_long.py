@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from standins._tgtext import parse_html
 from xbot.media.models import Post, RichText, TextSpan
 from xbot.sending.caption import build_caption, splits_grapheme, utf16_len, visible_length
 from xbot.sending.caption_long import (
@@ -22,7 +23,6 @@ from xbot.sending.caption_long import (
     piece_html,
     split_text,
 )
-from xbot.standins._tgtext import parse_html
 
 LIMIT = 4096
 SENTENCE = "The queue keeps every job. "  # 27 characters

@@ -13,10 +13,10 @@ from pathlib import Path
 import apsw
 import pytest
 
+from standins.queue_sync import SyncQueue
 from xbot import __version__
 from xbot.cli import build_parser, main
 from xbot.ops.opscli import format_age, parse_duration
-from xbot.standins.queue_sync import SyncQueue
 from xbot.storage import migrations
 from xbot.storage.db import DbPool, connect, prepare_store
 from xbot.storage.link_cache import CachedItem, CachedPost, LinkCache

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from standins.bskyapi import did_for
+from standins.harness import Harness
 from xbot.handlers.commands import COMMANDS, format_problems, help_text
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.i18n import LANGUAGES
 from xbot.links import SITES
-from xbot.standins.bskyapi import did_for
-from xbot.standins.harness import Harness
 
 USER = 1001
 GROUP = -600

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from standins.media_server import bomb
 from xbot.errors import FetchError
 from xbot.media.decoding import MAX_LAYERS, STEP, BodyDecoder, encodings
-from xbot.standins.media_server import bomb
 
 TEXT = b'{"text": "hello"}' * 5000  # 85 KB of JSON-ish text: more than one step
 

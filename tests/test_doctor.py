@@ -12,6 +12,8 @@ import apsw
 import httpx
 import pytest
 
+from standins.botapi import BotApiServer
+from standins.queue_sync import SyncQueue
 from xbot.ops.doctor import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -27,8 +29,6 @@ from xbot.ops.doctor import (
     timedatectl_synchronized,
 )
 from xbot.sending.telegram_health import RECORD_NAME, TelegramHealth
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.queue_sync import SyncQueue
 from xbot.storage import migrations
 from xbot.storage.db import connect, prepare_store
 
@@ -264,9 +264,9 @@ def test_data_dir_that_is_a_file(tmp_path: Path) -> None:
 
 
 def test_doctor_probes_each_x_source_once(tmp_path: Path, api: BotApiServer) -> None:
-    from xbot.standins.fxapi import FxApiServer
-    from xbot.standins.syndication import SyndicationServer
-    from xbot.standins.vxapi import VxApiServer
+    from standins.fxapi import FxApiServer
+    from standins.syndication import SyndicationServer
+    from standins.vxapi import VxApiServer
 
     with FxApiServer() as fx, VxApiServer() as vx, SyndicationServer() as syn:
         for source in (fx, vx):
@@ -450,8 +450,8 @@ def test_a_step_the_running_bot_saw_is_said(
 def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(
     tmp_path: Path, api: BotApiServer
 ) -> None:
-    from xbot.standins.fxapi import FxApiServer
-    from xbot.standins.vxapi import VxApiServer
+    from standins.fxapi import FxApiServer
+    from standins.vxapi import VxApiServer
 
     with FxApiServer() as fx, VxApiServer() as vx:
         for source in (fx, vx):

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from standins.media_server import MediaServer as StandinMedia
+from standins.media_server import bomb
 from xbot.errors import (
     BlockedAddress,
     FetchError,
@@ -26,8 +28,6 @@ from xbot.errors import (
 )
 from xbot.media.download import CHUNK_SIZE, download, http_error, status_error, too_large
 from xbot.media.netguard import make_client
-from xbot.standins.media_server import MediaServer as StandinMedia
-from xbot.standins.media_server import bomb
 
 KB = 1024
 CAP = 256 * KB

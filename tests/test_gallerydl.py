@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from conftest import eventually
 
+from standins.gallery_sites import MastodonServer, gallerydl_config
 from xbot.config import Settings
 from xbot.errors import (
     BlockedAddress,
@@ -43,7 +44,6 @@ from xbot.sources.gallerydl import (
     run_gallerydl,
 )
 from xbot.sources.other_route import engines
-from xbot.standins.gallery_sites import MastodonServer, gallerydl_config
 
 DATA = Path(__file__).parent / "data" / "gallerydl"
 MASTO = "https://mastodon.social/@alice/113467211109934826"

@@ -21,6 +21,8 @@ from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 
+from standins._tgtext import EntityParseError, parse_html
+from standins.harness import Harness
 from xbot.handlers.commands import COMMANDS, help_text
 from xbot.i18n import (
     DEFAULT,
@@ -36,8 +38,6 @@ from xbot.i18n import (
 )
 from xbot.media import download, netguard
 from xbot.sources.x import DELETED
-from xbot.standins._tgtext import EntityParseError, parse_html
-from xbot.standins.harness import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
 POT = LOCALE_DIR / "xbot.pot"

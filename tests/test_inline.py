@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from standins._botapi_inline import InlineAnswer
+from standins.botapi import BotApiServer
+from standins.harness import Harness
 from xbot.handlers.inline_results import HELP_PARAMETER, OPEN_PRIVATE
 from xbot.ops.doctor import diagnose
-from xbot.standins._botapi_inline import InlineAnswer
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.harness import Harness
 
 USER = 777
 CHAT = 501

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from standins._botapi_inline import InlineAnswer
+from standins.bskyapi import did_for
+from standins.harness import Harness
 from xbot.handlers.inline_results import OPEN_PRIVATE
-from xbot.standins._botapi_inline import InlineAnswer
-from xbot.standins.bskyapi import did_for
-from xbot.standins.harness import Harness
 
 USER = 777
 CHAT = 501
@@ -79,7 +79,7 @@ async def test_a_fresh_bluesky_post_answers_with_urls_and_its_button_delivers(
 
 
 async def test_a_bluesky_video_is_never_a_url_result(h: Harness) -> None:
-    from xbot.standins.media_server import fake_mp4
+    from standins.media_server import fake_mp4
 
     h.bsky.add_post(ALICE, "3lbvideo12345", text="a clip", video=fake_mp4(32 * 1024))
     answer = await ask(h, f"https://bsky.app/profile/{ALICE}/post/3lbvideo12345")

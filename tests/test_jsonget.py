@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Callable
 import httpx
 import pytest
 
+from standins.media_server import MediaServer, bomb
 from xbot.errors import FetchError, TransientFetch
 from xbot.media.decoding import ACCEPT_JSON
 from xbot.sources.jsonget import count, get_json, web_url
-from xbot.standins.media_server import MediaServer, bomb
 
 
 def client(handler: httpx.MockTransport) -> httpx.AsyncClient:

@@ -26,6 +26,9 @@ import attrs
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "xbot"
+# The stand-ins live beside the product, in a package of their own, placed in the same
+# table: above the bot they run, below the demo, the one product module that imports them.
+STANDINS = PACKAGE.parent / "standins"
 
 # Top to bottom. An entry is a module or a package (with everything under it);
 # a module belongs to its longest entry. The bare "xbot" is the package's own
@@ -35,8 +38,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The command line: starts the bot, the demo or an operator command.
     ("entry points", ("xbot.__main__", "xbot.cli", "xbot.demo")),
     # Test doubles of the services the bot talks to, and the harness that runs the
-    # real bot against them. Only the demo above imports them; product code never.
-    ("stand-ins", ("xbot.standins",)),
+    # real bot against them (`standins/`, beside `xbot/`). Only the demo above imports
+    # them; product code never (`test_only_the_demo_imports_the_standins`).
+    ("stand-ins", ("standins",)),
     # The running bot: starts what the root wires, supervised by systemd, stopped cleanly.
     ("runtime", ("xbot.runtime",)),
     # The composition root: the one place that builds and wires the services.
@@ -70,6 +74,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "xbot.logs",
             "xbot.metrics",
             "xbot.periodic",  # the loop that runs a step every few seconds (sweep, canary...)
+            "xbot.tls",  # the one TLS context the HTTP clients share
             "xbot.versions",
         ),
     ),
@@ -94,7 +99,7 @@ class Import:
 def _shown(path: Path) -> str:
     """``path`` from its package's directory on (``xbot/links/__init__.py``)."""
     text = path.as_posix()
-    return text[text.rindex("/xbot/") + 1 :]
+    return text[max(text.rfind("/xbot/"), text.rfind("/standins/")) + 1 :]
 
 
 def modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -292,13 +297,26 @@ def _module_aliases(
 
 # --- the package as it is ------------------------------------------------------------------------
 
-FOUND = modules()
+FOUND = {**modules(), **modules(STANDINS)}
 
 
 def test_the_walk_finds_the_package() -> None:
     assert {"xbot", "xbot.app", "xbot.storage.queue", "xbot.handlers.messages"} <= set(FOUND)
     edges = {(i.importer, i.imported) for i in imports(FOUND)}
     assert ("xbot.app", "xbot.storage.queue") in edges
+
+
+def test_only_the_demo_imports_the_standins() -> None:
+    """The product never needs a stand-in; `xbot demo` is the one command that runs them."""
+    assert "standins.botapi" in FOUND
+    bad = [
+        imp.where()
+        for imp in imports(FOUND)
+        if imp.importer.startswith("xbot")
+        and imp.importer != "xbot.demo"
+        and imp.imported.split(".")[0] == "standins"
+    ]
+    assert bad == [], "product modules importing the stand-ins:\n" + "\n".join(bad)
 
 
 def test_every_module_has_a_layer() -> None:

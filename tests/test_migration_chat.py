@@ -17,11 +17,11 @@ import pytest
 from conftest import WallClock, notices_to
 from telegram.error import ChatMigrated
 
+from standins.harness import Harness
 from xbot.errors import ChatMoved
 from xbot.links import classify
 from xbot.sending.destination import Destination
 from xbot.sending.sender import classify as classify_error
-from xbot.standins.harness import Harness
 from xbot.storage.db import DbPool
 from xbot.storage.queue import TaskQueue
 from xbot.storage.state import ChatStore, caption_edit_record

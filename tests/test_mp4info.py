@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from standins.harness import mp4_with_header
+from standins.media_server import fake_mp4
 from xbot.media.mp4info import Mp4Info, boxes, parse_moov, probe_mp4
-from xbot.standins.harness import mp4_with_header
-from xbot.standins.media_server import fake_mp4
 
 
 def probe_bytes(tmp_path: Path, data: bytes) -> Mp4Info:

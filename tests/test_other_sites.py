@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from standins.harness import Harness, mp4_with_header
+from standins.media_server import big, fake_mp4
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
 from xbot.i18n import translator
 from xbot.links import classify
@@ -20,8 +22,6 @@ from xbot.media.mp4info import Mp4Info
 from xbot.sending.destination import Destination
 from xbot.sources import ytdlp
 from xbot.sources.ytdlp import VideoInfo
-from xbot.standins.harness import Harness, mp4_with_header
-from xbot.standins.media_server import big, fake_mp4
 from xbot.tasks.other_sites import (
     X_ONLY,
     OtherSites,

@@ -12,12 +12,12 @@ from conftest import eventually
 from telegram import Update
 from telegram.error import Conflict, NetworkError, RetryAfter, TimedOut
 
+from standins.harness import Harness
 from xbot.errors import StoreBusy
 from xbot.receiving.intake import telegram_resends
 from xbot.receiving.polling import STORE_TRIES, DurablePoller
 from xbot.runtime import polling_healthy, status_line
 from xbot.sending.bot_errors import classify, error_detail
-from xbot.standins.harness import Harness
 from xbot.tasks.backoff import reconnect_delay
 
 CHAT = 515

@@ -33,6 +33,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
+from standins._tgtext import EntityParseError, rendered_text, utf16_len
 from xbot.config import SETTINGS_DOC, load_settings
 from xbot.errors import (
     BlockedAddress,
@@ -48,7 +49,6 @@ from xbot.sending.caption import CAPTION_LIMIT, TEXT_LIMIT, build_caption, build
 from xbot.sending.destination import Destination
 from xbot.sending.sent import SentItem
 from xbot.sources.x import XApi, parse_status
-from xbot.standins._tgtext import EntityParseError, rendered_text, utf16_len
 from xbot.tasks import callback_data
 from xbot.tasks.payloads import DeliverPayload, SentStep, payload_identity
 

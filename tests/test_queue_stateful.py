@@ -30,8 +30,8 @@ from hypothesis.stateful import (
     rule,
 )
 
+from standins.queue_sync import SyncQueue
 from xbot.errors import LeaseLost
-from xbot.standins.queue_sync import SyncQueue
 from xbot.storage.db import connect, prepare_store
 from xbot.storage.queue import NOTICE_KIND, Lease, Task, lost_lease_budget
 

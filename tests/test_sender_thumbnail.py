@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import telegram
 
+from standins.botapi import BotApiServer, Call
+from standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 from xbot.sending.destination import Destination
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import OutKind
 from xbot.sending.upload_request import StreamingRequest
-from xbot.standins.botapi import BotApiServer, Call
-from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 
 CHAT = 4343  # a private chat: exists without being added
 TO = Destination(CHAT, "private")

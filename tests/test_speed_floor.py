@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from standins.media_server import MediaServer
 from xbot.config import Settings
 from xbot.errors import TooSlow
 from xbot.media.download import download
@@ -21,7 +22,6 @@ from xbot.media.speed_floor import (
     step,
     task_budget,
 )
-from xbot.standins.media_server import MediaServer
 
 FLOOR = SpeedFloor(rate=100.0, window=10.0)  # blocks of 1000 bytes, each within 10 s
 

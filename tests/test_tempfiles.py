@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from standins.media_server import MediaServer
 from xbot.errors import TransientFetch
 from xbot.media.download import download
 from xbot.media.tempfiles import (
@@ -27,7 +28,6 @@ from xbot.media.tempfiles import (
     temp_folder,
     temp_path,
 )
-from xbot.standins.media_server import MediaServer
 
 NOW = 1_800_000_000.0
 HOUR = 3600.0

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from standins._mediabytes import tiny_jpeg
 from xbot.media import netguard
 from xbot.media import thumbnail as thumbnails
 from xbot.media.thumbnail import MAX_BYTES, acceptable, jpeg_size, read_acceptable
-from xbot.standins._mediabytes import tiny_jpeg
 
 
 def _segment(marker: int, payload: bytes) -> bytes:

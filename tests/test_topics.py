@@ -2,7 +2,7 @@
 topic lands in that topic — replies or not, after a restart, after the link was
 deleted — and a topic closed or deleted meanwhile gets the answer in General,
 once. The real PTB client against the Bot API stand-in, which places each
-message as Telegram does (`xbot.standins._botapi_topics`)."""
+message as Telegram does (`standins._botapi_topics`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from standins._botapi_topics import topic_of
+from standins.harness import Harness, mp4_with_header
+from standins.queue_sync import SyncQueue
 from xbot.links import classify
 from xbot.sending.destination import Destination
-from xbot.standins._botapi_topics import topic_of
-from xbot.standins.harness import Harness, mp4_with_header
-from xbot.standins.queue_sync import SyncQueue
 from xbot.storage.db import connect
 from xbot.tasks.delivery import KIND
 from xbot.tasks.other_sites import OtherSites

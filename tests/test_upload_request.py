@@ -19,13 +19,13 @@ import telegram
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.request import HTTPXRequest
 
+from standins.botapi import DEFAULT_TOKEN, BotApiServer
+from standins.media_server import big, tiny_jpeg
 from xbot.sending import upload_request
 from xbot.sending.destination import Destination
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.upload_request import StreamingRequest
-from xbot.standins.botapi import DEFAULT_TOKEN, BotApiServer
-from xbot.standins.media_server import big, tiny_jpeg
 
 CHAT = 5151  # a private chat: exists without being added
 TO = Destination(CHAT, "private")

@@ -16,11 +16,11 @@ import apsw
 import httpx
 import pytest
 
+from standins.harness import Harness
 from xbot.config import WebhookConfig
 from xbot.receiving.webhook import MAX_BODY, SECRET_HEADER, WebhookListener
 from xbot.runtime import Runtime
 from xbot.sending.pacing import Pacer
-from xbot.standins.harness import Harness
 
 SECRET = "s3cret-Token_for-tests"
 

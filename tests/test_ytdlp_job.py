@@ -15,12 +15,12 @@ from typing import Any
 import attrs
 import pytest
 
+from standins.media_server import MediaServer, big, bomb, fake_mp4
 from xbot.errors import BlockedAddress, FetchError, TooLarge, TooSlow
 from xbot.media.speed_floor import SLOW_SITE, SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp import MAX_PAGE, OVER_LIMIT, PAGE_TOO_LARGE, YtdlpConfig, YtdlpJob
-from xbot.standins.media_server import MediaServer, big, bomb, fake_mp4
 
 LIMIT = 1_000_000
 

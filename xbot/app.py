@@ -58,6 +58,7 @@ from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
 from xbot.tasks.outbox import Outbox
 from xbot.tasks.worker import Doorbell, FinishedHook, Workers
+from xbot.tls import client_context
 
 if TYPE_CHECKING:
     pass
@@ -93,7 +94,11 @@ def build_application(
         write_timeout=30.0,
         media_write_timeout=120.0,
     )
-    updates: BaseRequest = HTTPXRequest(connection_pool_size=1, read_timeout=40.0)
+    updates: BaseRequest = HTTPXRequest(
+        connection_pool_size=1,
+        read_timeout=40.0,
+        httpx_kwargs={"verify": client_context(trust_env=True)},
+    )
     if on_api_result is not None:
         request = CountingRequest(request, api_method, on_api_result)
         updates = CountingRequest(updates, api_method, on_api_result)
@@ -155,6 +160,7 @@ async def build_services(
         headers={"User-Agent": USER_AGENT},
         timeout=source_timeout(),
         trust_env=False,
+        verify=client_context(trust_env=False),
     )
     guarded = netguard.make_client(
         allow_private=settings.allow_private_networks,

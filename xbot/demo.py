@@ -23,13 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from standins.fxapi import X_LADDER, x_formats
+from standins.gallery_sites import MastodonServer, gallerydl_config
+from standins.harness import Harness
 from xbot.logs import setup_logging
 from xbot.media.models import MediaItem, Variant
 from xbot.sending import video_choice
 from xbot.sources.x import SourceChain
-from xbot.standins.fxapi import X_LADDER, x_formats
-from xbot.standins.gallery_sites import MastodonServer, gallerydl_config
-from xbot.standins.harness import Harness
 
 CHAT = 4242
 USER = "Ann"

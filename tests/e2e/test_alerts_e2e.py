@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import WallClock as Shifted
 
+from standins.harness import Harness
 from xbot.sources.x import BreakerPolicy, SourceChain
-from xbot.standins.harness import Harness
 from xbot.tasks.alert_rules import Condition
 from xbot.tasks.callback_data import Action, CallbackData, encode
 

@@ -9,8 +9,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from standins.harness import Harness
 from xbot.sources.canary import Canary
-from xbot.standins.harness import Harness
 
 ADMIN = 921
 POST = 440322224407314432

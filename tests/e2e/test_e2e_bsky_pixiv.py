@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from standins.bskyapi import did_for
+from standins.harness import Harness, mp4_with_header
+from standins.media_server import fake_mp4
 from xbot.sources import bsky, pixiv
-from xbot.standins.bskyapi import did_for
-from xbot.standins.harness import Harness, mp4_with_header
-from xbot.standins.media_server import fake_mp4
 
 CHAT = 601
 ALICE = "alice.bsky.social"

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from standins.gallery_sites import BooruServer, MastodonServer, gallerydl_config
+from standins.harness import Harness
 from xbot.i18n import translate_reason
 from xbot.sources.gallerydl import CRASHED, GONE, JUNK, LOGIN, TOO_SLOW, GalleryDlSource
-from xbot.standins.gallery_sites import BooruServer, MastodonServer, gallerydl_config
-from xbot.standins.harness import Harness
 
 CHAT = 701
 GROUP = -100701

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from xbot.standins.harness import Harness
+from standins.harness import Harness
 
 CHAT = 501
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from standins.fxapi import x_formats
+from standins.harness import Harness
 from xbot.errors import TransientFetch
 from xbot.links import classify
 from xbot.sources.x import BLOCKED, DELETED, PRIVATE, SUSPENDED, WITHHELD
-from xbot.standins.fxapi import x_formats
-from xbot.standins.harness import Harness
 
 CHAT = 601
 MB = 1024 * 1024

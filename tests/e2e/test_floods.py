@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from standins.harness import Harness
 from xbot.sources.x import SourceChain
-from xbot.standins.harness import Harness
 
 CAPACITY = 2  # what the source takes at once; one user's caps are each this
 FLOOD = 20

@@ -31,8 +31,8 @@ from hypothesis import HealthCheck
 from hypothesis import strategies as st
 from telegram import Update
 
-from xbot.standins._tgtext import auto_entities, utf16_len
-from xbot.standins.harness import Harness
+from standins._tgtext import auto_entities, utf16_len
+from standins.harness import Harness
 from xbot.tasks.payloads import DeliverPayload
 
 JSON = dict[str, Any]

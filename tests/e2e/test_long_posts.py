@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from standins.harness import Harness
 from xbot.sending.caption import utf16_len
-from xbot.standins.harness import Harness
 from xbot.tasks.delivery import KIND
 from xbot.tasks.payloads import DeliverPayload
 

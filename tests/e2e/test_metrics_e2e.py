@@ -11,7 +11,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from xbot.standins.harness import Harness
+from standins.harness import Harness
 
 CHAT = 901
 

@@ -38,6 +38,10 @@ import httpx
 import pytest
 from conftest import load_soak, wait_until
 
+from standins.botapi import BotApiServer
+from standins.fxapi import FxApiServer
+from standins.harness import Harness
+from standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 from xbot.errors import BlockedAddress, FetchError, TransientFetch, UnsupportedLink
 from xbot.handlers.messages import GET_USAGE, NOT_ALLOWED
 from xbot.handlers.settings_menu import MenuContext, closed_text
@@ -49,10 +53,6 @@ from xbot.services.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.sources import ytdlp
 from xbot.sources.x import expand_tco
 from xbot.sources.ytdlp import _api as ytdlp_api  # its resolver is replaced below
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.harness import Harness
-from xbot.standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 from xbot.tasks.callback_data import Action
 from xbot.tasks.payloads import AlertPayload
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from xbot.standins.harness import Harness
+from standins.harness import Harness
 
 # Each drip: 1 byte every 0.1 s (10 B/s) against a floor of 1 kB/s over WINDOW s, so
 # it is given up WINDOW s after its request; long enough that the fresh link, which

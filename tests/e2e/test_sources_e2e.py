@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from conftest import WallClock as Shifted
 
+from standins.harness import Harness
 from xbot.sources.x import DELETED, DOWN, SourceChain, token
-from xbot.standins.harness import Harness
 
 CHAT = 701
 OPERATOR = 702

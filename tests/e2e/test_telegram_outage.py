@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from conftest import eventually
 
+from standins.harness import Harness
 from xbot.sending.telegram_health import TelegramHealth
-from xbot.standins.harness import Harness
 
 FIRST = 600  # the chat that gets one normal delivery before the outage
 CHATS = range(601, 609)  # eight chats, two links each, all arriving during the outage

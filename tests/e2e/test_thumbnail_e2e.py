@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from xbot.standins.botapi import Call
-from xbot.standins.harness import Harness, mp4_with_header
-from xbot.standins.media_server import tiny_jpeg
+from standins.botapi import Call
+from standins.harness import Harness, mp4_with_header
+from standins.media_server import tiny_jpeg
 
 CHAT = 611
 

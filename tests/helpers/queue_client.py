@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
+from standins.queue_sync import SyncQueue
 from xbot.errors import LeaseLost
-from xbot.standins.queue_sync import SyncQueue
 from xbot.storage.db import connect
 from xbot.storage.queue import Lease
 

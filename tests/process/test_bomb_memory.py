@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from test_upload_memory import load_bench
 
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.media_server import bomb, tiny_jpeg
+from standins.botapi import BotApiServer
+from standins.media_server import bomb, tiny_jpeg
 
 pytestmark = pytest.mark.slow
 

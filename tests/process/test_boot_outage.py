@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_process import CHAT, Stage, stop, wait_until
 
-from xbot.standins._mediabytes import tiny_jpeg
+from standins._mediabytes import tiny_jpeg
 from xbot.tasks.backoff import RECONNECT_CAP
 
 pytestmark = pytest.mark.slow

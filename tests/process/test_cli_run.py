@@ -13,7 +13,7 @@ from pathlib import Path
 
 import apsw
 
-from xbot.standins.botapi import BotApiServer
+from standins.botapi import BotApiServer
 
 WRONG = "987654321:ZZHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw_"
 

@@ -25,8 +25,8 @@ import pytest
 from powercut import Disk, build
 from test_process import Stage, wait_until
 
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
 
 pytestmark = pytest.mark.slow
 

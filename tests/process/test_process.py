@@ -21,10 +21,10 @@ import apsw
 import pytest
 from conftest import eventually as wait_until  # the async wait
 
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.media_server import MediaServer
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
+from standins.fxapi import FxApiServer
+from standins.media_server import MediaServer
 
 pytestmark = pytest.mark.slow
 
@@ -79,6 +79,20 @@ class Stage:
         return "".join(
             (self.tmp / f"bot{i}.log").read_text(errors="replace") for i in range(1, self.runs + 1)
         )
+
+    def settled(self) -> bool:
+        """Every task done or dead: nothing is left that could send (a wrong resend
+        would come from a task still pending or running), so a test stops here."""
+        path = self.data / "xbot.sqlite3"
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            conn.set_busy_timeout(1000)
+            states = [r[0] for r in conn.execute("SELECT state FROM tasks").fetchall()]
+        except apsw.BusyError:
+            return False
+        finally:
+            conn.close()
+        return bool(states) and all(state in ("done", "dead") for state in states)
 
     def album_calls(self) -> list[Any]:
         return [c for c in self.api.calls_for("sendMediaGroup", CHAT) if c.status == 200]
@@ -157,7 +171,7 @@ async def test_sigkill_between_two_albums_resends_neither(stage: Stage) -> None:
         except TimeoutError as exc:
             calls = [(c.method, c.status, c.chat_id) for c in stage.api.calls]
             raise AssertionError(f"{exc}\ncalls: {calls}\nlog:\n{stage.log()}") from exc
-        await asyncio.sleep(1.5)  # room for a wrong third album to show up
+        await wait_until(stage.settled, 15, "every task done")  # a third album before it
     finally:
         stop(proc)
     albums = [[m["media"] for m in c.params["media"]] for c in stage.album_calls()]
@@ -281,7 +295,7 @@ async def test_an_update_is_not_lost_when_the_bot_dies_before_queueing_it(stage:
     proc = stage.spawn()
     try:
         await wait_until(lambda: stage.api.calls_for("sendPhoto", CHAT), 20, "the link delivered")
-        await asyncio.sleep(1.0)
+        await wait_until(stage.settled, 15, "every task done")  # a second photo before it
     finally:
         stop(proc)
     assert len([c for c in stage.api.calls_for("sendPhoto", CHAT) if c.status == 200]) == 1

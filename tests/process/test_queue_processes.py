@@ -22,7 +22,7 @@ import apsw
 import pytest
 from conftest import wait_until
 
-from xbot.standins.queue_sync import SyncQueue
+from standins.queue_sync import SyncQueue
 from xbot.storage.db import connect, prepare_store
 from xbot.storage.queue import _lost_leases
 

@@ -9,9 +9,9 @@ import signal
 import socket
 from pathlib import Path
 
+from standins.harness import Harness
 from xbot.ops.sdnotify import SystemdNotifier
 from xbot.runtime import Runtime, run_until_signalled
-from xbot.standins.harness import Harness
 
 
 async def test_a_bot_session_speaks_sd_notify(tmp_path: Path) -> None:

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from conftest import load_soak
 
+from standins.harness import Harness
 from xbot.errors import StoreError
 from xbot.handlers import messages
 from xbot.receiving import polling
-from xbot.standins.harness import Harness
 from xbot.storage.queue import TaskQueue
 
 # Not the write lock: 8 s of lock with kills around it would cost make test more than

@@ -18,7 +18,7 @@ import apsw
 import pytest
 from test_process import Stage, stop, wait_until
 
-from xbot.standins._mediabytes import tiny_jpeg
+from standins._mediabytes import tiny_jpeg
 
 pytestmark = pytest.mark.slow
 

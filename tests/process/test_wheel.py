@@ -1,5 +1,6 @@
 """The schema and the compiled message catalogues ship inside the wheel: a store opens and
-the bot speaks German from an installed copy, not the checkout, without Babel."""
+the bot speaks German from an installed copy, not the checkout, without Babel; and the
+stand-ins that `xbot demo` runs against ship beside the package."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ from xbot.storage.db import open_store
 here = pathlib.Path(xbot.__file__).resolve()
 assert str(here).startswith(sys.argv[1]), f"xbot imported from {here}, not the wheel"
 assert str(m.migrations_dir()).startswith(sys.argv[1]), m.migrations_dir()
+# `xbot demo` runs from an installed copy: the stand-ins ride in the wheel beside xbot.
+import xbot.demo, standins.harness
+assert str(pathlib.Path(standins.harness.__file__).resolve()).startswith(sys.argv[1])
 async def main():
     pool = await open_store(pathlib.Path(sys.argv[2]))
     print(await pool.run(lambda c: c.pragma("user_version")), m.latest_version())

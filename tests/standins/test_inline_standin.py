@@ -19,8 +19,8 @@ from telegram import (
 from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
 
 USER = 4242
 TOO_OLD = "Query is too old and response timeout expired or query id is invalid"

@@ -37,8 +37,8 @@ from telegram.ext import (
 )
 from telegram.request import HTTPXRequest
 
-from xbot.standins.botapi import DEFAULT_TOKEN, BotApiServer, retry_after_seconds
-from xbot.standins.media_server import MediaServer, big, fake_mp4, tiny_jpeg
+from standins.botapi import DEFAULT_TOKEN, BotApiServer, retry_after_seconds
+from standins.media_server import MediaServer, big, fake_mp4, tiny_jpeg
 
 CHAT = 4242  # a private chat: exists without being added
 
@@ -819,7 +819,7 @@ def test_usable_from_sync_code() -> None:
 
 def test_subprocess_prints_its_port() -> None:
     with subprocess.Popen(
-        [sys.executable, "-m", "xbot.standins.botapi"],
+        [sys.executable, "-m", "standins.botapi"],
         stdout=subprocess.PIPE,
         text=True,
     ) as proc:

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from standins.fxapi import FxApiServer, build_status
 from xbot.errors import PostUnavailable
 from xbot.sources.x import choose_variant, parse_status
-from xbot.standins.fxapi import FxApiServer, build_status
 
 DATA = Path(__file__).parent.parent / "data"
 UA = {"User-Agent": "xbot-tests/1"}

@@ -9,9 +9,9 @@ import telegram
 from telegram import InputMediaPhoto
 from telegram.error import BadRequest, RetryAfter
 
-from xbot.standins._botapi_limits import Admission, TelegramLimits, ideal_makespan
-from xbot.standins.botapi import BotApiServer, retry_after_seconds
-from xbot.standins.media_server import MediaServer, tiny_jpeg
+from standins._botapi_limits import Admission, TelegramLimits, ideal_makespan
+from standins.botapi import BotApiServer, retry_after_seconds
+from standins.media_server import MediaServer, tiny_jpeg
 
 GROUP = -1_000_777
 

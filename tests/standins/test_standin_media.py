@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.standins.media_server import (
+from standins.media_server import (
     Blob,
     MediaServer,
     big,

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from standins._botapi_wire import ApiError, form_params
+from standins._multipart import MultipartReader
+from standins.botapi import CLIENT_CLOSED, BotApiServer
 from xbot.sending.upload_request import MultipartBody
-from xbot.standins._botapi_wire import ApiError, form_params
-from xbot.standins._multipart import MultipartReader
-from xbot.standins.botapi import CLIENT_CLOSED, BotApiServer
 
 BOUNDARY = "b0undary"
 CTYPE = f"multipart/form-data; boundary={BOUNDARY}"

@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
+from standins.bskyapi import BskyApiServer, did_for
+from standins.pixivapi import REFERER, PixivServer
 from xbot.sources.bsky import parse_thread, pds_endpoint
 from xbot.sources.jsonget import JsonAnswer
 from xbot.sources.pixiv import parse_pages, parse_work
-from xbot.standins.bskyapi import BskyApiServer, did_for
-from xbot.standins.pixivapi import REFERER, PixivServer
 
 DATA = Path(__file__).parent.parent / "data"
 

@@ -10,7 +10,7 @@ import telegram
 from telegram.error import NetworkError, TimedOut
 from telegram.request import HTTPXRequest
 
-from xbot.standins.botapi import BotApiServer
+from standins.botapi import BotApiServer
 
 CHAT = 4242
 READ_TIMEOUT = 0.4  # the client's read timeout: a hang outlasts it

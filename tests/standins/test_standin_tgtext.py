@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xbot.standins._botapi_wire import ApiError, decode_params, text_of
-from xbot.standins._mediabytes import image_size, tiny_jpeg
-from xbot.standins._tgtext import EntityParseError, auto_entities, parse_html, utf16_len
+from standins._botapi_wire import ApiError, decode_params, text_of
+from standins._mediabytes import image_size, tiny_jpeg
+from standins._tgtext import EntityParseError, auto_entities, parse_html, utf16_len
 
 HTML_CASES = [
     ("plain", "hello", "hello", []),

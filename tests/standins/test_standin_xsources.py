@@ -6,6 +6,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from standins._outage import OUTAGES, Outages
+from standins.fxapi import FxApiServer
+from standins.syndication import SyndicationServer
+from standins.vxapi import VxApiServer
 from xbot.errors import FetchError, PostUnavailable, TransientFetch
 from xbot.links import Link
 from xbot.sources.x import (
@@ -18,10 +22,6 @@ from xbot.sources.x import (
     parse_vx,
     token,
 )
-from xbot.standins._outage import OUTAGES, Outages
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.syndication import SyndicationServer
-from xbot.standins.vxapi import VxApiServer
 
 POST = "1790001234567890123"
 
@@ -45,9 +45,9 @@ def _register(*servers: object) -> None:
 
 
 def test_the_converted_shapes_parse_to_the_fxtwitter_post() -> None:
-    from xbot.standins.fxapi import build_status
-    from xbot.standins.syndication import syndication_from_fx
-    from xbot.standins.vxapi import vx_from_fx
+    from standins.fxapi import build_status
+    from standins.syndication import syndication_from_fx
+    from standins.vxapi import vx_from_fx
 
     photo = ("photo", "https://pbs.twimg.com/media/A.jpg?name=orig")
     status = build_status(POST, author=("Alice", "alice"), text="boats & <birds>", media=[photo])

@@ -11,9 +11,9 @@ from telegram import ReplyParameters
 from telegram.error import BadRequest
 from telegram.request import HTTPXRequest
 
-from xbot.standins._botapi_topics import topic_of
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins.botapi import BotApiServer
+from standins._botapi_topics import topic_of
+from standins._mediabytes import tiny_jpeg
+from standins.botapi import BotApiServer
 
 FORUM = -1001234
 

@@ -1,5 +1,5 @@
-"""Inline mode: ``@bot <link>`` in any chat (X, Bluesky, pixiv), and the album button's
-``/start <parameter>`` (`inline_results.album_parameter`).
+"""Inline mode: ``@bot <link>`` in any chat (a site whose `Site.inline` says so), and the
+album button's ``/start <parameter>`` (`inline_results.album_parameter`).
 
 The inline handler looks the link up (`InlineFetches.look_up`: the link
 cache, then one fetch through the sources, within a budget), lets
@@ -148,8 +148,8 @@ async def answer_for(
 
 
 async def start_album(update: Update, context: XContext, parameter: str) -> bool:
-    """``/start <parameter>`` from the album button (`plan.album_link`: ``a<X id>``,
-    ``p<pixiv id>``, ``b…``/``h…``/``w…`` for Bluesky): queue the post for this private chat.
+    """``/start <parameter>`` from the album button (`plan.album_link`: each site's
+    `Site.album_url`, ``a<X id>`` for X): queue the post for this private chat.
 
     Returns False when `parameter` is not an album button's (the caller answers as usual).
     """

@@ -11,8 +11,8 @@ or nothing in time — and this module turns that into one `InlineAnswer`:
 - either with the caption a chat would get on every result (each result
   becomes its own message), and, for more than one item, a button that opens
   the private chat with ``/start <parameter>`` (`album_parameter`) where the
-  album is delivered; an upload-only item (pixiv, a Bluesky video) is never a
-  URL result;
+  album is delivered; an upload-only item (its host refuses Telegram's fetch)
+  is never a URL result;
 - not in time: an article pointing at the private chat; not a link, or one
   the bot cannot serve: no results and a hint button; a post that failed: one
   article saying why. Never an error.

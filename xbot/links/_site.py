@@ -33,9 +33,9 @@ class Site:
     """One site the bot reads posts of itself (not through yt-dlp or gallery-dl).
 
     Attributes:
-        name: the kind of its links and the name of its posts' source (``bsky``): the
+        name: the kind of its links and the name of its posts' source (``x``): the
             router's key, the metrics' ``site`` label, the cache keys' prefix.
-        label: its name as people write it (``Bluesky``), for operators' messages.
+        label: its name as people write it (``X``), for operators' messages.
         owns: whether a host (lower case, no trailing dot) is the site's or a mirror's;
             a link to an owned host is the site's to answer, or no link we act on.
         recognise: the post link behind a URL on an owned host (its split parts), or

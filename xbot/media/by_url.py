@@ -42,9 +42,9 @@ def photo_ratio_ok(item: MediaItem) -> bool:
 def by_url(item: MediaItem) -> bool:
     """Whether Telegram may be handed the item's URL at all.
 
-    Never an upload-only item (its host refuses Telegram: pixiv's Referer, a Bluesky
-    video's blob); a photo within 5 MB and Telegram's photo shape; a video or GIF yes,
-    through a variant within `URL_OTHER_LIMIT` the caller picks.
+    Never an upload-only item (its host refuses Telegram's fetch); a photo within
+    5 MB and Telegram's photo shape; a video or GIF yes, through a variant within
+    `URL_OTHER_LIMIT` the caller picks.
     """
     if item.upload_only:
         return False

@@ -124,14 +124,14 @@ class Post:
     """A post ready to be captioned and sent.
 
     Attributes:
-        key: the link-cache key (``x:{id}``, ``bsky:{did}/{rkey}``, ``pixiv:{id}``, or
-            ``yt:{extractor}:{id}``).
+        key: the link-cache key (``{site}:{id}`` for a site of `xbot.links.SITES`,
+            ``x:{id}`` say, or ``yt:{extractor}:{id}``).
         url: the canonical link shown in the caption.
         author_name, author_handle: who posted it (handle without ``@``; may be empty).
         text: the post text (plain, not escaped), or a title for other sites.
         media: the items in post order.
         sensitive: the source marked it as possibly sensitive.
-        source: ``x``, ``bsky``, ``pixiv`` or ``ytdlp``.
+        source: its site's name (`xbot.links.SITES`), ``gallerydl`` or ``ytdlp``.
         quote: the post this one quotes (its own `media` included), when it is readable.
         poll: the post's poll, if any.
         note: a community note's text shown under the post ("" when none).

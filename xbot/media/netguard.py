@@ -34,6 +34,7 @@ import httpx
 from xbot.errors import BlockedAddress, UnsupportedLink
 from xbot.i18n import N_, reason_template
 from xbot.media.addresses import IPAddress, is_allowed_ip, parse_ip
+from xbot.tls import client_context
 
 # host, port -> the addresses the name resolves to (strings, as getaddrinfo gives them)
 Resolver = Callable[[str, int], Awaitable[list[str]]]
@@ -221,6 +222,7 @@ def guarded_transport(
     """
     if "proxy" in kwargs or "uds" in kwargs:
         raise ValueError("a guarded transport connects directly; no proxy or unix socket")
+    kwargs.setdefault("verify", client_context(trust_env=False))
     transport = httpx.AsyncHTTPTransport(**kwargs)
     pool = getattr(transport, "_pool", None)
     if not isinstance(pool, httpcore.AsyncConnectionPool) or not isinstance(

@@ -44,6 +44,8 @@ import httpx
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, HTTPXRequest, RequestData
 
+from xbot.tls import client_context
+
 __all__ = ["CHUNK", "STALL_S", "MultipartBody", "StreamingRequest"]
 
 CHUNK = 1024 * 1024  # bytes read and written at a time: the memory an upload in flight holds
@@ -187,7 +189,7 @@ class StreamingRequest(BaseRequest):
             connect_timeout=connect_timeout,
             pool_timeout=pool_timeout,
             media_write_timeout=media_write_timeout,
-            httpx_kwargs=dict(httpx_kwargs) if httpx_kwargs else None,
+            httpx_kwargs={"verify": client_context(trust_env=True), **(httpx_kwargs or {})},
         )
         self._read = read_timeout
         self._connect = connect_timeout
@@ -196,6 +198,7 @@ class StreamingRequest(BaseRequest):
         self._client_kwargs: dict[str, object] = {
             "limits": httpx.Limits(max_connections=connection_pool_size),
             "trust_env": False,
+            "verify": client_context(trust_env=False),
             **(httpx_kwargs or {}),
         }
         self._uploads = self._build_client()

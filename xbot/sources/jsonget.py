@@ -1,5 +1,5 @@
-"""The one capped JSON GET every source uses (fxtwitter, vxtwitter, syndication,
-Bluesky, pixiv); httpx's errors become ours here, through
+"""The one capped JSON GET every source of JSON uses (the X sources, each other
+site's); httpx's errors become ours here, through
 `xbot.media.download.http_error`, once.
 
 The status code is handed back with the decoded body rather than judged here:

@@ -51,7 +51,7 @@ the start-up rebase that puts the line back onto the wall clock
 (`xbot.storage.time_line`) runs before any worker, under the instance lock.
 
 `TaskQueue` runs the operations on the `DbPool`, several concurrent
-callers per transaction (`xbot.storage.group_commit`); `xbot.standins.queue_sync.SyncQueue`
+callers per transaction (`xbot.storage.group_commit`); `standins.queue_sync.SyncQueue`
 runs the same `TaskQueue` on `OneConnection` (other processes, tests).
 
 The package's public face is this module; import every name from here. Inside it,

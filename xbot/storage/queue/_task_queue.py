@@ -48,7 +48,7 @@ PRUNE_CHUNK: Final = 2000
 class OneConnection:
     """The queue's transactions on one plain connection, on the caller's thread.
 
-    For sync code (`xbot.standins.queue_sync.SyncQueue`: other processes, tests):
+    For sync code (`standins.queue_sync.SyncQueue`: other processes, tests):
     each operation in a transaction of its own. The methods are coroutines only so
     that `TaskQueue`'s one front door runs on them too; none of them ever waits.
 

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 import attrs
 
-from xbot.standins._http import (
+from standins._http import (
     AbortConnection,
     HttpServer,
     Request,
@@ -31,7 +31,7 @@ from xbot.standins._http import (
     ServerBase,
     serve_forever_main,
 )
-from xbot.standins._mediabytes import (
+from standins._mediabytes import (
     Blob,
     big,
     bomb,
@@ -247,7 +247,7 @@ def _parse_range(value: str, size: int) -> tuple[int, int] | str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.media_server [--port N]``: serves a few sample files."""
+    """``python -m standins.media_server [--port N]``: serves a few sample files."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local media host stand-in")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from xbot.standins._botapi_wire import (
+from standins._botapi_wire import (
     CAPTION_LIMIT,
     JSON,
     QUERY_TOO_OLD,
@@ -43,7 +43,7 @@ from xbot.standins._botapi_wire import (
 if TYPE_CHECKING:
     import random
 
-    from xbot.standins._botapi_files import FileStore
+    from standins._botapi_files import FileStore
 
 MAX_RESULTS = 50
 RESULT_ID_LIMIT = 64

@@ -29,10 +29,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from xbot.standins._botapi_wire import JSON
+from standins._botapi_wire import JSON
 
 if TYPE_CHECKING:
-    from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
+    from standins._botapi_chats import ChatInfo, ChatRegistry
 
 _SERVICE_KEYS = frozenset(
     {

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl
 
 import attrs
 
-from xbot.standins._tgtext import EntityParseError, rendered_text, utf16_len
+from standins._tgtext import EntityParseError, rendered_text, utf16_len
 
 JSON = dict[str, Any]
 

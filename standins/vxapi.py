@@ -10,7 +10,7 @@ The answer is the object BetterTwitFix's ``vxApi.getApiResponse`` builds
 ``qrt``, …), converted from the fxtwitter stand-in's status object so both
 describe one post. A post it cannot show (private, deleted, unknown) is what
 BetterTwitFix answers then: an HTML "failed to scan" page with status 200.
-Outages: see `xbot.standins._outage` (``set_outage``, ``refuse``/``accept``).
+Outages: see `standins._outage` (``set_outage``, ``refuse``/``accept``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from xbot.standins._fxmirror import FxMirror
-from xbot.standins._http import Request, Response, json_response, serve_forever_main
-from xbot.standins._outage import HTML_PAGE
+from standins._fxmirror import FxMirror
+from standins._http import Request, Response, json_response, serve_forever_main
+from standins._outage import HTML_PAGE
 
 __all__ = ["VxApiServer", "vx_from_fx"]
 
@@ -132,7 +132,7 @@ class VxApiServer(FxMirror):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.vxapi [--port N]``: one sample post."""
+    """``python -m standins.vxapi [--port N]``: one sample post."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local vxtwitter-compatible API stand-in")

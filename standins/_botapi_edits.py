@@ -13,7 +13,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from xbot.standins._botapi_wire import (
+from standins._botapi_wire import (
     CAPTION_LIMIT,
     EDIT_NOT_FOUND,
     JSON,
@@ -28,7 +28,7 @@ from xbot.standins._botapi_wire import (
 )
 
 if TYPE_CHECKING:
-    from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
+    from standins._botapi_chats import ChatInfo, ChatRegistry
 
 
 class Edits:

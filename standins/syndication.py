@@ -11,7 +11,7 @@ with the media's t.co link and ``display_text_range``, ``user``,
 from the fxtwitter stand-in's status object; 404 for a post it does not have
 (vercel/react-tweet reads a 404 as "not found"); a tombstone for a post
 registered with `add_tombstone`. `tokens` records the token of every request.
-Outages: see `xbot.standins._outage`.
+Outages: see `standins._outage`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import zlib
 from datetime import UTC, datetime
 from typing import Any
 
-from xbot.standins._fxmirror import FxMirror
-from xbot.standins._http import Request, Response, json_response, serve_forever_main
+from standins._fxmirror import FxMirror
+from standins._http import Request, Response, json_response, serve_forever_main
 
 __all__ = ["SyndicationServer", "syndication_from_fx"]
 
@@ -156,7 +156,7 @@ class SyndicationServer(FxMirror):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.syndication [--port N]``: one sample post."""
+    """``python -m standins.syndication [--port N]``: one sample post."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local X syndication endpoint stand-in")

@@ -16,14 +16,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from xbot.standins._botapi_model import without_reply
-from xbot.standins._botapi_wire import CHANNEL_BOT, GROUP_ANONYMOUS_BOT, JSON, user
-from xbot.standins._mediabytes import tiny_jpeg
-from xbot.standins._tgtext import auto_entities
+from standins._botapi_model import without_reply
+from standins._botapi_wire import CHANNEL_BOT, GROUP_ANONYMOUS_BOT, JSON, user
+from standins._mediabytes import tiny_jpeg
+from standins._tgtext import auto_entities
 
 if TYPE_CHECKING:
-    from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
-    from xbot.standins._botapi_files import FileStore
+    from standins._botapi_chats import ChatInfo, ChatRegistry
+    from standins._botapi_files import FileStore
 
 
 class UpdateBuilders:

@@ -42,7 +42,7 @@ import collections
 import threading
 from typing import Any
 
-from xbot.standins._http import (
+from standins._http import (
     HttpServer,
     Request,
     Response,
@@ -50,7 +50,7 @@ from xbot.standins._http import (
     json_response,
     serve_forever_main,
 )
-from xbot.standins._mediabytes import fake_mp4, tiny_jpeg
+from standins._mediabytes import fake_mp4, tiny_jpeg
 
 __all__ = ["BooruServer", "MastodonServer", "main"]
 
@@ -261,7 +261,7 @@ def gallerydl_config(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.gallery_sites mastodon|booru [--port N]``."""
+    """``python -m standins.gallery_sites mastodon|booru [--port N]``."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local Mastodon / Danbooru stand-in")

@@ -15,7 +15,7 @@ import random
 import threading
 from typing import TYPE_CHECKING, Any
 
-from xbot.standins._botapi_wire import (
+from standins._botapi_wire import (
     CAPTION_LIMIT,
     CHAT_NOT_FOUND,
     JSON,
@@ -29,7 +29,7 @@ from xbot.standins._botapi_wire import (
 )
 
 if TYPE_CHECKING:
-    from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
+    from standins._botapi_chats import ChatInfo, ChatRegistry
 
 
 class CopiesAndForwards:

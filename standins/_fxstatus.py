@@ -1,7 +1,7 @@
 """What the fxtwitter stand-ins answer with: FxEmbed's status object and its tombstone.
 
-Pure builders of JSON, shared by `xbot.standins.fxapi` (which serves them) and
-the X mirrors (`xbot.standins._fxmirror`): `build_status` (text and raw_text
+Pure builders of JSON, shared by `standins.fxapi` (which serves them) and
+the X mirrors (`standins._fxmirror`): `build_status` (text and raw_text
 with UTF-16 ranges, author, counts, ``media`` with photos[], videos[] carrying
 ``formats[]`` or, for older payloads, ``variants[]``, and all[] in post order),
 `x_formats` along X's bitrate ladder, and `tombstone_body` (v2's answer for a
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from xbot.standins._tgtext import utf16_len
+from standins._tgtext import utf16_len
 
 JSON = dict[str, Any]
 _TWITTER_EPOCH_MS = 1288834974657

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from xbot.standins._botapi_wire import (
+from standins._botapi_wire import (
     JSON,
     REPLY_NOT_FOUND,
     as_int,
@@ -41,7 +41,7 @@ from xbot.standins._botapi_wire import (
 )
 
 if TYPE_CHECKING:
-    from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
+    from standins._botapi_chats import ChatInfo, ChatRegistry
 
 THREAD_NOT_FOUND = "Bad Request: message thread not found"
 TOPIC_CLOSED = "Bad Request: TOPIC_CLOSED"

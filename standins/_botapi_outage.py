@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from xbot.standins._http import AbortConnection, HttpServer, Response
+from standins._http import AbortConnection, HttpServer, Response
 
 __all__ = ["MAX_HANG_S", "NGINX_502", "OUTAGE_MODES", "OutageSwitch"]
 

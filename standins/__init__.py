@@ -9,7 +9,7 @@
 Each runs on its own thread and event loop, starts from sync code
 (``with Server() as s``) or async code (``async with Server() as s``), binds
 127.0.0.1 on a free port by default (``s.url``, ``s.port``), and closes every
-connection when stopped. Each also runs as ``python -m xbot.standins.<module>``.
+connection when stopped. Each also runs as ``python -m standins.<module>``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from xbot.standins.botapi import (
+    from standins.botapi import (
         DEFAULT_TOKEN,
         SEND_METHODS,
         ApiError,
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
         StoredFile,
         retry_after_seconds,
     )
-    from xbot.standins.bskyapi import BskyApiServer
-    from xbot.standins.fxapi import FAULTS, FxApiServer, build_status
-    from xbot.standins.media_server import (
+    from standins.bskyapi import BskyApiServer
+    from standins.fxapi import FAULTS, FxApiServer, build_status
+    from standins.media_server import (
         Blob,
         MediaServer,
         big,
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
         looks_like_mp4,
         tiny_jpeg,
     )
-    from xbot.standins.pixivapi import PixivServer
+    from standins.pixivapi import PixivServer
 
-# Loaded on first use, so that ``python -m xbot.standins.botapi`` does not import its
+# Loaded on first use, so that ``python -m standins.botapi`` does not import its
 # own module twice (once through this package, once as __main__).
 _HOMES = {
     "DEFAULT_TOKEN": "botapi",
@@ -72,8 +72,8 @@ _HOMES = {
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'xbot.standins' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"xbot.standins.{home}"), name)
+        raise AttributeError(f"module 'standins' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"standins.{home}"), name)
 
 
 __all__ = [

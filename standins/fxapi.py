@@ -24,7 +24,7 @@ most seen).
 `hits[path]` counts requests. The whole service failing as real sources do
 (its 503 envelope, HTML with 200, a hang, a reset, refused connections) is
 `set_outage` / `refuse` / `accept`, shared with the other X source stand-ins
-(`xbot.standins._outage`). The JSON itself is built in `xbot.standins._fxstatus`.
+(`standins._outage`). The JSON itself is built in `standins._fxstatus`.
 """
 
 from __future__ import annotations
@@ -41,15 +41,15 @@ from typing import Any
 
 import attrs
 
-from xbot.standins._fxstatus import (
+from standins._fxstatus import (
     TOMBSTONE_REASONS,
     X_LADDER,
     build_status,
     tombstone_body,
     x_formats,
 )
-from xbot.standins._http import HttpServer, Request, Response, serve_forever_main
-from xbot.standins._outage import Outages
+from standins._http import HttpServer, Request, Response, serve_forever_main
+from standins._outage import Outages
 
 __all__ = [
     "FAULTS",
@@ -288,7 +288,7 @@ class FxApiServer(Outages):
     async def _answer(self, request: Request) -> Response:
         with self._lock:
             delay = self._delay
-        outage = await self.outage_answer()  # the whole service down (xbot.standins._outage)
+        outage = await self.outage_answer()  # the whole service down (standins._outage)
         if outage is not None:
             return outage
         if request.method not in ("GET", "HEAD"):
@@ -396,7 +396,7 @@ async def _faulty(mode: str, post_id: str) -> Response:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.fxapi [--port N]``: an empty registry, plus one sample post."""
+    """``python -m standins.fxapi [--port N]``: an empty registry, plus one sample post."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local fxtwitter-compatible API stand-in")

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from xbot.standins._http import (
+from standins._http import (
     HttpServer,
     Request,
     Response,
@@ -40,7 +40,7 @@ from xbot.standins._http import (
     json_response,
     serve_forever_main,
 )
-from xbot.standins._mediabytes import tiny_jpeg
+from standins._mediabytes import tiny_jpeg
 
 __all__ = ["BskyApiServer", "did_for", "fake_cid", "main"]
 
@@ -316,7 +316,7 @@ def _json(status: int, body: JSON) -> Response:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.bskyapi [--port N]``: one sample account with a text post."""
+    """``python -m standins.bskyapi [--port N]``: one sample account with a text post."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local Bluesky AppView/PLC/PDS stand-in")

@@ -18,18 +18,18 @@ from typing import Any
 
 import attrs
 
+from standins._mediabytes import fake_mp4, tiny_jpeg
+from standins.botapi import BotApiServer
+from standins.bskyapi import BskyApiServer
+from standins.fxapi import FxApiServer
+from standins.media_server import MediaServer
+from standins.pixivapi import PixivServer
+from standins.syndication import SyndicationServer
+from standins.vxapi import VxApiServer
 from xbot.config import Settings
 from xbot.runtime import Runtime
 from xbot.sending.pacing import Pacer
 from xbot.services import Services
-from xbot.standins._mediabytes import fake_mp4, tiny_jpeg
-from xbot.standins.botapi import BotApiServer
-from xbot.standins.bskyapi import BskyApiServer
-from xbot.standins.fxapi import FxApiServer
-from xbot.standins.media_server import MediaServer
-from xbot.standins.pixivapi import PixivServer
-from xbot.standins.syndication import SyndicationServer
-from xbot.standins.vxapi import VxApiServer
 
 
 @attrs.define

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from xbot.standins._botapi_wire import (
+from standins._botapi_wire import (
     CHAT_NOT_FOUND,
     JSON,
     ApiError,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from xbot.standins._botapi_wire import JSON, ApiError, Upload, as_int, as_json
+from standins._botapi_wire import JSON, ApiError, Upload, as_int, as_json
 
 _MAX_LONG_POLL = 50.0
 _CONFLICT = (

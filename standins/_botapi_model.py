@@ -22,15 +22,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from xbot.standins._botapi_chats import ChatInfo, ChatRegistry
-from xbot.standins._botapi_copies import CopiesAndForwards
-from xbot.standins._botapi_edits import Edits
-from xbot.standins._botapi_files import FileStore, StoredFile, media_content
-from xbot.standins._botapi_inline import InlineMode
-from xbot.standins._botapi_privacy import PrivacyMode
-from xbot.standins._botapi_topics import ForumTopics
-from xbot.standins._botapi_updates import UpdateFeed
-from xbot.standins._botapi_wire import (
+from standins._botapi_chats import ChatInfo, ChatRegistry
+from standins._botapi_copies import CopiesAndForwards
+from standins._botapi_edits import Edits
+from standins._botapi_files import FileStore, StoredFile, media_content
+from standins._botapi_inline import InlineMode
+from standins._botapi_privacy import PrivacyMode
+from standins._botapi_topics import ForumTopics
+from standins._botapi_updates import UpdateFeed
+from standins._botapi_wire import (
     CAPTION_LIMIT,
     GETFILE_LIMIT,
     JSON,

@@ -18,7 +18,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Self
 
-from xbot.standins._http import AbortConnection, Response, ServerBase
+from standins._http import AbortConnection, Response, ServerBase
 
 OUTAGES = frozenset({"503", "html", "hang", "reset", "429"})
 MAX_HANG_S = 300.0

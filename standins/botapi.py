@@ -39,7 +39,7 @@ like Telegram, answers it with another 429).
 
 It runs on its own thread and loop, so it serves while the code under test
 blocks, and it can be started from sync code: ``with BotApiServer() as srv``
-or ``python -m xbot.standins.botapi --port N``.
+or ``python -m standins.botapi --port N``.
 """
 
 from __future__ import annotations
@@ -55,19 +55,19 @@ from pathlib import Path
 
 import attrs
 
-from xbot.standins._botapi_builders import UpdateBuilders
-from xbot.standins._botapi_chats import ChatInfo
-from xbot.standins._botapi_files import StoredFile
-from xbot.standins._botapi_limits import COUNTED_METHODS, Admission, TelegramLimits
-from xbot.standins._botapi_model import MethodFn, TelegramModel
-from xbot.standins._botapi_outage import (
+from standins._botapi_builders import UpdateBuilders
+from standins._botapi_chats import ChatInfo
+from standins._botapi_files import StoredFile
+from standins._botapi_limits import COUNTED_METHODS, Admission, TelegramLimits
+from standins._botapi_model import MethodFn, TelegramModel
+from standins._botapi_outage import (
     FILE_DOWNLOAD,
     MAX_HANG_S,
     OUTAGE_MODES,
     OutageSwitch,
     nginx_502,
 )
-from xbot.standins._botapi_wire import (
+from standins._botapi_wire import (
     JSON,
     UPLOAD_LIMIT,
     ApiError,
@@ -77,7 +77,7 @@ from xbot.standins._botapi_wire import (
     decode_params,
     form_params,
 )
-from xbot.standins._http import (
+from standins._http import (
     STREAM_CHUNK,
     HttpServer,
     Request,
@@ -85,7 +85,7 @@ from xbot.standins._http import (
     ServerBase,
     serve_forever_main,
 )
-from xbot.standins._multipart import MultipartReader
+from standins._multipart import MultipartReader
 
 __all__ = [
     "DEFAULT_TOKEN",
@@ -585,7 +585,7 @@ def _json_response(body: JSON, status: int) -> Response:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.botapi [--port N] [--token T] [--allow-loopback-urls]``."""
+    """``python -m standins.botapi [--port N] [--token T] [--allow-loopback-urls]``."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local Telegram Bot API stand-in")

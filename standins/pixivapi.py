@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 
-from xbot.standins._http import (
+from standins._http import (
     HttpServer,
     Request,
     Response,
@@ -37,7 +37,7 @@ from xbot.standins._http import (
     json_response,
     serve_forever_main,
 )
-from xbot.standins._mediabytes import tiny_jpeg
+from standins._mediabytes import tiny_jpeg
 
 __all__ = ["REFERER", "PixivServer", "main"]
 
@@ -200,7 +200,7 @@ def _json(status: int, body: JSON) -> Response:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m xbot.standins.pixivapi [--port N]``: an empty registry."""
+    """``python -m standins.pixivapi [--port N]``: an empty registry."""
     import argparse
 
     parser = argparse.ArgumentParser(description="Local pixiv ajax/image stand-in")

@@ -12,9 +12,9 @@ import collections
 import threading
 from typing import Any
 
-from xbot.standins._http import HttpServer, Request, Response
-from xbot.standins._outage import Outages
-from xbot.standins.fxapi import build_status
+from standins._http import HttpServer, Request, Response
+from standins._outage import Outages
+from standins.fxapi import build_status
 
 JSON = dict[str, Any]
 # The fxtwitter stand-in's switches, which the other shapes have no use for.
