@@ -87,6 +87,20 @@ def test_allow_private_lets_loopback_through(listener: socket.socket) -> None:
     assert not nothing_pending(listener)
 
 
+def test_a_watch_shut_down_connects_nowhere_again(listener: socket.socket) -> None:
+    """A library that retries after its read was broken must not open a fresh socket
+    that nobody shuts; that is no refusal of the address (no `BlockedAddress`)."""
+    watch = Watch(allow_private=True)
+    with connguard.guarded(watch):
+        connect(listener.getsockname()[1])
+        assert not nothing_pending(listener)
+        watch.shut_down()
+        with pytest.raises(ConnectionAbortedError):
+            connect(listener.getsockname()[1])
+    assert watch.refused == []
+    assert nothing_pending(listener)
+
+
 def test_only_the_guarded_thread_is_guarded(listener: socket.socket) -> None:
     """The event loop, SQLite and PTB run beside yt-dlp's thread and must not notice it."""
     port = listener.getsockname()[1]

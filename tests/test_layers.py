@@ -45,8 +45,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runtime", ("xbot.runtime",)),
     # The composition root: the one place that builds and wires the services.
     ("composition root", ("xbot.app",)),
-    # The operator's side that the root or the CLI calls: doctor, the queue and cache
-    # commands, the instance lock, systemd's notify protocol.
+    # The operator's side that the runtime or the CLI calls: doctor, the queue and cache
+    # commands, the instance lock, systemd's notify protocol, the metrics listener.
     ("operator", ("xbot.ops",)),
     # Telegram updates in, durable tasks out.
     ("handlers", ("xbot.handlers",)),

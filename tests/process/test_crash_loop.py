@@ -144,7 +144,9 @@ async def test_six_sigkills_while_a_two_album_post_is_in_flight_lose_nothing(
         sent = [c.at for c in stage.api.calls_for("sendPhoto", chat) if c.status == 200]
         assert 1 <= len(sent) <= 2, f"chat {chat}: sent {len(sent)} times"
         if len(sent) == 2:
-            assert any(0 <= k - sent[0] < 2.0 for k in kills), f"chat {chat}: twice, not at a kill"
+            # Sent by a bot that was killed, and again by the next one: not a time
+            # window after the first send, which a loaded machine stretched past 2 s.
+            assert any(sent[0] < k <= sent[1] for k in kills), f"chat {chat}: twice, not at a kill"
             assert lost[chat] >= 1, f"chat {chat}: twice, with no lease lost"
     assert not stage.api.calls_for("sendMessage", CHAT), "no dead-letter notice"
     assert "Traceback" not in stage.log()

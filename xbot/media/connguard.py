@@ -101,9 +101,16 @@ class Watch:
         self.policy = policy if policy is not None else policy_for(allow_private)
         self.refused: list[str] = []
         self.sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self.closed = False
 
     def shut_down(self) -> None:
-        """Shut down every socket it let connect (both ways): a thread reading one wakes."""
+        """Shut down every socket it let connect (both ways): a thread reading one wakes.
+
+        From then on the stretch connects nowhere: a library that retries after the
+        broken read would otherwise open a fresh socket that nobody shuts. Call it
+        again to catch a socket whose connect was under way the first time.
+        """
+        self.closed = True
         for sock in list(self.sockets):
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -143,6 +150,9 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if watch is None:
         return
     sock, address = args[0], args[-1]
+    if watch.closed and event == "socket.connect":
+        # Given up by its owner, not a refusal of the address: no BlockedAddress follows.
+        raise ConnectionAbortedError("the transfer was given up")
     if event == "socket.sendto" and getattr(sock, "type", None) == socket.SOCK_STREAM:
         return  # sendto on a connected stream socket ignores the address
     if address_allowed(getattr(sock, "family", -1), address, watch.policy):

@@ -285,6 +285,10 @@ def translate(exc: BaseException) -> FetchError:
 # --- the job ---------------------------------------------------------------------------
 
 
+# Seconds between shut-downs of a given-up job's sockets while its thread has not ended.
+SHUT_AGAIN = 0.05
+
+
 async def _blocking_resolver(host: str, port: int) -> list[str]:
     # Runs in the yt-dlp thread, inside a throwaway loop: blocking is fine there.
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
@@ -311,6 +315,18 @@ def host_guard(allow_private: bool) -> Callable[[str], None]:
         checked.add(where)
 
     return guard
+
+
+async def _shut_until_done(watch: connguard.Watch, work: asyncio.Future[Any], grace: float) -> None:
+    """Shut the watch's sockets down until the thread ends, at most `grace` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while True:
+        watch.shut_down()
+        left = deadline - loop.time()
+        if work.done() or left <= 0:
+            return
+        await asyncio.wait({work}, timeout=min(SHUT_AGAIN, left))
 
 
 def bound_whole_reads(response: Any, limit: int = MAX_PAGE) -> None:
@@ -464,10 +480,12 @@ class YtdlpJob:
         except (asyncio.CancelledError, TooSlow) as exc:
             self.cancel()
             if isinstance(exc, TooSlow):
-                # Its reads may be blocked on a dripping socket: wake them, close them.
-                watch.shut_down()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(asyncio.shield(work), self.config.cancel_grace)
+                # Its reads may be blocked on a dripping socket: wake them, close them,
+                # and again while the grace lasts (a connect that was under way).
+                await _shut_until_done(watch, work, self.config.cancel_grace)
+            else:
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(asyncio.shield(work), self.config.cancel_grace)
             if not work.done():
                 # Still blocked (a stalled socket): clean up after it when it ends.
                 folder = self.folder
