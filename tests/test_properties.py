@@ -381,6 +381,9 @@ _env_values = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
+# A home that cannot be found (`~nouser`, `~0`): Path.expanduser raises RuntimeError.
+@example({"XBOT_DATA_DIR": "~no-such-user-xbot/data"})
+@example({"XBOT_TEST_WALL_CLOCK_FILE": "~0"})
 @given(
     st.dictionaries(
         st.sampled_from(sorted(n for n in SETTINGS_DOC if n != "XBOT_CONFIG")),

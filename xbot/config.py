@@ -194,8 +194,17 @@ def _level(name: str, raw: str) -> str:
     return value
 
 
+def _expand(name: str, raw: str) -> Path:
+    """`raw` with a leading ``~`` or ``~user`` expanded; a home that cannot be found
+    (an unknown user, no $HOME) is the setting's error, not a traceback."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError as exc:
+        raise ConfigError(f"{name}: {raw!r}: {exc}") from None
+
+
 def _data_dir(name: str, raw: str) -> Path:
-    path = Path(raw).expanduser()
+    path = _expand(name, raw)
     if not path.is_absolute():
         # Under systemd the working directory is / (read-only): say so now, not at open.
         raise ConfigError(f"{name}: {str(path)!r} must be an absolute path")
@@ -204,14 +213,14 @@ def _data_dir(name: str, raw: str) -> Path:
 
 def _test_file(name: str, raw: str) -> Path | None:
     """A file a test writes while the bot runs (it need not exist yet)."""
-    return Path(raw.strip()).expanduser() if raw.strip() else None
+    return _expand(name, raw.strip()) if raw.strip() else None
 
 
 def _optional_file(name: str, raw: str) -> Path | None:
     """A file the operator names, which must exist when named (doctor checks its content)."""
     if not raw.strip():
         return None
-    path = Path(raw.strip()).expanduser()
+    path = _expand(name, raw.strip())
     if not path.is_absolute():
         raise ConfigError(f"{name}: {raw.strip()!r} must be an absolute path")
     if not path.is_file():
