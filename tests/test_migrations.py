@@ -236,3 +236,26 @@ async def test_junk_file_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database, it is a shopping list\n" * 100)
     with pytest.raises(StoreError, match="not an SQLite database"):
         await open_store(path)
+
+
+@pytest.mark.parametrize(
+    ("path", "advice", "text"),
+    [
+        (None, None, "the database is at schema version 9, but this xbot knows only up to 8: "
+         "it was used by a newer xbot; upgrade xbot (nothing was changed)"),
+        (Path("/d/xbot.sqlite3"), None, "the database /d/xbot.sqlite3 is at schema version 9"),
+        (Path("/d/x"), "use that version's `xbot`", "newer xbot; use that version's `xbot` ("),
+    ],
+    ids=["no-path", "with-path", "other-advice"],
+)  # fmt: skip
+def test_one_sentence_for_a_database_from_a_newer_xbot(
+    path: Path | None, advice: str | None, text: str
+) -> None:
+    """The migrator, the pool, the operator's commands and doctor all say it this way."""
+    error = (
+        migrations.too_new(9, 8, path)
+        if advice is None
+        else migrations.too_new(9, 8, path, advice=advice)
+    )
+    assert isinstance(error, SchemaTooNew)
+    assert text in str(error)

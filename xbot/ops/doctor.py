@@ -322,14 +322,7 @@ def _database_findings(path: Path, conn: apsw.Connection) -> list[Finding]:
     version = migrations.current_version(conn)
     latest = migrations.latest_version()
     if version > latest:
-        return [
-            Finding(
-                "fail",
-                "database",
-                f"{path} is at schema version {version}, this xbot knows up to {latest}: "
-                "it was used by a newer xbot; upgrade xbot (the database is untouched)",
-            )
-        ]
+        return [Finding("fail", "database", str(migrations.too_new(version, latest, path)))]
     verdict = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
     if verdict != ["ok"]:
         detail = "; ".join(verdict[:3])

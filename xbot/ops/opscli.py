@@ -25,7 +25,7 @@ from typing import BinaryIO, TextIO, TypeVar
 
 from xbot.clock import SystemClocks
 from xbot.config import Settings
-from xbot.errors import SchemaTooNew, StoreError
+from xbot.errors import StoreError
 from xbot.storage import db, migrations
 from xbot.storage.backup import backup, backup_to_stream
 from xbot.storage.db import DbPool, prepare_store
@@ -100,11 +100,7 @@ def require_current(path: Path) -> None:
     version = schema_version(path)
     latest = migrations.latest_version()
     if version > latest:
-        raise SchemaTooNew(
-            f"the database {path} is at schema version {version}, but this xbot knows only up "
-            f"to {latest}: it was used by a newer xbot; use that version's `xbot` (nothing "
-            "was changed)"
-        )
+        raise migrations.too_new(version, latest, path, advice="use that version's `xbot`")
     if version < latest:
         raise StoreError(
             f"the database {path} is at schema version {version}, this xbot at {latest}: "
@@ -344,10 +340,7 @@ def migrate(settings: Settings, out: TextIO, *, check: bool = False) -> int:
             return EXIT_NO
         version = schema_version(path)
         if version > latest:
-            raise SchemaTooNew(
-                f"the database {path} is at schema version {version}, newer than this xbot "
-                f"({latest}): upgrade xbot"
-            )
+            raise migrations.too_new(version, latest, path)
         if version == latest:
             out.write(f"up to date: {path} is at schema version {version}\n")
             return EXIT_OK

@@ -30,7 +30,7 @@ import apsw
 import apsw.bestpractice
 import attrs
 
-from xbot.errors import SchemaTooNew, StoreBusy, StoreDamaged, StoreError
+from xbot.errors import StoreBusy, StoreDamaged, StoreError
 from xbot.storage import migrations
 
 log = logging.getLogger(__name__)
@@ -231,10 +231,7 @@ def _check_version(path: Path) -> None:
         version = migrations.current_version(probe)
     latest = migrations.latest_version()
     if version > latest:
-        raise SchemaTooNew(
-            f"the database {path} is at schema version {version}, but this xbot knows only up "
-            f"to {latest}: it was used by a newer xbot; upgrade xbot (nothing was changed)"
-        )
+        raise migrations.too_new(version, latest, path)
 
 
 @attrs.define

@@ -67,6 +67,18 @@ def latest_version(migrations: list[Migration] | None = None) -> int:
     return len(migrations if migrations is not None else load_migrations())
 
 
+def too_new(
+    version: int, latest: int, path: Path | None = None, *, advice: str = "upgrade xbot"
+) -> SchemaTooNew:
+    """The one sentence for a database at `version` from a newer xbot than this one
+    (which knows up to `latest`); `advice` says what to do instead."""
+    where = "the database" if path is None else f"the database {path}"
+    return SchemaTooNew(
+        f"{where} is at schema version {version}, but this xbot knows only up to {latest}: "
+        f"it was used by a newer xbot; {advice} (nothing was changed)"
+    )
+
+
 def current_version(conn: apsw.Connection) -> int:
     return int(conn.pragma("user_version"))
 
@@ -79,10 +91,7 @@ def migrate(conn: apsw.Connection, migrations: list[Migration] | None = None) ->
     migs = migrations if migrations is not None else load_migrations()
     version = current_version(conn)
     if version > len(migs):
-        raise SchemaTooNew(
-            f"the database is at schema version {version}, but this xbot knows only up to "
-            f"{len(migs)}: it was used by a newer xbot; upgrade xbot (nothing was changed)"
-        )
+        raise too_new(version, len(migs))
     for mig in migs[version:]:
         # BEGIN IMMEDIATE: take the write lock up front, and re-check the version
         # under it so two processes starting at once do not both apply a file.
