@@ -455,7 +455,7 @@ def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
     [
         pytest.param(0.0, None, id="no-step"),
         pytest.param(0.5, None, id="noise"),
-        pytest.param(3 * 3600.0, "3.0 h back", id="stepped-back"),
+        pytest.param(3 * 3600.0, "3 h back", id="stepped-back"),
         pytest.param(-600.0, "10 min forward", id="stepped-forward"),
     ],
 )

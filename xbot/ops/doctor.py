@@ -42,6 +42,7 @@ import httpx
 from xbot import versions
 from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
+from xbot.durations import say_span
 from xbot.errors import ConfigError, StoreError
 from xbot.links import classify
 from xbot.logs import redact
@@ -158,12 +159,11 @@ def telegram_findings(data_dir: Path, now: float) -> list[Finding]:
         return [Finding("ok", "telegram", "the bot last found Telegram reachable")]
     since = record.down_since if record.down_since is not None else record.written_at
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
-    minutes = max(0.0, now - since) / 60
     return [
         Finding(
             "warn",
             "telegram",
-            f"the bot has found Telegram unreachable since {stamp} ({minutes:.0f} min; "
+            f"the bot has found Telegram unreachable since {stamp} ({say_span(now - since)}; "
             f"{record.error or 'no answer'}): every send is held, no link is lost",
         )
     ]
@@ -380,7 +380,7 @@ def _offset_findings(offset: float) -> list[Finding]:
         Finding(
             "warn",
             "database",
-            f"the wall clock stepped {_span(abs(offset))} {way} while the bot ran: waits are "
+            f"the wall clock stepped {say_span(abs(offset))} {way} while the bot ran: waits are "
             "unaffected, stored times follow the bot's own time line until its next start "
             'rebases them (docs/reliability.md, "The wall clock")',
         )
@@ -410,19 +410,11 @@ def _future_findings(conn: apsw.Connection, now: float) -> list[Finding]:
         Finding(
             "warn",
             "database",
-            f"holds times up to {_span(ahead)} further ahead than the bot ever writes: the "
+            f"holds times up to {say_span(ahead)} further ahead than the bot ever writes: the "
             "clock went back (or ran ahead once); the next start clamps them "
             '(docs/reliability.md, "The wall clock")',
         )
     ]
-
-
-def _span(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # --- the clock: synchronised? ------------------------------------------------------------
