@@ -1,15 +1,11 @@
-"""Dead-letter notices: one short message to the chat when a task finally fails.
+"""Dead-letter notices: the one message a chat gets when a task finally fails.
 
-When a task finally fails, the chat gets one message naming the post and the
-reason. Sending it inline, once, lost it to the next 429, 5xx or kill (the
-soak saw 2 of 19 go missing); queued as a ``notice`` task in the same chat it
-waits out the chat's hold like any send, is retried, and survives restarts.
-The dedup key makes it one notice per failed task. The queue itself queues
-the notice, in the transaction that makes the task dead (every path: a failed
-attempt, the repairs, the startup reclaim, an unreadable payload), so no
-crash can fall between the two; this module words and sends it. It goes where
-the failed task's answer would have gone (its `Destination`: the same topic,
-replying to the same message).
+The queue queues the notice with the dead mark, in the same transaction
+(`xbot.storage.queue`, "every way into dead goes through bury"); a notice is a
+task, so it waits out the chat's hold, is retried and survives a restart
+(docs/reliability.md, why one sent inline got lost). This module words it in
+the language its destination carries and sends it where the failed task's
+answer would have gone (the same topic, replying to the same message).
 """
 
 from __future__ import annotations
