@@ -3,7 +3,8 @@
 Checks, in order: the versions a bug report needs (and whether yt-dlp is
 more than 90 days old, `xbot.versions`), the configuration (every problem,
 naming the setting), gallery-dl (its version and age, whether its process
-starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), the data directory (there,
+starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), yt-dlp's cookies file (whether it
+loads, and for which sites: never a value), the data directory (there,
 writable, free space), the database (opens, schema version, integrity, queue,
 times stored far ahead of now), the clock (synchronised, where the host can
 tell), what the running bot last found of Telegram (the record
@@ -42,12 +43,13 @@ from xbot import versions
 from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.durations import say_span
-from xbot.errors import StoreError
+from xbot.errors import ConfigError, StoreError
 from xbot.links import classify
 from xbot.logs import redact
 from xbot.media.addresses import parse_ip
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
+from xbot.sources.ytdlp import load_cookies
 from xbot.storage import migrations
 from xbot.storage.db import read_only
 from xbot.storage.time_line import LONGEST_DELAY, line_now, stored_offset
@@ -128,6 +130,8 @@ def diagnose(
         )
         return Report(tuple(found))
     found.append(Finding("ok", "configuration", "every setting is valid"))
+    if settings.ytdlp_cookies is not None:
+        found.append(ytdlp_cookies_finding(settings.ytdlp_cookies))
     found += check_gallerydl(settings, date.today())
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
@@ -217,6 +221,22 @@ def version_findings(installed: versions.Versions, today: date) -> list[Finding]
         Finding("ok", "versions", installed.one_line()),
         Finding("warn" if stale else "ok", "yt-dlp", text),
     ]
+
+
+def ytdlp_cookies_finding(path: Path) -> Finding:
+    """Whether yt-dlp's cookies file loads as the bot loads it, and for which sites
+    (the domains alone: a value is never shown)."""
+    try:
+        cookies = load_cookies(path)
+    except ConfigError as exc:
+        subject, _, text = str(exc).partition(": ")
+        return Finding("fail", subject, text)
+    if not cookies.jar:
+        return Finding("warn", "XBOT_YTDLP_COOKIES", f"{path} holds no cookies (expired?)")
+    sites = ", ".join(cookies.domains)
+    return Finding(
+        "ok", "XBOT_YTDLP_COOKIES", f"{path} parses; {len(cookies.jar)} cookies for: {sites}"
+    )
 
 
 def gallerydl_config_finding(path: Path) -> Finding:
