@@ -69,6 +69,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "xbot",
             "xbot.clock",  # the clock pair and the time line every layer reads `now` from
             "xbot.config",
+            "xbot.durations",  # a span of seconds in the operator's words
             "xbot.errors",
             "xbot.i18n",
             "xbot.links",

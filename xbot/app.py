@@ -57,6 +57,7 @@ from xbot.tasks.notices import KIND as NOTICE
 from xbot.tasks.notices import Notices
 from xbot.tasks.other_sites import OtherSites
 from xbot.tasks.outbox import Outbox
+from xbot.tasks.vitals import Vitals
 from xbot.tasks.worker import Doorbell, FinishedHook, Workers
 from xbot.tls import client_context
 
@@ -182,8 +183,6 @@ async def build_services(
     authority = Authority(sender, operators=settings.admin_ids)
     mover = ChatMover(queue, chats, authority, clock)
 
-    # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
-    chains = [s for s in sources.by_kind.values() if isinstance(s, SourceChain)]
     canary = None
     if settings.canary_interval > 0:
         canary = Canary(
@@ -192,6 +191,15 @@ async def build_services(
             clock=clock,
             on_result=None if metrics is None else metrics.canary,
         )
+    # What the alerts and the operator's metrics both watch: built once, for both.
+    vitals = Vitals(
+        chains=[s for s in sources.by_kind.values() if isinstance(s, SourceChain)],
+        telegram=health,
+        ytdlp_version=versions.installed().ytdlp,
+        data_dir=settings.data_dir,
+        broken=canary.broken if canary is not None else dict,
+    )
+    # Alerts to the operators (XBOT_ADMIN_IDS), queued and sent like every message.
     alerts = None
     if settings.admin_ids:
         alerts = AlertWatch(
@@ -199,12 +207,7 @@ async def build_services(
             after=settings.alert_after,
             queue=queue,
             chats=chats,
-            chains=chains,
-            reachable=lambda: health.reachable,
-            down_since=lambda: health.down_since,
-            ytdlp_version=versions.installed().ytdlp,
-            data_dir=settings.data_dir,
-            broken=canary.broken if canary is not None else dict,
+            vitals=vitals,
             # A tenth of the threshold, so an alert comes within 10 % of it; at most 10 s.
             every=min(10.0, max(0.05, settings.alert_after / 10)),
             wake=doorbell.ring,
@@ -262,6 +265,7 @@ async def build_services(
         guarded=guarded,
         # @bot <link>: the same sources, joining a chat delivery of the link in flight.
         inline=InlineFetches(sources.fetch, outbox.hold, resolve=sources.resolve),
+        vitals=vitals,
         alerts=alerts,
         canary=canary,
         clock=clock,

@@ -448,6 +448,14 @@ class Settings:
         _optional_file,
         shown="none",
     )
+    ytdlp_cookies: Path | None = setting(
+        "XBOT_YTDLP_COOKIES",
+        "path of a Netscape cookies file the operator exported, handed to yt-dlp; each "
+        "cookie goes only to its own domain (a bare public suffix such as `.com` is refused)",
+        "",
+        _optional_file,
+        shown="none",
+    )
     bsky_api_url: str = setting(
         "XBOT_BSKY_API_URL", "Bluesky AppView base (public, no login)", DEFAULT_BSKY_API_URL, _url
     )

@@ -3,7 +3,8 @@
 Checks, in order: the versions a bug report needs (and whether yt-dlp is
 more than 90 days old, `xbot.versions`), the configuration (every problem,
 naming the setting), gallery-dl (its version and age, whether its process
-starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), the data directory (there,
+starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), yt-dlp's cookies file (whether it
+loads, and for which sites: never a value), the data directory (there,
 writable, free space), the database (opens, schema version, integrity, queue,
 times stored far ahead of now), the clock (synchronised, where the host can
 tell), what the running bot last found of Telegram (the record
@@ -41,12 +42,14 @@ import httpx
 from xbot import versions
 from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
-from xbot.errors import StoreError, XbotError
+from xbot.durations import say_span
+from xbot.errors import ConfigError, StoreError, XbotError
 from xbot.links import classify
 from xbot.logs import redact
 from xbot.media.addresses import parse_ip
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
+from xbot.sources.ytdlp import load_cookies
 from xbot.storage import migrations
 from xbot.storage.db import read_only
 from xbot.storage.time_line import LONGEST_DELAY, line_now, stored_offset
@@ -127,6 +130,8 @@ def diagnose(
         )
         return Report(tuple(found))
     found.append(Finding("ok", "configuration", "every setting is valid"))
+    if settings.ytdlp_cookies is not None:
+        found.append(ytdlp_cookies_finding(settings.ytdlp_cookies))
     found += check_gallerydl(settings, date.today())
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
@@ -192,12 +197,11 @@ def telegram_findings(data_dir: Path, now: float) -> list[Finding]:
         return [Finding("ok", "telegram", "the bot last found Telegram reachable")]
     since = record.down_since if record.down_since is not None else record.written_at
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
-    minutes = max(0.0, now - since) / 60
     return [
         Finding(
             "warn",
             "telegram",
-            f"the bot has found Telegram unreachable since {stamp} ({minutes:.0f} min; "
+            f"the bot has found Telegram unreachable since {stamp} ({say_span(now - since)}; "
             f"{record.error or 'no answer'}): every send is held, no link is lost",
         )
     ]
@@ -255,6 +259,22 @@ def version_findings(installed: versions.Versions, today: date) -> list[Finding]
         Finding("ok", "versions", installed.one_line()),
         Finding("warn" if stale else "ok", "yt-dlp", text),
     ]
+
+
+def ytdlp_cookies_finding(path: Path) -> Finding:
+    """Whether yt-dlp's cookies file loads as the bot loads it, and for which sites
+    (the domains alone: a value is never shown)."""
+    try:
+        cookies = load_cookies(path)
+    except ConfigError as exc:
+        subject, _, text = str(exc).partition(": ")
+        return Finding("fail", subject, text)
+    if not cookies.jar:
+        return Finding("warn", "XBOT_YTDLP_COOKIES", f"{path} holds no cookies (expired?)")
+    sites = ", ".join(cookies.domains)
+    return Finding(
+        "ok", "XBOT_YTDLP_COOKIES", f"{path} parses; {len(cookies.jar)} cookies for: {sites}"
+    )
 
 
 def gallerydl_config_finding(path: Path) -> Finding:
@@ -398,7 +418,7 @@ def _offset_findings(offset: float) -> list[Finding]:
         Finding(
             "warn",
             "database",
-            f"the wall clock stepped {_span(abs(offset))} {way} while the bot ran: waits are "
+            f"the wall clock stepped {say_span(abs(offset))} {way} while the bot ran: waits are "
             "unaffected, stored times follow the bot's own time line until its next start "
             'rebases them (docs/reliability.md, "The wall clock")',
         )
@@ -428,19 +448,11 @@ def _future_findings(conn: apsw.Connection, now: float) -> list[Finding]:
         Finding(
             "warn",
             "database",
-            f"holds times up to {_span(ahead)} further ahead than the bot ever writes: the "
+            f"holds times up to {say_span(ahead)} further ahead than the bot ever writes: the "
             "clock went back (or ran ahead once); the next start clamps them "
             '(docs/reliability.md, "The wall clock")',
         )
     ]
-
-
-def _span(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # --- the clock: synchronised? ------------------------------------------------------------

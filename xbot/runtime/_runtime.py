@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from telegram import Update
 
-from xbot import __version__, versions
+from xbot import __version__
 from xbot.app import add_handlers, build_application, build_services
 from xbot.clock import Clocks, SteppedClocks, SystemClocks, clock_pair
 from xbot.config import Settings, WebhookConfig
@@ -30,7 +30,6 @@ from xbot.sending.pacing import Pacer
 from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
 from xbot.services import Services
-from xbot.sources.x import SourceChain
 from xbot.storage.time_line import mark as mark_time_line
 from xbot.storage.webhook_updates import AnsweredUpdates
 from xbot.tasks.backoff import reconnect_delay
@@ -301,20 +300,14 @@ class Runtime:
 
     async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
         """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
-        chains = [s for s in services.sources.by_kind.values() if isinstance(s, SourceChain)]
-        health = services.sender.health
         self.telemetry = Telemetry(
             metrics=metrics,
             queue=services.queue,
             pool=services.pool,
             cache=services.cache,
             db_path=self.settings.db_path,
-            chains=chains,
-            reachable=lambda: health.reachable,
-            down_since=lambda: health.down_since,
+            vitals=services.vitals,
             running=lambda: self.receiving,
-            ytdlp_version=versions.installed().ytdlp,
-            broken=services.canary.broken if services.canary is not None else dict,
             clock=services.clock,
         )
         self.telemetry.start()

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor
+from xbot.sources.ytdlp._cookies import Cookies
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,7 @@ class YtdlpConfig:
         extract_limit: seconds yt-dlp may take to say what a link is (no bytes to
             measure a speed on then; gallery-dl's runs have the same kind of limit).
         overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
+        cookies: the operator's (``XBOT_YTDLP_COOKIES``), put in each job's jar.
     """
 
     limit_bytes: int
@@ -120,6 +122,7 @@ class YtdlpConfig:
     floor: SpeedFloor = DEFAULT_FLOOR
     extract_limit: float = 120.0
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
+    cookies: Cookies = attrs.field(factory=Cookies)
 
 
 def build_options(

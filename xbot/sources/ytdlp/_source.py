@@ -26,6 +26,7 @@ from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp._api import VideoInfo, YtdlpJob
+from xbot.sources.ytdlp._cookies import Cookies, load_cookies
 from xbot.sources.ytdlp._options import YtdlpConfig
 
 __all__ = ["YtdlpSource", "post_of_info"]
@@ -61,12 +62,17 @@ class YtdlpSource:
     Attributes:
         overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
         resolver: name resolution for the SSRF pre-check (tests inject one).
+        cookies: ``XBOT_YTDLP_COOKIES``, read and checked when the source is built (at
+            start: a bad file stops the bot with one line, not a link later).
     """
 
     settings: Settings
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
     resolver: netguard.Resolver = netguard.system_resolver
     name: str = "ytdlp"
+    cookies: Cookies = attrs.field(
+        default=attrs.Factory(lambda self: load_cookies(self.settings.ytdlp_cookies), True)
+    )
 
     @property
     def config(self) -> YtdlpConfig:
@@ -76,6 +82,7 @@ class YtdlpSource:
             allow_private=self.settings.allow_private_networks,
             floor=SpeedFloor.configured(self.settings),
             overrides=dict(self.overrides),
+            cookies=self.cookies,
         )
 
     async def precheck(self, url: str) -> None:
