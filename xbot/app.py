@@ -449,7 +449,8 @@ def source_table(
         "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=wall),
         # Bluesky and pixiv: posts like X posts, on in every chat.
         "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
-        "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        # The operator's pixiv login goes to pixiv's ajax API only, never to its image host.
+        "pixiv": PixivSource(x_client, settings.pixiv_api_url, session=settings.pixiv_session),
         # Image posts of other sites: gallery-dl, run as a process (never imported:
         # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
         "gallery": GalleryDlSource(settings),
