@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from xbot.storage.db import open_store
@@ -15,6 +16,7 @@ from xbot.storage.queue import TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.tasks.alert_rules import RULES, Condition, Phase, Watch, step
 from xbot.tasks.alerts import DEAD_RATE, WORDS, AlertWatch, muted
+from xbot.tasks.vitals import Vitals
 
 R, C = Phase.RAISED, Phase.CLEARED
 
@@ -109,11 +111,13 @@ async def watch(tmp_path: Path) -> AsyncIterator[tuple[AlertWatch, World, TaskQu
     pool = await open_store(tmp_path / "x.sqlite3")
     queue, chats, world = TaskQueue(pool), ChatStore(pool), World()
     w = AlertWatch(
-        admins=frozenset({ADMIN, OTHER}), after=300.0, queue=queue, chats=chats, chains=[],
-        reachable=lambda: world.reachable, down_since=lambda: world.down_since,
-        ytdlp_version="2026.11.20", data_dir=tmp_path, broken=lambda: world.broken,
-        clock=lambda: world.now, today=lambda: date(2026, 12, 1),
-        disk_usage=lambda _path: world.disk,
+        admins=frozenset({ADMIN, OTHER}), after=300.0, queue=queue, chats=chats,
+        vitals=Vitals(
+            chains=[], telegram=world, ytdlp_version="2026.11.20", data_dir=tmp_path,
+            broken=lambda: world.broken, today=lambda: date(2026, 12, 1),
+            disk_usage=lambda _path: world.disk,
+        ),
+        clock=lambda: world.now,
     )  # fmt: skip
     try:
         yield w, world, queue, chats
@@ -191,7 +195,7 @@ async def test_dead_letters_above_the_rate_and_back(watch: Any) -> None:
 async def test_an_old_ytdlp_and_a_broken_source_are_said_once(watch: Any) -> None:
     w, world, queue, _ = watch
     w.admins = frozenset({ADMIN})
-    w.ytdlp_version = "2026.01.02"
+    w.vitals = attrs.evolve(w.vitals, ytdlp_version="2026.01.02")
     world.broken = {"fxtwitter": True, "vxtwitter": False}
     assert await w.check() == 2
     assert await w.check() == 0

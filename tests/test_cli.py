@@ -16,7 +16,7 @@ import pytest
 from standins.queue_sync import SyncQueue
 from xbot import __version__
 from xbot.cli import build_parser, main
-from xbot.ops.opscli import format_age, parse_duration
+from xbot.ops.opscli import parse_duration
 from xbot.storage import migrations
 from xbot.storage.db import DbPool, connect, prepare_store
 from xbot.storage.link_cache import CachedItem, CachedPost, LinkCache
@@ -483,15 +483,6 @@ def test_parse_duration(text: str, seconds: float) -> None:
 def test_parse_duration_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration(text)
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [(0, "0s"), (59, "59s"), (60, "1m"), (3599, "59m"), (7200, "2h"), (259200, "3d"), (-5, "0s")],
-    ids=["zero", "s", "m", "m-edge", "h", "d", "negative"],
-)  # fmt: skip
-def test_format_age(seconds: float, text: str) -> None:
-    assert format_age(seconds) == text
 
 
 def test_the_installed_entry_point_runs(tmp_path: Path) -> None:

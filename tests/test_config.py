@@ -48,6 +48,7 @@ def test_defaults() -> None:
         ({"XBOT_BOT_API_URL": "http://h/x{token}/y"}, "bot_api_url", "http://h/x{token}/y"),
         ({"XBOT_CACHE_TTL_DAYS": "2"}, "cache_ttl", 2 * 86400.0),
         ({"XBOT_TOKEN": f" {TOKEN}\n"}, "token", TOKEN),
+        ({"XBOT_YTDLP_COOKIES": ""}, "ytdlp_cookies", None),
     ],
     ids=[
         "workers",
@@ -60,6 +61,7 @@ def test_defaults() -> None:
         "token-placeholder",
         "ttl",
         "token-stripped",
+        "no-cookies",
     ],
 )
 def test_values(env: dict[str, str], field: str, value: object) -> None:

@@ -415,6 +415,34 @@ def test_doctor_says_whether_the_gallerydl_config_parses(
     assert "installed" in version.text
 
 
+COOKIE_VALUE = "v4lue-never-shown"
+
+
+@pytest.mark.parametrize(
+    ("lines", "level", "words"),
+    [
+        ([".youtube.com\tTRUE\t/\tTRUE\t0\tSID\t" + COOKIE_VALUE,
+          "www.example.org\tFALSE\t/\tFALSE\t0\tid\t" + COOKIE_VALUE],
+         "ok", "parses; 2 cookies for: www.example.org, youtube.com"),
+        ([".com\tTRUE\t/\tFALSE\t0\tSID\t" + COOKIE_VALUE], "fail",
+         "has a cookie for .com, which is not one site"),
+        ([".example.org\tTRUE\t/\tFALSE\t1\tSID\t" + COOKIE_VALUE], "warn",
+         "holds no cookies"),
+        (["not a cookie line " + COOKIE_VALUE], "fail", "is not a Netscape cookies file"),
+    ],
+    ids=["parses", "over-broad", "all-expired", "malformed"],
+)  # fmt: skip
+def test_doctor_says_for_which_sites_the_ytdlp_cookies_are_never_their_values(
+    tmp_path: Path, lines: list[str], level: str, words: str
+) -> None:
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text("# Netscape HTTP Cookie File\n" + "\n".join(lines) + "\n")
+    report = diagnose(_env(tmp_path, XBOT_YTDLP_COOKIES=str(cookies)), online=False)
+    (finding,) = [f for f in report.findings if f.subject == "XBOT_YTDLP_COOKIES"]
+    assert (finding.level, words in finding.text) == (level, True), finding
+    assert all(COOKIE_VALUE not in f.text for f in report.findings)
+
+
 def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
     report = diagnose(_env(tmp_path, XBOT_GALLERYDL_CONFIG=str(tmp_path / "no.json")))
     assert report.exit_code == EXIT_CONFIG
@@ -427,7 +455,7 @@ def test_doctor_names_a_missing_gallerydl_config(tmp_path: Path) -> None:
     [
         pytest.param(0.0, None, id="no-step"),
         pytest.param(0.5, None, id="noise"),
-        pytest.param(3 * 3600.0, "3.0 h back", id="stepped-back"),
+        pytest.param(3 * 3600.0, "3 h back", id="stepped-back"),
         pytest.param(-600.0, "10 min forward", id="stepped-forward"),
     ],
 )

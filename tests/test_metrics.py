@@ -21,6 +21,7 @@ from xbot.sending.api_request import CountingRequest, result_of
 from xbot.storage.db import open_store
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import TaskQueue
+from xbot.tasks.vitals import Vitals
 
 # -- settings -----------------------------------------------------------------------------
 
@@ -215,15 +216,26 @@ async def test_counting_request_reports_each_result_and_changes_nothing() -> Non
 # -- the listener -------------------------------------------------------------------------
 
 
+class State:
+    """What the listener's answers depend on: updates coming in, Telegram answering."""
+
+    def __init__(self) -> None:
+        self.running = True
+        self.reachable = True
+
+    @property
+    def down_since(self) -> float | None:
+        return None if self.reachable else 0.0
+
+
 @pytest.fixture
 async def telemetry(tmp_path: Path) -> Any:
     pool = await open_store(tmp_path / "x.sqlite3")
-    state = {"running": True, "reachable": True}
+    state = State()
+    vitals = Vitals(chains=[], telegram=state, ytdlp_version="2025.01.15", data_dir=tmp_path)
     t = Telemetry(
         metrics=Metrics(), queue=TaskQueue(pool), pool=pool, cache=LinkCache(pool),
-        db_path=tmp_path / "x.sqlite3", chains=[], reachable=lambda: state["reachable"],
-        down_since=lambda: None if state["reachable"] else 0.0,
-        running=lambda: state["running"], ytdlp_version="2025.01.15",
+        db_path=tmp_path / "x.sqlite3", vitals=vitals, receiver=state,
     )  # fmt: skip
     listener = Listener("127.0.0.1", 0, routes(t))
     await listener.start()
@@ -239,16 +251,16 @@ async def test_readiness_names_what_is_missing(telemetry: Any) -> None:
     url = f"http://127.0.0.1:{listener.port}"
     async with httpx.AsyncClient(trust_env=False, timeout=5.0) as client:
         assert (await client.get(url + "/readyz")).status_code == 200
-        state["running"] = False
+        state.running = False
         answer = await client.get(url + "/readyz")
         assert (answer.status_code, answer.text) == (
             503, "not ready: polling (or the webhook server) is not running\n")  # fmt: skip
-        state["running"] = True
-        state["reachable"] = False
+        state.running = True
+        state.reachable = False
         answer = await client.get(url + "/readyz")
         assert answer.status_code == 503
         assert answer.text == "not ready: Telegram's Bot API is not answering since 00:00:00 UTC\n"
-        state["reachable"] = True
+        state.reachable = True
         await pool.close()  # no database to write to
         answer = await client.get(url + "/readyz")
         assert answer.status_code == 503

@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from xbot.errors import PayloadError
 from xbot.sending.destination import Destination
 from xbot.sending.sent import SentItem
-from xbot.tasks.payloads import DeliverPayload, ForwardPayload, NoticePayload, SentStep
+from xbot.storage.queue import Task
+from xbot.tasks.payloads import (
+    BuriedNotice,
+    DeliverPayload,
+    ForwardPayload,
+    NoticePayload,
+    SentStep,
+    notice_from_task,
+)
 
 # Written by the version before destinations: the chat only on the task row.
 OLD_DELIVER = json.dumps({
@@ -68,6 +77,44 @@ def test_a_notice_round_trips() -> None:
 def test_an_unreadable_notice_is_a_payload_error(raw: str) -> None:
     with pytest.raises(PayloadError):
         NoticePayload.from_json(raw, chat_id=1)
+
+
+def _notice_task(payload: str) -> Task:
+    return Task(1, "notice", -100, payload, "running", None, 1, 8, 0.0, "t", 90.0, None, 0.0, 0.0)
+
+
+_BURIED = BuriedNotice(7, "the host kept failing", "deliver", '{"url": "u"}')
+_READY = NoticePayload("Wait.", Destination(-100, "supergroup", 3, 5), for_task=7, html=True)
+
+
+@pytest.mark.parametrize(
+    ("raw", "read"),
+    [
+        (json.dumps(_BURIED.to_dict()), _BURIED),
+        (_READY.to_json(), _READY),
+        (OLD_NOTICE, NoticePayload(
+            "Sorry, I could not deliver it.", Destination(-100, "group", None, 55), 3)),
+        # A dead letter's mark whose reason says "text" is still a mark.
+        (json.dumps(attrs.evolve(_BURIED, reason="text").to_dict()), attrs.evolve(
+            _BURIED, reason="text")),
+    ],
+    ids=["buried", "ready", "ready-before-v1", "buried-reason-text"],
+)  # fmt: skip
+def test_a_notice_task_is_read_as_the_shape_it_holds(
+    raw: str, read: NoticePayload | BuriedNotice
+) -> None:
+    assert notice_from_task(_notice_task(raw)) == read
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["", "not json", "[]", "null", '{"for_task": 1}', '{"v": 2, "text": "t"}',
+     '{"for_task": "x", "reason": "r", "of_kind": "k", "of_payload": "p"}'],
+    ids=["empty", "junk", "list", "null", "buried-half", "ready-future", "buried-bad-id"],
+)  # fmt: skip
+def test_a_notice_task_that_holds_neither_shape_is_a_payload_error(raw: str) -> None:
+    with pytest.raises(PayloadError):
+        notice_from_task(_notice_task(raw))
 
 
 def test_an_old_payload_is_english_and_a_new_one_keeps_its_language() -> None:

@@ -428,6 +428,12 @@ TRANSLATIONS: list[tuple[str, BaseException, type[FetchError], str]] = [
     ("age-gate",
      _expected("Sign in to confirm your age. This video may be inappropriate for some users."),
      PostUnavailable, LOGIN_REQUIRED),
+    ("bot-check",
+     _expected("Sign in to confirm you’re not a bot. Use --cookies-from-browser or --cookies "
+               "for the authentication. See  https://github.com/yt-dlp/yt-dlp/wiki/FAQ  for how"),
+     PostUnavailable, ytdlp.BOT_CHECK),
+    ("bot-check-straight", _expected("Sign in to confirm you're not a bot"),
+     PostUnavailable, ytdlp.BOT_CHECK),
     ("login-cookies",
      _expected("This content is only available for registered users. Use --cookies"),
      PostUnavailable, LOGIN_REQUIRED),

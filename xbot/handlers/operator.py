@@ -10,6 +10,7 @@ import time
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 
 from xbot import versions
+from xbot.durations import say_span
 from xbot.errors import FetchError
 from xbot.handlers.answers import reply, rest_of
 from xbot.links import Link, classify
@@ -28,16 +29,7 @@ DEAD_SHOWN = 10
 
 
 def _age(seconds: float | None) -> str:
-    if seconds is None:
-        return "none"
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    if seconds < 172800:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+    return "none" if seconds is None else say_span(seconds)
 
 
 async def cmd_stats(update: Update, context: XContext) -> None:

@@ -3,7 +3,8 @@
 Checks, in order: the versions a bug report needs (and whether yt-dlp is
 more than 90 days old, `xbot.versions`), the configuration (every problem,
 naming the setting), gallery-dl (its version and age, whether its process
-starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), the data directory (there,
+starts, whether ``XBOT_GALLERYDL_CONFIG`` parses), yt-dlp's cookies file (whether it
+loads, and for which sites: never a value), the data directory (there,
 writable, free space), the database (opens, schema version, integrity, queue,
 times stored far ahead of now), the clock (synchronised, where the host can
 tell), what the running bot last found of Telegram (the record
@@ -41,12 +42,14 @@ import httpx
 from xbot import versions
 from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
-from xbot.errors import StoreError
+from xbot.durations import say_span
+from xbot.errors import ConfigError, StoreError, XbotError
 from xbot.links import classify
 from xbot.logs import redact
 from xbot.media.addresses import parse_ip
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
+from xbot.sources.ytdlp import load_cookies
 from xbot.storage import migrations
 from xbot.storage.db import read_only
 from xbot.storage.time_line import LONGEST_DELAY, line_now, stored_offset
@@ -127,6 +130,8 @@ def diagnose(
         )
         return Report(tuple(found))
     found.append(Finding("ok", "configuration", "every setting is valid"))
+    if settings.ytdlp_cookies is not None:
+        found.append(ytdlp_cookies_finding(settings.ytdlp_cookies))
     found += check_gallerydl(settings, date.today())
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
@@ -142,7 +147,45 @@ def diagnose(
             found += check_bot_api(settings, timeout=timeout, transport=transport)
     if online and transport is None:
         found += check_x_sources(settings, timeout=timeout)
+    if online and transport is None and settings.pixiv_session:
+        found += check_pixiv_session(settings, timeout=timeout)
     return Report(tuple(found))
+
+
+def pixiv_session_findings(signed_in: bool, x_restrict: int) -> list[Finding]:
+    """What pixiv said of the operator's session, in words (never the session). Pure."""
+    subject = "XBOT_PIXIV_SESSION"
+    if not signed_in:
+        text = (
+            "pixiv answers it as signed out: the session expired or was signed out; copy "
+            "PHPSESSID again from a signed-in browser (R-18 works stay one sentence)"
+        )
+        return [Finding("warn", subject, text)]
+    if x_restrict < 1:
+        text = (
+            "signed in, but the account hides R-18 works: turn them on in pixiv's "
+            "settings (Viewing restrictions) or R-18 works stay one sentence"
+        )
+        return [Finding("warn", subject, text)]
+    seen = "R-18 and R-18G works" if x_restrict >= 2 else "R-18 works (not R-18G)"
+    return [Finding("ok", subject, f"signed in; the account sees {seen}")]
+
+
+def check_pixiv_session(settings: Settings, *, timeout: float = 10.0) -> list[Finding]:
+    """Ask pixiv (``XBOT_PIXIV_API_URL``) whether the operator's session is signed in and
+    what its account may see; the session goes there only, and no line shows it."""
+    # Here: the sources load PTB, which an offline doctor never needs.
+    from xbot.sources.pixiv import session_status
+
+    async def run() -> list[Finding]:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            status = await session_status(client, settings.pixiv_api_url, settings.pixiv_session)
+        return pixiv_session_findings(status.signed_in, status.x_restrict)
+
+    try:
+        return asyncio.run(run())
+    except XbotError as exc:
+        return [Finding("warn", "XBOT_PIXIV_SESSION", f"pixiv did not say: {exc}")]
 
 
 def telegram_findings(data_dir: Path, now: float) -> list[Finding]:
@@ -154,12 +197,11 @@ def telegram_findings(data_dir: Path, now: float) -> list[Finding]:
         return [Finding("ok", "telegram", "the bot last found Telegram reachable")]
     since = record.down_since if record.down_since is not None else record.written_at
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
-    minutes = max(0.0, now - since) / 60
     return [
         Finding(
             "warn",
             "telegram",
-            f"the bot has found Telegram unreachable since {stamp} ({minutes:.0f} min; "
+            f"the bot has found Telegram unreachable since {stamp} ({say_span(now - since)}; "
             f"{record.error or 'no answer'}): every send is held, no link is lost",
         )
     ]
@@ -217,6 +259,22 @@ def version_findings(installed: versions.Versions, today: date) -> list[Finding]
         Finding("ok", "versions", installed.one_line()),
         Finding("warn" if stale else "ok", "yt-dlp", text),
     ]
+
+
+def ytdlp_cookies_finding(path: Path) -> Finding:
+    """Whether yt-dlp's cookies file loads as the bot loads it, and for which sites
+    (the domains alone: a value is never shown)."""
+    try:
+        cookies = load_cookies(path)
+    except ConfigError as exc:
+        subject, _, text = str(exc).partition(": ")
+        return Finding("fail", subject, text)
+    if not cookies.jar:
+        return Finding("warn", "XBOT_YTDLP_COOKIES", f"{path} holds no cookies (expired?)")
+    sites = ", ".join(cookies.domains)
+    return Finding(
+        "ok", "XBOT_YTDLP_COOKIES", f"{path} parses; {len(cookies.jar)} cookies for: {sites}"
+    )
 
 
 def gallerydl_config_finding(path: Path) -> Finding:
@@ -360,7 +418,7 @@ def _offset_findings(offset: float) -> list[Finding]:
         Finding(
             "warn",
             "database",
-            f"the wall clock stepped {_span(abs(offset))} {way} while the bot ran: waits are "
+            f"the wall clock stepped {say_span(abs(offset))} {way} while the bot ran: waits are "
             "unaffected, stored times follow the bot's own time line until its next start "
             'rebases them (docs/reliability.md, "The wall clock")',
         )
@@ -390,19 +448,11 @@ def _future_findings(conn: apsw.Connection, now: float) -> list[Finding]:
         Finding(
             "warn",
             "database",
-            f"holds times up to {_span(ahead)} further ahead than the bot ever writes: the "
+            f"holds times up to {say_span(ahead)} further ahead than the bot ever writes: the "
             "clock went back (or ran ahead once); the next start clamps them "
             '(docs/reliability.md, "The wall clock")',
         )
     ]
-
-
-def _span(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 # --- the clock: synchronised? ------------------------------------------------------------

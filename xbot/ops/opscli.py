@@ -21,10 +21,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO, TextIO, TypeVar
+from typing import BinaryIO, Final, TextIO, TypeVar
 
 from xbot.clock import SystemClocks
 from xbot.config import Settings
+from xbot.durations import say_span
 from xbot.errors import StoreError
 from xbot.storage import db, migrations
 from xbot.storage.backup import backup, backup_to_stream
@@ -33,6 +34,8 @@ from xbot.storage.link_cache import LinkCache, link_key
 from xbot.storage.queue import STATES, Task, TaskQueue, lost_lease_budget
 from xbot.storage.time_line import line_now
 from xbot.tasks.payloads import payload_identity
+
+COLUMN: Final = "compact"  # ages in the listings: one unit, so a column stays narrow
 
 T = TypeVar("T")
 
@@ -51,15 +54,6 @@ def parse_duration(text: str) -> float:
     if match is None:
         raise ValueError(f"{text!r} is not a duration (e.g. 90s, 30m, 12h, 7d)")
     return float(match.group(1)) * _UNIT[match.group(2).lower()]
-
-
-def format_age(seconds: float) -> str:
-    """A short human age: ``42s``, ``5m``, ``3h``, ``2d``."""
-    s = max(0, int(seconds))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if s >= size:
-            return f"{s // size}{unit}"
-    return f"{s}s"
 
 
 # --- the database, as an operator opens it ---------------------------------------------------
@@ -144,7 +138,9 @@ def queue_stats(settings: Settings, out: TextIO, *, now: float | None = None) ->
     for state in STATES:
         out.write(f"{state:<8} {stats.counts_by_state.get(state, 0)}\n")
     oldest = stats.oldest_pending_age
-    out.write(f"oldest pending: {'none' if oldest is None else format_age(oldest) + ' overdue'}\n")
+    out.write(
+        f"oldest pending: {'none' if oldest is None else say_span(oldest, COLUMN) + ' overdue'}\n"
+    )
     out.write(f"chats on hold (Telegram 429): {stats.held_chats}\n")
     return EXIT_OK
 
@@ -185,7 +181,7 @@ def queue_list(
         out.write(
             f"{t.id:>8}  {t.state:<7}  {t.chat_id:>15}  {_one_line(t.kind, 8):<8}  "
             f"{t.attempts}/{t.max_attempts}  {t.lost_leases:>4}  "
-            f"{format_age(at - t.created_at):>5}  "
+            f"{say_span(at - t.created_at, COLUMN):>5}  "
             f"{_one_line(what, 100)}\n"
         )
     if len(tasks) == limit:
@@ -217,8 +213,8 @@ def queue_show(settings: Settings, out: TextIO, task_id: int, *, now: float | No
             f"{task.ambiguous_sends} sends timed out and may have reached the chat "
             "(a duplicate after one is explained)",
         ),
-        ("created", f"{format_age(at - task.created_at)} ago"),
-        ("updated", f"{format_age(at - task.updated_at)} ago"),
+        ("created", f"{say_span(at - task.created_at, COLUMN)} ago"),
+        ("updated", f"{say_span(at - task.updated_at, COLUMN)} ago"),
         ("run after", _relative(task.run_after, at)),
         ("dedup key", task.dedup_key or "-"),
         ("leased until", "-" if task.lease_expires is None else _relative(task.lease_expires, at)),
@@ -238,7 +234,7 @@ def queue_show(settings: Settings, out: TextIO, task_id: int, *, now: float | No
 
 def _relative(when: float, now: float) -> str:
     delta = when - now
-    return f"in {format_age(delta)}" if delta > 0 else f"{format_age(-delta)} ago"
+    return f"in {say_span(delta, COLUMN)}" if delta > 0 else f"{say_span(-delta, 'compact')} ago"
 
 
 def queue_retry(settings: Settings, out: TextIO, task_id: int, *, now: float | None = None) -> int:
@@ -270,7 +266,7 @@ def queue_purge_dead(
         return await TaskQueue(pool).purge_dead(await _line(pool, now), older_than)
 
     n = _run(settings, purging)
-    scope = "" if older_than is None else f" older than {format_age(older_than)}"
+    scope = "" if older_than is None else f" older than {say_span(older_than, COLUMN)}"
     out.write(f"purged {n} dead task{'' if n == 1 else 's'}{scope}\n")
     return EXIT_OK
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import attrs
@@ -27,11 +26,11 @@ from xbot.errors import StoreError
 from xbot.logs import kv
 from xbot.metrics import Metrics, Readings
 from xbot.ops.listener import Answer, Route
-from xbot.sources.x import SourceChain
+from xbot.receiving import Receiver
 from xbot.storage.db import DbPool
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import TaskQueue
-from xbot.versions import ytdlp_release
+from xbot.tasks.vitals import Vitals
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +58,10 @@ class Telemetry:
 
     Attributes:
         metrics: the bot's registry (its readings are refreshed at each scrape).
-        chains: the X source chains, whose breakers are reported.
-        reachable: whether Telegram answers now (`TelegramHealth.reachable`).
-        down_since: since when it has not (wall clock), None while it does.
-        running: polling or the webhook server runs.
-        broken: source -> the canary finds its answers in a changed shape.
-        ytdlp_version: the installed yt-dlp's version (its release date).
+        db_path: the database (its size, and its WAL's).
+        vitals: what is watched (the X sources, Telegram, the disk, yt-dlp, the canary),
+            the same value the alerts read.
+        receiver: how updates come in (polling, or the webhook listener).
     """
 
     metrics: Metrics
@@ -72,14 +69,9 @@ class Telemetry:
     pool: DbPool
     cache: LinkCache
     db_path: Path
-    chains: Sequence[SourceChain]
-    reachable: Callable[[], bool]
-    down_since: Callable[[], float | None]
-    running: Callable[[], bool]
-    ytdlp_version: str
-    broken: Callable[[], Mapping[str, bool]] = dict
+    vitals: Vitals
+    receiver: Receiver
     clock: Callable[[], float] = time.time
-    today: Callable[[], date] = lambda: datetime.now(tz=UTC).date()
     _last_tick: float = attrs.field(factory=time.monotonic, init=False)
     _ticker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
 
@@ -91,11 +83,11 @@ class Telemetry:
         stats = await self.queue.stats(now)
         by_kind = await self.queue.counts_by_kind()
         cache = await self.cache.stats()
-        disk = await asyncio.to_thread(shutil.disk_usage, self.db_path.parent)
-        released = ytdlp_release(self.ytdlp_version)
-        age = None if released is None else (self.today() - released).days * 86400.0
-        health = {name: h for chain in self.chains for name, h in chain.health.items()}
-        answers = {name: n for chain in self.chains for name, n in chain.answered.items()}
+        vitals = self.vitals
+        disk = await asyncio.to_thread(vitals.disk)
+        days = vitals.ytdlp_age_days()
+        health = vitals.sources()
+        answers = {name: n for chain in vitals.chains for name, n in chain.answered.items()}
         return Readings(
             tasks=by_kind,
             oldest_runnable_age=stats.oldest_pending_age or 0.0,
@@ -104,13 +96,13 @@ class Telemetry:
             wal_bytes=_size(self.db_path.with_name(self.db_path.name + "-wal")),
             disk_free_bytes=disk.free,
             disk_total_bytes=disk.total,
-            ytdlp_age_seconds=age,
-            telegram_reachable=self.reachable(),
+            ytdlp_age_seconds=None if days is None else days * 86400.0,
+            telegram_reachable=vitals.telegram.reachable,
             breaker_open={name: h.state.is_open for name, h in health.items()},
             source_failures={name: h.failures_total for name, h in health.items()},
             source_successes={name: h.successes_total for name, h in health.items()},
             source_answers={name: answers.get(name, 0) for name in health},
-            canary_broken=dict(self.broken()),
+            canary_broken=dict(vitals.broken()),
             cache_hits=cache.hits,
             cache_misses=cache.misses,
             cache_entries=cache.entries,
@@ -153,13 +145,13 @@ class Telemetry:
 
     async def ready(self) -> tuple[bool, str]:
         """Ready: updates come in, the database takes a write, Telegram answers."""
-        if not self.running():
+        if not self.receiver.running:
             return False, "not ready: polling (or the webhook server) is not running"
         problem = await self._write_probe()
         if problem:
             return False, f"not ready: the database does not take writes ({problem})"
-        if not self.reachable():
-            since = self.down_since()
+        if not self.vitals.telegram.reachable:
+            since = self.vitals.telegram.down_since
             when = f" since {_at(since)}" if since is not None else ""
             return False, f"not ready: Telegram's Bot API is not answering{when}"
         return True, "ok: updates come in, the database takes writes, Telegram answers"

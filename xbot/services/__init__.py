@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from xbot.tasks.alerts import AlertWatch
     from xbot.tasks.delivery import Delivery
     from xbot.tasks.forwarding import Forwarding
+    from xbot.tasks.vitals import Vitals
     from xbot.tasks.worker import Workers
 
 _KEY = "xbot.services"
@@ -51,6 +52,7 @@ class Services:
         inline: posts fetched for inline queries, within Telegram's answer window.
         alerts: watches the bot for the operators' alerts (None: no XBOT_ADMIN_IDS).
         canary: fetches a known post from every source now and then (None: off).
+        vitals: what the alerts and the operator's metrics watch (one value for both).
         line: the bot's time line (`xbot.clock`): stored times and ``now`` are on it.
         clock: ``now`` on the line (``line.now``; a test's clock in tests).
         started_at: when the bot started, on the line (/stats' uptime).
@@ -71,6 +73,7 @@ class Services:
     x_client: httpx.AsyncClient
     guarded: httpx.AsyncClient
     inline: InlineFetches
+    vitals: Vitals
     alerts: AlertWatch | None = None
     canary: Canary | None = None
     line: TimeLine = attrs.field(factory=lambda: TimeLine.from_wall(SystemClocks()))

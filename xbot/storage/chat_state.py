@@ -79,6 +79,8 @@ class ChatSettings:
             as text messages after its media (`xbot.sending.caption_long`).
         video_quality: video from other sites: ``best`` (that fits), ``720`` or
             ``480`` (at most that many lines; `max_height`).
+        sensitive_works: R-18 works (pixiv, with the operator's login) are sent
+            here; None follows the chat type (see `allows_rating`).
     """
 
     ytdlp: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -100,12 +102,36 @@ class ChatSettings:
     video_quality: VideoQuality = attrs.field(
         default="best", validator=attrs.validators.in_(VIDEO_QUALITIES)
     )
+    sensitive_works: bool | None = attrs.field(default=None, validator=_optional_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
         """Whether links to other sites are served: the chat's choice, else on only in private."""
         if self.ytdlp is not None:
             return self.ytdlp
         return chat_type == "private"
+
+    def sensitive_works_on(self, chat_type: str) -> bool:
+        """Whether R-18 works are sent here: the chat's choice, else only in private chats."""
+        if self.sensitive_works is not None:
+            return self.sensitive_works
+        return chat_type == "private"
+
+    def allows_rating(self, chat_type: str, rating: int) -> bool:
+        """Whether a work of `rating` (`xbot.media.models.R18` ...) may be sent here.
+
+        R-18G (gore) goes only to a private chat that allows R-18: the group toggle
+        names R-18, and an admin who turned it on did not agree to gore for everyone.
+        """
+        if rating <= 0:
+            return True
+        if not self.sensitive_works_on(chat_type):
+            return False
+        return rating == 1 or chat_type == "private"
+
+    def spoiler_for(self, *, sensitive: bool, rating: int) -> bool:
+        """Whether media go under Telegram's spoiler: a rated work (R-18, R-18G) always,
+        whatever the chat chose; another marked sensitive when the chat asks for it."""
+        return rating > 0 or (sensitive and self.spoiler_sensitive)
 
     def to_dict(self) -> dict[str, object]:
         """Only what differs from the defaults: a chat that never touched a setting

@@ -20,11 +20,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, date, datetime
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 
 import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -34,14 +32,14 @@ from xbot.logs import kv
 from xbot.periodic import Periodic
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
-from xbot.sources.x import SourceChain
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.tasks.alert_rules import RULES, Condition, Phase, Watch, step
 from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.payloads import ALERT, AlertPayload
+from xbot.tasks.vitals import Vitals
 from xbot.tasks.worker import TaskContext
-from xbot.versions import YTDLP_MAX_AGE_DAYS, staleness, update_command, ytdlp_release
+from xbot.versions import YTDLP_MAX_AGE_DAYS, staleness, update_command
 
 log = logging.getLogger(__name__)
 
@@ -143,11 +141,7 @@ class AlertWatch:
     Attributes:
         admins: who is told (`XBOT_ADMIN_IDS`).
         after: seconds a lasting condition must last (`XBOT_ALERT_AFTER_S`).
-        chains: the X source chains (every source's breaker open: X is down).
-        reachable, down_since: Telegram's reachability (`TelegramHealth`).
-        broken: source -> the canary finds its answers in a changed shape.
-        ytdlp_version: the installed yt-dlp's version.
-        data_dir: where the database lives (its disk is watched).
+        vitals: what is watched (the X sources, Telegram, the disk, yt-dlp, the canary).
         every: seconds between looks.
         wake: told after alerts were queued (the workers).
         on_alert: told (condition, phase) for each alert queued (the metrics).
@@ -158,18 +152,11 @@ class AlertWatch:
     after: float
     queue: TaskQueue
     chats: ChatStore
-    chains: Sequence[SourceChain]
-    reachable: Callable[[], bool]
-    down_since: Callable[[], float | None]
-    ytdlp_version: str
-    data_dir: Path
+    vitals: Vitals
     every: float = 10.0
-    broken: Callable[[], Mapping[str, bool]] = dict
     wake: Callable[[], None] = lambda: None
     on_alert: Callable[[str, str], None] | None = None
     clock: Callable[[], float] = time.time
-    today: Callable[[], date] = lambda: datetime.now(tz=UTC).date()
-    disk_usage: Callable[[Path], tuple[int, int, int]] = shutil.disk_usage
     watches: dict[Condition, Watch] = attrs.field(factory=dict, init=False)
     checks: int = attrs.field(default=0, init=False)  # looks taken (tests wait on it)
     _x: _Stretch = attrs.field(factory=_Stretch, init=False)
@@ -232,16 +219,17 @@ class AlertWatch:
     async def _read(self, now: float) -> dict[Condition, tuple[bool, dict[str, object]]]:
         """Each condition: is it bad now, and the numbers its sentence needs."""
         out: dict[Condition, tuple[bool, dict[str, object]]] = {}
-        healths = [h for chain in self.chains for h in chain.health.values()]
+        vitals = self.vitals
+        healths = vitals.sources().values()
         x_down = bool(healths) and all(h.state.is_open for h in healths)
         out[Condition.X_DOWN] = (
             x_down,
             {"delayed": len(self._x.delayed), "lost": len(self._x.lost)},
         )
         # Telegram: the stretch is Telegram's own (down_since), said once it is back.
-        reachable = self.reachable()
+        reachable = vitals.telegram.reachable
         if not reachable and self._telegram_down is None:
-            self._telegram_down = self.down_since() or now
+            self._telegram_down = vitals.telegram.down_since or now
         waiting = 0
         if reachable and self.watches.get(Condition.TELEGRAM, Watch()).raised:
             waiting = (await self.queue.stats(now)).counts_by_state.get("pending", 0)
@@ -257,7 +245,7 @@ class AlertWatch:
             len(self._dead) >= DEAD_RATE,
             {"count": len(self._dead), "minutes": round(DEAD_WINDOW / 60)},
         )
-        total, _used, free = await asyncio.to_thread(self.disk_usage, self.data_dir)
+        total, _used, free = await asyncio.to_thread(vitals.disk)
         mb = 1024 * 1024
         out[Condition.DISK] = (
             free < DISK_FREE_BYTES or free < DISK_FREE_SHARE * total,
@@ -267,18 +255,18 @@ class AlertWatch:
                 "percent": round(100 * free / total) if total else 0,
             },
         )
-        old, _ = staleness(self.ytdlp_version, self.today())
-        released = ytdlp_release(self.ytdlp_version)
+        old, _ = staleness(vitals.ytdlp_version, vitals.today())
+        days = vitals.ytdlp_age_days()
         out[Condition.YTDLP] = (
             old,
             {
-                "version": self.ytdlp_version,
-                "days": (self.today() - released).days if released else "?",
+                "version": vitals.ytdlp_version,
+                "days": "?" if days is None else days,
                 "limit": YTDLP_MAX_AGE_DAYS,
                 "command": update_command(),
             },
         )
-        broken = sorted(name for name, is_broken in self.broken().items() if is_broken)
+        broken = sorted(name for name, is_broken in vitals.broken().items() if is_broken)
         out[Condition.BROKEN] = (bool(broken), {"sources": ", ".join(broken)})
         return out
 

@@ -1,21 +1,16 @@
-"""Dead-letter notices: one short message to the chat when a task finally fails.
+"""Dead-letter notices: the one message a chat gets when a task finally fails.
 
-When a task finally fails, the chat gets one message naming the post and the
-reason. Sending it inline, once, lost it to the next 429, 5xx or kill (the
-soak saw 2 of 19 go missing); queued as a ``notice`` task in the same chat it
-waits out the chat's hold like any send, is retried, and survives restarts.
-The dedup key makes it one notice per failed task. The queue itself queues
-the notice, in the transaction that makes the task dead (every path: a failed
-attempt, the repairs, the startup reclaim, an unreadable payload), so no
-crash can fall between the two; this module words and sends it. It goes where
-the failed task's answer would have gone (its `Destination`: the same topic,
-replying to the same message).
+The queue queues the notice with the dead mark, in the same transaction
+(`xbot.storage.queue`, "every way into dead goes through bury"); a notice is a
+task, so it waits out the chat's hold, is retried and survives a restart
+(docs/reliability.md, why one sent inline got lost). This module words it in
+the language its destination carries and sends it where the failed task's
+answer would have gone (the same topic, replying to the same message).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
@@ -25,11 +20,13 @@ from xbot.errors import PayloadError, Permanent
 from xbot.i18n import N_, translate_reason, translator
 from xbot.sending.destination import Destination
 from xbot.sending.sender import Sender
-from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, BuriedNotice, Task
+from xbot.storage.queue import NOTICE_KIND, NOTICE_MAX_ATTEMPTS, Task
 from xbot.tasks.payloads import (
     DELIVER,
+    BuriedNotice,
     DeliverPayload,
     NoticePayload,
+    notice_from_task,
     payload_identity,
 )
 from xbot.tasks.worker import TaskContext
@@ -65,27 +62,29 @@ def notice_text(task: Task, reason: str) -> tuple[str, Destination]:
     return _(SORRY).format(what=what, reason=said), dest
 
 
-def read_notice(notice: Task) -> tuple[Task | None, str, str, Destination]:
-    """What a notice task says: (the dead task it is about, if named; the reason; the
-    text; where it goes).
-
-    The queue writes a `BuriedNotice` with the dead mark (`bury`, in `xbot.storage.queue`);
-    notices queued before that carry their text and destination ready-made
-    (`NoticePayload`). Raises `Permanent` for neither.
-    """
+def _read(notice: Task) -> NoticePayload | BuriedNotice:
     try:
-        data = json.loads(notice.payload)
-        if isinstance(data, dict) and "text" in data:
-            old = NoticePayload.from_task(notice)
-            return None, "", old.text, old.dest
-        buried = BuriedNotice.from_json(notice.payload)
-    except (ValueError, RecursionError, PayloadError) as exc:
+        return notice_from_task(notice)
+    except PayloadError as exc:
         raise Permanent("unreadable notice", notify=False) from exc
-    dead = attrs.evolve(
+
+
+def _dead_task(notice: Task, buried: BuriedNotice) -> Task:
+    """The task a dead letter's notice is about, as it was when it died."""
+    return attrs.evolve(
         notice, id=buried.for_task, kind=buried.of_kind, payload=buried.of_payload, state="dead"
     )
-    text, dest = notice_text(dead, buried.reason)
-    return dead, buried.reason, text, dest
+
+
+def read_notice(notice: Task) -> tuple[Task | None, str, str, Destination]:
+    """What a notice task says: (the dead task it is about, if named; the reason; the
+    text; where it goes). Raises `Permanent` for a payload that is no notice."""
+    said = _read(notice)
+    if isinstance(said, NoticePayload):
+        return None, "", said.text, said.dest
+    dead = _dead_task(notice, said)
+    text, dest = notice_text(dead, said.reason)
+    return dead, said.reason, text, dest
 
 
 @attrs.define
@@ -102,15 +101,14 @@ class Notices:
     otherwise: Mapping[str, TellOtherwise] = attrs.field(factory=dict)
 
     async def run(self, ctx: TaskContext) -> None:
-        dead, reason, text, dest = read_notice(ctx.task)
-        if dead is not None and dead.kind in self.otherwise:
-            await self.otherwise[dead.kind](dead, reason)
+        said = _read(ctx.task)
+        if isinstance(said, NoticePayload):  # worded when queued: a held reply's HTML, buttons
+            markup = InlineKeyboardMarkup.de_json(dict(said.markup), None) if said.markup else None
+            await self.sender.send_text(said.dest, said.text, html=said.html, reply_markup=markup)
             return
-        html, markup = False, None
-        if dead is None:  # a sentence queued ready-made: a held reply may have HTML, buttons
-            ready = NoticePayload.from_task(ctx.task)
-            html = ready.html
-            markup = (
-                InlineKeyboardMarkup.de_json(dict(ready.markup), None) if ready.markup else None
-            )
-        await self.sender.send_text(dest, text, html=html, reply_markup=markup)
+        dead = _dead_task(ctx.task, said)
+        if dead.kind in self.otherwise:
+            await self.otherwise[dead.kind](dead, said.reason)
+            return
+        text, dest = notice_text(dead, said.reason)
+        await self.sender.send_text(dest, text, html=False, reply_markup=None)

@@ -1,4 +1,4 @@
-"""Every task payload and its codec: the one owner of what the ``tasks`` table stores.
+"""Every task payload and its codec: the one reader of what the ``tasks`` table stores.
 
 A payload is JSON text (the queue never parses it). Each kind has an attrs
 value with ``to_json``/``from_json``; ``from_json`` raises `PayloadError` and
@@ -16,8 +16,12 @@ downgrade.
     kind        value            what it is
     deliver     DeliverPayload   a link to answer with its media
     forward     ForwardPayload   a delivered post to copy to the linked channel
-    notice      NoticePayload    the one sentence about a task that finally failed
+    notice      NoticePayload    a sentence worded when queued (a held reply, "X is down")
+                BuriedNotice     a dead letter's notice, worded when it runs: written by
+                                 the queue with the dead mark (`xbot.storage.queue`)
     alert       AlertPayload     an alert to one of the bot's admins (xbot.tasks.alerts)
+
+A notice task holds either of its two values; `notice_from_task` alone tells which.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from xbot.i18n import DEFAULT, normalize
 from xbot.links import Link
 from xbot.sending.destination import Destination
 from xbot.sending.sent import OUT_KINDS, OutKind, SentItem
-from xbot.storage.queue import NOTICE_KIND
+from xbot.storage.queue import NOTICE_KIND, BuriedNotice
 
 if TYPE_CHECKING:
     from xbot.storage.queue import Task
@@ -45,6 +49,7 @@ __all__ = [
     "FORWARD",
     "NOTICE",
     "AlertPayload",
+    "BuriedNotice",
     "DeliverPayload",
     "ForwardPayload",
     "NoticePayload",
@@ -54,6 +59,7 @@ __all__ = [
     "forward_dedup_key",
     "items_data",
     "items_from",
+    "notice_from_task",
     "payload_identity",
 ]
 
@@ -380,6 +386,20 @@ class NoticePayload:
     @classmethod
     def from_task(cls, task: Task) -> NoticePayload:
         return cls.from_json(task.payload, chat_id=task.chat_id)
+
+
+def notice_from_task(task: Task) -> NoticePayload | BuriedNotice:
+    """What a notice task holds: a sentence worded when it was queued (it has a
+    ``text``), or the dead letter's mark the queue wrote (`BuriedNotice`).
+
+    Raises `PayloadError` for anything else."""
+    with reading_payload("notice"):
+        data = json.loads(task.payload)
+        if not isinstance(data, dict):
+            raise PayloadError("a notice payload is a JSON object")
+        if "text" in data:
+            return NoticePayload.from_task(task)
+    return BuriedNotice.from_json(task.payload)
 
 
 @attrs.frozen

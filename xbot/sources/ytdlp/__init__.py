@@ -8,6 +8,7 @@ reaches the others by their public names only:
 - `_api`: the one module that imports yt-dlp (lazily, in a job's thread), runs
   a job under the guard, the cap and the speed floor, and translates its errors
   into xbot's tree.
+- `_cookies`: the operator's cookies file, read and checked once at start.
 - `_options`: what a job asks for (pure): the sites, the format, the options,
   the cache key.
 
@@ -18,6 +19,7 @@ Nothing here imports yt-dlp when the package is imported (a test pins that
 from __future__ import annotations
 
 from xbot.sources.ytdlp._api import (
+    BOT_CHECK,
     GEO_BLOCKED,
     GONE,
     LIVE,
@@ -46,6 +48,7 @@ from xbot.sources.ytdlp._api import (
     translate,
     video_info,
 )
+from xbot.sources.ytdlp._cookies import Cookies, load_cookies, over_broad
 from xbot.sources.ytdlp._options import (
     ANY_HOST_EXTRACTORS,
     EXTRACT_FORMAT,
@@ -66,6 +69,7 @@ from xbot.sources.ytdlp._source import YtdlpSource, post_of_info
 
 __all__ = [
     "ANY_HOST_EXTRACTORS",
+    "BOT_CHECK",
     "EXTRACT_FORMAT",
     "FORMAT_SORT",
     "GENERIC_EXTRACTORS",
@@ -89,6 +93,7 @@ __all__ = [
     "SITE_FAILED",
     "SITE_FAILED_HTTP",
     "UNSUPPORTED",
+    "Cookies",
     "VideoInfo",
     "YtdlpConfig",
     "YtdlpJob",
@@ -101,7 +106,9 @@ __all__ = [
     "first_video",
     "format_selector",
     "host_guard",
+    "load_cookies",
     "no_format_error",
+    "over_broad",
     "post_of_info",
     "select",
     "size_of",

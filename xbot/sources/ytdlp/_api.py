@@ -50,7 +50,8 @@ The rules that matter, and where they are kept:
   yt-dlp's own ``throttledratelimit`` is no use here: it re-extracts and tries
   again rather than give up.
 - Errors (`translate`): exactly once, into `PostUnavailable` (login, age,
-  geo, private or removed, live), `UnsupportedLink`, `TooLarge` and
+  geo, private or removed, live, a "confirm you're not a bot" check: also one
+  warning line for the operator), `UnsupportedLink`, `TooLarge` and
   `TransientFetch` (everything that may pass: the task is retried).
 """
 
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import gc
 import logging
@@ -118,6 +120,14 @@ OVER_LIMIT = N_("the video is over the upload limit")
 SITE_FAILED = N_("the site did not answer properly")
 SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
 PAGE_TOO_LARGE = N_("That page is far too large to be a video's page.")
+BOT_CHECK = N_(
+    "That site wants me to sign in to prove I am not a bot, so I cannot fetch the video now."
+)
+# What the operator reads once per refusal (the chat gets BOT_CHECK).
+BOT_CHECK_LOG = (
+    "yt-dlp: the site asks for a sign-in to prove this is not a bot; give the bot a "
+    'logged-in account\'s cookies (XBOT_YTDLP_COOKIES, docs/deployment.md "YouTube") %s'
+)
 
 _URL = re.compile(r"\w+://\S+")
 _LIVE = re.compile(r"live event will begin|premieres? in|is_upcoming|this live stream|is live now")
@@ -130,6 +140,8 @@ _LOGIN = re.compile(
     r"sign in|log in|login|--cookies|confirm your age|age.restricted|age verification"
     r"|age.gate|members.only|registered users|inappropriate|premium|paid content|requires payment"
 )
+# YouTube's "Sign in to confirm you're not a bot" (a straight or curly apostrophe).
+_BOT_CHECK = re.compile(r"confirm (?:that )?you\W?re not a (?:ro)?bot")
 _GEO = re.compile(r"your country|your location|geo.restrict|not available in your region|territor")
 
 
@@ -272,6 +284,9 @@ def translate(exc: BaseException) -> FetchError:
         return TooLarge(NO_FORMAT_FITS)
     if _LIVE.search(text):
         return PostUnavailable(LIVE)
+    # Before the login patterns ("sign in"): only the operator's cookies help here.
+    if _BOT_CHECK.search(text):
+        return PostUnavailable(BOT_CHECK)
     # "Private video. Sign in if you've been granted access": private wins over login.
     if _GONE.search(text):
         return PostUnavailable(GONE)
@@ -604,7 +619,10 @@ class YtdlpJob:
             if self._over_cap:
                 raise TooLarge(OVER_LIMIT) from exc
             error = translate(exc)
-            log.info("yt-dlp failed %s", kv(url=self.url, error=error))
+            if error.reason == BOT_CHECK:
+                log.warning(BOT_CHECK_LOG, kv(url=self.url))
+            else:
+                log.info("yt-dlp failed %s", kv(url=self.url, error=error))
             raise error from exc
 
     def _sample(self, done: int) -> None:
@@ -648,6 +666,10 @@ class YtdlpJob:
             build_options(self.config, self.folder, self._hook, self._pp_hook)
         )
         ydl.before_request = self._before_request
+        # Copies into this job's own jar (never ``cookiefile``: yt-dlp writes that file
+        # back when it closes); the jar sends each only to its own domain.
+        for cookie in self.config.cookies.jar:
+            ydl.cookiejar.set_cookie(copy.copy(cookie))
         return ydl
 
     def _extract_sync(self) -> Mapping[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from xbot.media.speed_floor import DEFAULT_FLOOR, SpeedFloor
+from xbot.sources.ytdlp._cookies import Cookies
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,7 @@ class YtdlpConfig:
         ffmpeg: the ffmpeg program that merges picture and sound; None: no merge,
             the best single file (as before ffmpeg was a dependency).
         max_height: the chat's quality cap (`xbot.storage.chat_state.VIDEO_QUALITIES`).
+        cookies: the operator's (``XBOT_YTDLP_COOKIES``), put in each job's jar.
     """
 
     limit_bytes: int
@@ -184,6 +186,8 @@ class YtdlpConfig:
     @property
     def merge(self) -> bool:
         return self.ffmpeg is not None
+
+    cookies: Cookies = attrs.field(factory=Cookies)
 
 
 def build_options(

@@ -27,6 +27,7 @@ from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp._api import VideoInfo, YtdlpJob
+from xbot.sources.ytdlp._cookies import Cookies, load_cookies
 from xbot.sources.ytdlp._options import YtdlpConfig
 
 __all__ = ["YtdlpSource", "post_of_info"]
@@ -64,6 +65,8 @@ class YtdlpSource:
         resolver: name resolution for the SSRF pre-check (tests inject one).
         ffmpeg: the ffmpeg that merges picture and sound (the PATH's); None: the
             best single file only.
+        cookies: ``XBOT_YTDLP_COOKIES``, read and checked when the source is built (at
+            start: a bad file stops the bot with one line, not a link later).
     """
 
     settings: Settings
@@ -76,6 +79,10 @@ class YtdlpSource:
         """The jobs' configuration, with a chat's quality cap."""
         return attrs.evolve(self.config, max_height=max_height)
 
+    cookies: Cookies = attrs.field(
+        default=attrs.Factory(lambda self: load_cookies(self.settings.ytdlp_cookies), True)
+    )
+
     @property
     def config(self) -> YtdlpConfig:
         return YtdlpConfig(
@@ -85,6 +92,7 @@ class YtdlpSource:
             floor=SpeedFloor.configured(self.settings),
             overrides=dict(self.overrides),
             ffmpeg=self.ffmpeg,
+            cookies=self.cookies,
         )
 
     async def precheck(self, url: str) -> None:
