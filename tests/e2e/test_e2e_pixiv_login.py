@@ -146,6 +146,17 @@ def assert_session_kept(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
     assert not [r for r in caplog.records if SESSION in repr(r.args) or SESSION in r.getMessage()]
 
 
+async def test_a_default_group_asking_first_gets_one_sentence_and_nothing_is_downloaded(
+    px: Harness,
+) -> None:
+    h = px
+    h.pixiv.add_work(R18_WORK, title="夜", x_restrict=1, pages=2)
+    await in_group(h, URL)
+    assert not media_calls(h, GROUP)
+    assert texts(h, GROUP) == [R18_HERE]
+    assert not [p for p in h.pixiv.hits if p.startswith("/img-")], "refused before a download"
+
+
 async def test_r18g_goes_only_to_a_private_chat(px: Harness) -> None:
     h = px
     h.pixiv.add_work("130000002", title="G", x_restrict=2)
