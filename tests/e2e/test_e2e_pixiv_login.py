@@ -146,6 +146,17 @@ def assert_session_kept(h: Harness, caplog: pytest.LogCaptureFixture) -> None:
     assert not [r for r in caplog.records if SESSION in repr(r.args) or SESSION in r.getMessage()]
 
 
+async def test_a_default_group_asking_first_gets_one_sentence_and_nothing_is_downloaded(
+    px: Harness,
+) -> None:
+    h = px
+    h.pixiv.add_work(R18_WORK, title="夜", x_restrict=1, pages=2)
+    await in_group(h, URL)
+    assert not media_calls(h, GROUP)
+    assert texts(h, GROUP) == [R18_HERE]
+    assert not [p for p in h.pixiv.hits if p.startswith("/img-")], "refused before a download"
+
+
 async def test_r18g_goes_only_to_a_private_chat(px: Harness) -> None:
     h = px
     h.pixiv.add_work("130000002", title="G", x_restrict=2)
@@ -343,3 +354,34 @@ async def test_a_zip_over_the_upload_limit_steps_down_then_is_one_sentence(
     zips = [p for p in h.pixiv.hits if p.endswith(".zip")]
     assert len(zips) == 2, "the full-size zip, then the 600px one"
     assert leftovers(h) == []
+
+
+CHANNEL = -1007900
+
+
+def buttons_of(message: dict[str, Any]) -> dict[str, str]:
+    rows = message.get("reply_markup", {}).get("inline_keyboard", [])
+    return {b["text"]: b["callback_data"] for row in rows for b in row}
+
+
+async def test_a_forward_is_offered_only_to_a_channel_that_allows_r18(px: Harness) -> None:
+    h = px
+    h.pixiv.add_work(R18_WORK, x_restrict=1, pages=2)
+    h.pixiv.add_work("130000004", x_restrict=1)
+    h.api.add_chat(CHANNEL, "channel", title="Chan", username="chan", creator=PRIVATE)
+    await h.services.chats.set_settings(PRIVATE, h.clock(), channel_id=CHANNEL,
+                                        channel_title="Chan")  # fmt: skip
+    # The channel never chose: the work comes to the private chat, with no forward offered.
+    await say(h, PRIVATE, URL)
+    assert len(media_calls(h, PRIVATE)) == 1
+    assert not [m for m in h.sent(PRIVATE) if "Forward to channel" in buttons_of(m)]
+    # The channel allows R-18 works: offered, and forwarded under spoilers.
+    await h.services.chats.set_settings(CHANNEL, h.clock(), sensitive_works=True)
+    await say(h, PRIVATE, "https://www.pixiv.net/artworks/130000004")
+    (prompt,) = [m for m in h.sent(PRIVATE) if "Forward to channel" in buttons_of(m)]
+    data = buttons_of(prompt)["Forward to channel"]
+    await press(h, PRIVATE, prompt["message_id"], data, PRIVATE)
+    await h.api.wait_for(lambda: h.sent(CHANNEL), 15)
+    await h.wait_idle(15)
+    (forward,) = media_calls(h, CHANNEL)
+    assert spoilers(forward) == [True]
