@@ -497,3 +497,42 @@ def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(
     (broken,) = [line for line in lines if "broken" in line]
     assert broken.startswith("warn  X source fxtwitter: broken: answered in a shape")
     assert not any("vxtwitter: broken" in line for line in lines)
+
+
+PIXIV_SESSION = "31415926_dOcToRsEsSiOn0123"
+
+
+@pytest.mark.parametrize(
+    ("account", "level", "said"),
+    [
+        (2, "ok", "signed in; the account sees R-18 and R-18G works"),
+        (1, "ok", "signed in; the account sees R-18 works (not R-18G)"),
+        (0, "warn", "signed in, but the account hides R-18 works"),
+        (None, "warn", "pixiv answers it as signed out"),
+    ],
+    ids=["r18g", "r18", "all-ages-account", "expired"],
+)
+def test_doctor_says_whether_the_pixiv_session_works_never_showing_it(
+    tmp_path: Path, api: BotApiServer, account: int | None, level: str, said: str
+) -> None:
+    from standins.pixivapi import PixivServer
+
+    with PixivServer() as pixiv:
+        if account is not None:
+            pixiv.add_session(PIXIV_SESSION, x_restrict=account)
+        env = _env(tmp_path, api, XBOT_PIXIV_API_URL=pixiv.url, XBOT_PIXIV_SESSION=PIXIV_SESSION)
+        report = diagnose(env, timeout=5)
+        asked = pixiv.hits["/touch/ajax/user/self/status"]
+    (line,) = [x for x in report.lines() if "XBOT_PIXIV_SESSION" in x]
+    assert line.startswith(f"{level:<4}  XBOT_PIXIV_SESSION: {said}")
+    assert asked == 1
+    assert PIXIV_SESSION not in "\n".join(report.lines()), "never shown, even unredacted"
+
+
+def test_doctor_asks_pixiv_nothing_without_a_session(tmp_path: Path, api: BotApiServer) -> None:
+    from standins.pixivapi import PixivServer
+
+    with PixivServer() as pixiv:
+        report = diagnose(_env(tmp_path, api, XBOT_PIXIV_API_URL=pixiv.url), timeout=5)
+        assert not pixiv.hits
+    assert not [x for x in report.lines() if "XBOT_PIXIV_SESSION" in x]

@@ -25,6 +25,8 @@ GROUP = MenuContext("supergroup", can_delete=True)
 GROUP_NO_RIGHTS = MenuContext("supergroup", can_delete=False)
 NO_YTDLP = MenuContext("private", other_sites=False)
 WITH_DOCS = MenuContext("private", documents=True)
+R18_PRIVATE = MenuContext("private", sensitive_works=True)
+R18_GROUP = MenuContext("supergroup", can_delete=True, sensitive_works=True)
 
 
 def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
@@ -47,9 +49,11 @@ def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
                                                    "editfwd", "close"]),
         (NO_YTDLP, ["style", "longtext", "spoiler", "editfwd", "close"]),
         (WITH_DOCS, ["ytdlp", "style", "longtext", "docs", "spoiler", "editfwd", "close"]),
+        (R18_GROUP, ["ytdlp", "style", "longtext", "delete", "spoiler", "r18", "editfwd",
+                     "lang", "close"]),
     ],
     ids=["private", "group-can-delete", "group-no-rights", "private-never-delete", "no-ytdlp",
-         "documents"],
+         "documents", "r18-with-a-pixiv-login"],
 )  # fmt: skip
 def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> None:
     assert codes_shown(ChatSettings(), ctx) == expected
@@ -77,12 +81,17 @@ def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> Non
         (ChatSettings(), "ytdlp", NO_YTDLP, None),
         (ChatSettings(), "nonsense", PRIVATE, None),
         (ChatSettings(), "channel_id", PRIVATE, None),
+        (ChatSettings(), "r18", GROUP, None),
+        (ChatSettings(), "r18", R18_GROUP, {"sensitive_works": True}),
+        (ChatSettings(), "r18", R18_PRIVATE, {"sensitive_works": False}),
+        (ChatSettings(sensitive_works=True), "r18", R18_GROUP, {"sensitive_works": False}),
     ],
     ids=["ytdlp-private-default-on", "ytdlp-group-default-off", "ytdlp-explicit",
          "style-full-short", "style-short-none", "style-none-full", "delete-on", "delete-off",
          "delete-no-rights", "delete-private", "spoiler", "editfwd", "longtext-off",
          "longtext-on", "docs-not-offered",
-         "docs-offered", "ytdlp-not-wired", "unknown-code", "not-a-toggle"],
+         "docs-offered", "ytdlp-not-wired", "unknown-code", "not-a-toggle",
+         "r18-no-pixiv-login", "r18-group-default-off", "r18-private-default-on", "r18-off"],
 )  # fmt: skip
 def test_toggle(
     settings: ChatSettings, code: str, ctx: MenuContext, change: dict[str, object] | None
@@ -99,9 +108,10 @@ def test_toggle(
         spoiler_sensitive=st.booleans(),
         edit_before_forward=st.booleans(),
         long_text=st.booleans(),
+        sensitive_works=st.none() | st.booleans(),
     ),
     st.sampled_from(CODES),
-    st.sampled_from([PRIVATE, GROUP, GROUP_NO_RIGHTS, NO_YTDLP, WITH_DOCS]),
+    st.sampled_from([PRIVATE, GROUP, GROUP_NO_RIGHTS, NO_YTDLP, WITH_DOCS, R18_GROUP]),
 )
 def test_every_offered_toggle_changes_its_label_and_valid_settings(
     settings: ChatSettings, code: str, ctx: MenuContext

@@ -40,7 +40,9 @@ __all__ = [
 ]
 
 # Toggle codes, in menu order.
-CODES: Final = ("ytdlp", "style", "longtext", "docs", "delete", "spoiler", "editfwd", "lang")
+CODES: Final = (
+    "ytdlp", "style", "longtext", "docs", "delete", "spoiler", "r18", "editfwd", "lang",
+)  # fmt: skip
 CLOSE: Final = encode(CallbackData(Action.MENU, ("close",)))
 
 _STYLE_NAMES: Final[dict[CaptionStyle, str]] = {
@@ -63,6 +65,7 @@ class MenuContext:
         documents: sending photos as documents is implemented by the delivery.
         user_language: the Telegram ``language_code`` of whoever opened or pressed
             the menu (a private chat's menu is in it).
+        sensitive_works: R-18 works can be fetched at all (the operator's pixiv login).
     """
 
     chat_type: str
@@ -70,6 +73,7 @@ class MenuContext:
     other_sites: bool = True
     documents: bool = False
     user_language: str | None = None
+    sensitive_works: bool = False
 
 
 def offered(code: str, ctx: MenuContext) -> bool:
@@ -78,6 +82,8 @@ def offered(code: str, ctx: MenuContext) -> bool:
         return ctx.other_sites
     if code == "docs":
         return ctx.documents
+    if code == "r18":
+        return ctx.sensitive_works
     if code == "delete":
         # Deleting the link message only makes sense in groups, and only with the right to.
         return ctx.chat_type in _GROUPS and ctx.can_delete
@@ -131,6 +137,8 @@ def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, obj
         return {"delete_original": not settings.delete_original}
     if code == "spoiler":
         return {"spoiler_sensitive": not settings.spoiler_sensitive}
+    if code == "r18":
+        return {"sensitive_works": not settings.sensitive_works_on(ctx.chat_type)}
     if code == "editfwd":
         return {"edit_before_forward": not settings.edit_before_forward}
     if code == "lang":
@@ -156,6 +164,11 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
         return _("Delete link message: {state}").format(state=_on(settings.delete_original, tr))
     if code == "spoiler":
         return _("Spoiler for sensitive: {state}").format(state=_on(settings.spoiler_sensitive, tr))
+    if code == "r18":
+        # Translators: a /settings button: pixiv works marked R-18 are sent in this chat.
+        return _("R-18 works: {state}").format(
+            state=_on(settings.sensitive_works_on(ctx.chat_type), tr)
+        )
     if code == "editfwd":
         return _("Edit before forwarding: {state}").format(
             state=_on(settings.edit_before_forward, tr)
