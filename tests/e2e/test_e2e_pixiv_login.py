@@ -258,7 +258,8 @@ async def test_an_ugoira_is_an_animation_keeping_every_frames_delay(
     )  # fmt: skip
     stream = json.loads(probe.stdout)["streams"][0]
     assert (stream["codec_name"], stream["pix_fmt"]) == ("h264", "yuv420p")
-    assert (stream["width"] % 2, stream["height"] % 2) == (0, 0)
+    assert (stream["width"], stream["height"]) == (64, 46), "even: 65x47 cut to 64x46"
+    assert (call.params["width"], call.params["height"]) == (64, 46), "the file's own size"
     assert leftovers(h) == []
     # Again, elsewhere: the link cache's file_id, no download, no ffmpeg.
     zips = sum(n for p, n in h.pixiv.hits.items() if p.endswith(".zip"))

@@ -162,8 +162,9 @@ def ffmpeg_arguments(script: Path, dest: Path, ffmpeg: str = "ffmpeg") -> list[s
         ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
         "-max_pixels", str(MAX_PIXELS),
         "-f", "concat", "-safe", "0", "-i", str(script),
-        # Even dimensions (yuv420p halves the chroma planes), no sound, times as given.
-        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2,format=yuv420p",
+        # Even dimensions (yuv420p halves the chroma planes) with square pixels (no
+        # stretched display size), no sound, times as given.
+        "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2,setsar=1,format=yuv420p",
         "-c:v", "libx264", "-preset", "veryfast", "-crf", "20",
         "-fps_mode", "vfr", "-enc_time_base", "1:1000", "-video_track_timescale", "1000",
         "-an", "-movflags", "+faststart", "-f", "mp4", str(dest),

@@ -511,7 +511,6 @@ class Delivery:
         """An animation of frames (pixiv's ugoira): its archive, with its host's headers and
         under the upload cap (the smaller archive when the big one is over it), as an MP4."""
         archive, dest = folder / f"{n}.zip", folder / f"{n}.mp4"
-        width, height = item.width, item.height
         try:
             try:
                 await self._get(item.url, archive, item)
@@ -519,7 +518,6 @@ class Delivery:
                 if not item.fallback_url:
                     raise
                 await self._get(item.fallback_url, archive, item)
-                width = height = None  # the smaller frames: the file says its own size
             await ugoira.to_mp4(archive, item.frames, dest)
         except TransientFetch as exc:
             raise RetryLater(exc.reason) from exc
@@ -532,8 +530,10 @@ class Delivery:
         if dest.stat().st_size > self.settings.upload_limit:
             dest.unlink(missing_ok=True)
             raise TooLarge("the animation's video is over the upload limit")
+        # The frames' own size (the work's says the full size; the 600px zip is smaller).
+        made = await asyncio.to_thread(probe_mp4, dest)
         return OutMedia(
-            "gif", dest, "upload", width, height, item.duration, filename=dest.name
+            "gif", dest, "upload", made.width, made.height, item.duration, filename=dest.name
         )  # fmt: skip
 
     async def _get(
