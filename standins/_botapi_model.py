@@ -377,6 +377,9 @@ class TelegramModel(UpdateFeed, Edits, CopiesAndForwards, ForumTopics, InlineMod
     async def _m_sendDocument(self, params: JSON, files: dict[str, Upload]) -> Any:
         return await self._send_media("document", params, files)
 
+    async def _m_sendAudio(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return await self._send_media("audio", params, files)
+
     async def _m_sendMediaGroup(self, params: JSON, files: dict[str, Upload]) -> Any:
         """Albums. Over 10 items uses Telegram's own (odd) wording; fewer than 2 is ours.
 

@@ -40,13 +40,15 @@ def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
 @pytest.mark.parametrize(
     ("ctx", "expected"),
     [
-        (PRIVATE, ["ytdlp", "style", "longtext", "spoiler", "editfwd", "close"]),
-        (GROUP, ["ytdlp", "style", "longtext", "delete", "spoiler", "editfwd", "lang", "close"]),
-        (GROUP_NO_RIGHTS, ["ytdlp", "style", "longtext", "spoiler", "editfwd", "lang", "close"]),
-        (MenuContext("private", can_delete=True), ["ytdlp", "style", "longtext", "spoiler",
+        (PRIVATE, ["ytdlp", "audio", "style", "longtext", "spoiler", "editfwd", "close"]),
+        (GROUP, ["ytdlp", "audio", "style", "longtext", "delete", "spoiler", "editfwd", "lang",
+                 "close"]),
+        (GROUP_NO_RIGHTS, ["ytdlp", "audio", "style", "longtext", "spoiler", "editfwd", "lang",
+                           "close"]),
+        (MenuContext("private", can_delete=True), ["ytdlp", "audio", "style", "longtext", "spoiler",
                                                    "editfwd", "close"]),
         (NO_YTDLP, ["style", "longtext", "spoiler", "editfwd", "close"]),
-        (WITH_DOCS, ["ytdlp", "style", "longtext", "docs", "spoiler", "editfwd", "close"]),
+        (WITH_DOCS, ["ytdlp", "audio", "style", "longtext", "docs", "spoiler", "editfwd", "close"]),
     ],
     ids=["private", "group-can-delete", "group-no-rights", "private-never-delete", "no-ytdlp",
          "documents"],
@@ -75,6 +77,9 @@ def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> Non
         (ChatSettings(), "docs", PRIVATE, None),
         (ChatSettings(), "docs", WITH_DOCS, {"photos_as_documents": True}),
         (ChatSettings(), "ytdlp", NO_YTDLP, None),
+        (ChatSettings(), "audio", PRIVATE, {"ytdlp_audio": True}),
+        (ChatSettings(ytdlp_audio=True), "audio", GROUP, {"ytdlp_audio": False}),
+        (ChatSettings(), "audio", NO_YTDLP, None),
         (ChatSettings(), "nonsense", PRIVATE, None),
         (ChatSettings(), "channel_id", PRIVATE, None),
     ],
@@ -82,7 +87,8 @@ def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> Non
          "style-full-short", "style-short-none", "style-none-full", "delete-on", "delete-off",
          "delete-no-rights", "delete-private", "spoiler", "editfwd", "longtext-off",
          "longtext-on", "docs-not-offered",
-         "docs-offered", "ytdlp-not-wired", "unknown-code", "not-a-toggle"],
+         "docs-offered", "ytdlp-not-wired", "audio-on", "audio-off", "audio-not-wired",
+         "unknown-code", "not-a-toggle"],
 )  # fmt: skip
 def test_toggle(
     settings: ChatSettings, code: str, ctx: MenuContext, change: dict[str, object] | None
@@ -99,6 +105,7 @@ def test_toggle(
         spoiler_sensitive=st.booleans(),
         edit_before_forward=st.booleans(),
         long_text=st.booleans(),
+        ytdlp_audio=st.booleans(),
     ),
     st.sampled_from(CODES),
     st.sampled_from([PRIVATE, GROUP, GROUP_NO_RIGHTS, NO_YTDLP, WITH_DOCS]),
@@ -123,6 +130,7 @@ def test_labels_say_the_state() -> None:
     labels = [label for row in menu_buttons(ChatSettings(), GROUP) for label, _ in row]
     assert labels == [
         "Other sites: off",
+        "🎵 Audio only from other sites: off",
         "Caption: full text",
         "Whole text of long posts: on",
         "Delete link message: off",

@@ -40,7 +40,9 @@ __all__ = [
 ]
 
 # Toggle codes, in menu order.
-CODES: Final = ("ytdlp", "style", "longtext", "docs", "delete", "spoiler", "editfwd", "lang")
+CODES: Final = (
+    "ytdlp", "audio", "style", "longtext", "docs", "delete", "spoiler", "editfwd", "lang",
+)  # fmt: skip
 CLOSE: Final = encode(CallbackData(Action.MENU, ("close",)))
 
 _STYLE_NAMES: Final[dict[CaptionStyle, str]] = {
@@ -74,7 +76,7 @@ class MenuContext:
 
 def offered(code: str, ctx: MenuContext) -> bool:
     """Whether the menu shows this toggle (and so whether a press on it counts)."""
-    if code == "ytdlp":
+    if code in ("ytdlp", "audio"):
         return ctx.other_sites
     if code == "docs":
         return ctx.documents
@@ -121,6 +123,8 @@ def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, obj
         return None
     if code == "ytdlp":
         return {"ytdlp": not settings.ytdlp_enabled(ctx.chat_type)}
+    if code == "audio":
+        return {"ytdlp_audio": not settings.ytdlp_audio}
     if code == "style":
         return {"caption_style": _next_style(settings.caption_style)}
     if code == "longtext":
@@ -145,6 +149,12 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
         return _("Other sites: {state}").format(
             state=_on(settings.ytdlp_enabled(ctx.chat_type), tr)
         )
+    if code == "audio":
+        # Translators: a /settings button: links to other sites bring their sound alone.
+        label = _("Audio only from other sites: {state}").format(
+            state=_on(settings.ytdlp_audio, tr)
+        )
+        return f"🎵 {label}"
     if code == "style":
         return _("Caption: {style}").format(style=_(_STYLE_NAMES[settings.caption_style]))
     if code == "longtext":

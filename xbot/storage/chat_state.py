@@ -67,6 +67,7 @@ class ChatSettings:
             muted, comma-separated (`xbot.tasks.alert_rules.Condition`).
         long_text: a post whose text does not fit its caption gets the whole text
             as text messages after its media (`xbot.sending.caption_long`).
+        ytdlp_audio: links to other sites bring their sound alone, as audio messages.
     """
 
     ytdlp: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -85,6 +86,7 @@ class ChatSettings:
     operator_language: str | None = attrs.field(default=None, validator=_optional_str)
     muted_alerts: str | None = attrs.field(default=None, validator=_optional_str)
     long_text: bool = attrs.field(default=True, validator=_bool)
+    ytdlp_audio: bool = attrs.field(default=False, validator=_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
         """Whether links to other sites are served: the chat's choice, else on only in private."""

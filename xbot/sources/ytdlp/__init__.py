@@ -45,12 +45,14 @@ from xbot.sources.ytdlp._api import (
 from xbot.sources.ytdlp._cookies import Cookies, load_cookies, over_broad
 from xbot.sources.ytdlp._options import (
     ANY_HOST_EXTRACTORS,
+    AUDIO_CODECS,
     GENERIC_EXTRACTORS,
     GUARDED_OPTIONS,
     OUTTMPL,
     SITES,
     YtdlpConfig,
     allowed_extractors,
+    audio_options,
     build_options,
     cache_key,
     format_selector,
@@ -59,6 +61,7 @@ from xbot.sources.ytdlp._source import YtdlpSource, post_of_info
 
 __all__ = [
     "ANY_HOST_EXTRACTORS",
+    "AUDIO_CODECS",
     "BOT_CHECK",
     "GENERIC_EXTRACTORS",
     "GEO_BLOCKED",
@@ -84,6 +87,7 @@ __all__ = [
     "YtdlpJob",
     "YtdlpSource",
     "allowed_extractors",
+    "audio_options",
     "bound_whole_reads",
     "build_options",
     "cache_key",

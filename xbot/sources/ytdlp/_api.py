@@ -80,7 +80,7 @@ from xbot.logs import kv
 from xbot.media import connguard, netguard
 from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp._options import YtdlpConfig, build_options, cache_key
+from xbot.sources.ytdlp._options import YtdlpConfig, audio_options, build_options, cache_key
 
 log = logging.getLogger(__name__)
 
@@ -418,6 +418,7 @@ class YtdlpJob:
         guard: checks each URL yt-dlp requests (default: `host_guard`).
         policy: which addresses its connections may reach (default: the guard's own,
             `connguard.policy_for`; tests let a local port stand for a public host).
+        audio: the sound alone (`audio_options`): M4A or MP3, for an audio message.
     """
 
     url: str
@@ -426,6 +427,7 @@ class YtdlpJob:
     on_progress: Callable[[Snapshot], None] | None = None
     guard: Callable[[str], None] | None = None
     policy: connguard.Policy | None = None
+    audio: bool = False
     _ydl: Any = attrs.field(default=None, init=False)
     _raw: Mapping[str, Any] | None = attrs.field(default=None, init=False)
     _cancel: threading.Event = attrs.field(factory=threading.Event, init=False)
@@ -548,7 +550,12 @@ class YtdlpJob:
         self.guard(url)
 
     def _new_ydl(self) -> Any:
-        ydl = _guarded_youtubedl()(build_options(self.config, self.folder, self._hook))
+        options = build_options(self.config, self.folder, self._hook)
+        if self.audio:
+            # ffmpeg converts local files only (a child process, no network of its own).
+            convert = bool(shutil.which("ffmpeg") and shutil.which("ffprobe"))
+            options.update(audio_options(self.config.limit_bytes, convert=convert))
+        ydl = _guarded_youtubedl()(options)
         ydl.before_request = self._before_request
         # Copies into this job's own jar (never ``cookiefile``: yt-dlp writes that file
         # back when it closes); the jar sends each only to its own domain.

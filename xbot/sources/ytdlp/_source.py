@@ -99,10 +99,16 @@ class YtdlpSource:
         await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
 
     def open_job(
-        self, url: str, folder: Path, on_progress: Callable[[Snapshot], None] | None = None
+        self,
+        url: str,
+        folder: Path,
+        on_progress: Callable[[Snapshot], None] | None = None,
+        *,
+        audio: bool = False,
     ) -> YtdlpJob:
-        """One link's job (``async with``): `extract`, then `download` into ``folder``."""
-        return YtdlpJob(url, folder, self.config, on_progress=on_progress)
+        """One link's job (``async with``): `extract`, then `download` into ``folder``;
+        `audio`: the sound alone (M4A or MP3)."""
+        return YtdlpJob(url, folder, self.config, on_progress=on_progress, audio=audio)
 
     async def fetch(self, link: Link) -> Post:
         await self.precheck(link.url)
