@@ -4,7 +4,7 @@
 
 The bot (`xbot.runtime.Runtime`, 4 workers, its pacer on) runs in this process; the
 stand-ins run on their own threads. The Bot API stand-in enforces Telegram's
-flood limits (`standins._botapi_limits`: ~1 request/s per chat with
+flood limits (`standins.botapi._limits`: ~1 request/s per chat with
 bursts of 3, 20 messages/min per group, 30 messages/s per bot, an album
 counting as its items) by answering 429 with ``retry_after``, as Telegram does.
 

@@ -107,7 +107,7 @@ RESTART_SEC = 5.0  # systemd/xbot.service: Restart=on-failure, RestartSec=5
 # out again (at-least-once). The real window is milliseconds; a second is generous.
 RECORD_WINDOW = 1.0
 IN_FLIGHT = 0.5  # a request sent before the kill may be taken in by the stand-in just after
-STOP_GRACE = 6.0  # xbot.app: running tasks are cancelled this long after SIGTERM
+STOP_GRACE = 6.0  # xbot.runtime: running tasks are cancelled this long after SIGTERM
 BLOWS = frozenset({"kill9", "aim", "sigterm", "crashloop"})
 LATE_SLACK = 1.0  # a blow this much behind its time shifts the rest of the timeline
 

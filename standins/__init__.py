@@ -34,15 +34,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from standins._botapi_inline import InlineAnswer
-    from standins._botapi_limits import (
-        COUNTED_METHODS,
-        Admission,
-        TelegramLimits,
-        ideal_makespan,
-    )
-    from standins._botapi_topics import topic_of
-    from standins._botapi_wire import decode_params, form_params, text_of
     from standins._mediabytes import (
         Blob,
         big,
@@ -52,7 +43,6 @@ if TYPE_CHECKING:
         looks_like_mp4,
         tiny_jpeg,
     )
-    from standins._multipart import MultipartReader
     from standins._outage import OUTAGES, Outages
     from standins._tgtext import (
         EntityParseError,
@@ -62,15 +52,25 @@ if TYPE_CHECKING:
         utf16_len,
     )
     from standins.botapi import (
+        COUNTED_METHODS,
         DEFAULT_TOKEN,
         SEND_METHODS,
+        Admission,
         ApiError,
         BotApiServer,
         Call,
         ChatInfo,
         EarlyRequest,
+        InlineAnswer,
+        MultipartReader,
         StoredFile,
+        TelegramLimits,
+        decode_params,
+        form_params,
+        ideal_makespan,
         retry_after_seconds,
+        text_of,
+        topic_of,
     )
     from standins.bskyapi import BskyApiServer
     from standins.fxapi import FAULTS, FxApiServer, build_status
@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from standins.syndication import SyndicationServer
     from standins.vxapi import VxApiServer
 
-# Loaded on first use, so that ``python -m standins.botapi`` does not import its own
+# Loaded on first use, so that ``python -m standins.fxapi`` does not import its own
 # module twice (once through this package, once as __main__), and a test that needs
 # only a JPEG's bytes does not load a server.
 _HOMES = {
@@ -95,16 +95,16 @@ _HOMES = {
     "EarlyRequest": "botapi",
     "StoredFile": "botapi",
     "retry_after_seconds": "botapi",
-    "InlineAnswer": "_botapi_inline",
-    "COUNTED_METHODS": "_botapi_limits",
-    "Admission": "_botapi_limits",
-    "TelegramLimits": "_botapi_limits",
-    "ideal_makespan": "_botapi_limits",
-    "topic_of": "_botapi_topics",
-    "decode_params": "_botapi_wire",
-    "form_params": "_botapi_wire",
-    "text_of": "_botapi_wire",
-    "MultipartReader": "_multipart",
+    "InlineAnswer": "botapi",
+    "COUNTED_METHODS": "botapi",
+    "Admission": "botapi",
+    "TelegramLimits": "botapi",
+    "ideal_makespan": "botapi",
+    "topic_of": "botapi",
+    "decode_params": "botapi",
+    "form_params": "botapi",
+    "text_of": "botapi",
+    "MultipartReader": "botapi",
     "EntityParseError": "_tgtext",
     "auto_entities": "_tgtext",
     "parse_html": "_tgtext",

@@ -15,15 +15,32 @@ proxy): ``{"error": false, "message": "", "body": {...}}`` for a work with
 Restricted works (R-18, My pixiv only) come back as pixiv sends them to a
 visitor who is not signed in: the work with ``urls`` all null.
 
-Images live under ``/img-original/…`` and ``/img-master/…`` and, like
-``i.pximg.net``, answer 403 to any request without
-``Referer: https://www.pixiv.net/``. `refused` counts those.
+Signed in: `add_session` makes a ``PHPSESSID`` one pixiv knows. A request
+that carries it (``Cookie: PHPSESSID=…``) gets R-18 and R-18G works whole, as
+pixiv answers a signed-in adult whose account shows them (Danbooru's ajax
+client: "You must authenticate by passing a PHPSESSID cookie, otherwise the
+API will return nothing for R-18 works"); any other cookie, or an ended
+session, is answered as a visitor (or 401, `invalid_status`).
+``/touch/ajax/user/self/status`` answers ``body.user_status{is_logged_in,
+user_id, user_name, user_x_restrict}`` (the last a string), signed out just
+``is_logged_in: false``. Ugoira (`add_ugoira`) answer
+``/ajax/illust/{id}/ugoira_meta`` with ``src`` and ``originalSrc`` (zips
+under ``/img-zip-ugoira/``), ``mime_type`` and ``frames[]{file, delay}``
+(shapes in ``tests/data/pixiv/``).
+
+Images live under ``/img-original/…``, ``/img-master/…`` and
+``/img-zip-ugoira/…`` and, like ``i.pximg.net``, answer 403 to any request
+without ``Referer: https://www.pixiv.net/``. `refused` counts those.
+`cookies` counts, by host role (``ajax``, ``image``), the requests that
+carried a cookie at all: the session must never reach the image host.
 """
 
 from __future__ import annotations
 
 import collections
+import io
 import threading
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +68,7 @@ NOT_FOUND = "該当作品は削除されたか、存在しない作品IDです�
 class _Work:
     body: JSON
     pages: list[JSON]
+    ugoira: JSON | None = None
 
 
 class PixivServer(ServerBase):
@@ -66,8 +84,11 @@ class PixivServer(ServerBase):
         self._works: dict[str, _Work] = {}
         self._images: dict[str, bytes] = {}
         self._fail = 0
+        self._sessions: dict[str, int] = {}
+        self.invalid_status = 200
         self.refused = 0
         self.hits: collections.Counter[str] = collections.Counter()
+        self.cookies: collections.Counter[str] = collections.Counter()
         self._http = HttpServer(self._handle, host=host, port=port, name="pixiv-standin")
 
     # ------------------------------------------------------------------ registry
@@ -101,7 +122,6 @@ class PixivServer(ServerBase):
         work_id = str(work_id)
         name, user_id, account = user
         width, height = size
-        restricted = bool(x_restrict or restrict)
         originals = (
             [tiny_jpeg(min(width, 64), min(height, 64)) for _ in range(pages)]
             if isinstance(pages, int)
@@ -129,13 +149,12 @@ class PixivServer(ServerBase):
             if english:
                 entry["translation"] = {"en": english}
             tag_list.append(entry)
-        null_urls = dict.fromkeys(("mini", "thumb", "small", "regular", "original"))
         body: JSON = {
             "illustId": work_id, "illustTitle": title, "illustComment": "", "id": work_id,
             "title": title, "description": "", "illustType": illust_type,
             "createDate": "2024-11-20T10:00:00+00:00", "uploadDate": "2024-11-20T10:00:00+00:00",
             "restrict": restrict, "xRestrict": x_restrict, "sl": 6 if x_restrict else 2,
-            "urls": null_urls if restricted else {
+            "urls": {
                 "mini": first.get("small"), "thumb": first.get("small"),
                 "small": first.get("small"), "regular": first.get("regular"),
                 "original": first.get("original"),
@@ -148,7 +167,58 @@ class PixivServer(ServerBase):
             "isOriginal": True, "aiType": 1,
         }  # fmt: skip
         with self._lock:
-            self._works[work_id] = _Work(body, [] if restricted else page_list)
+            self._works[work_id] = _Work(body, page_list)
+        return body
+
+    def add_session(self, session: str, *, x_restrict: int = 2) -> None:
+        """A PHPSESSID pixiv knows, of an account that shows R-18 (1) and R-18G (2) works."""
+        with self._lock:
+            self._sessions[session] = x_restrict
+
+    def end_session(self, session: str) -> None:
+        """The session expired or was signed out: answered as a visitor from now on."""
+        with self._lock:
+            self._sessions.pop(session, None)
+
+    def add_ugoira(
+        self,
+        work_id: str | int,
+        delays: Sequence[int],
+        *,
+        size: tuple[int, int] = (64, 48),
+        x_restrict: int = 0,
+        archive: bytes | None = None,
+        frames: Sequence[JSON] | None = None,
+        small_archive: bytes | None = None,
+        **work: Any,
+    ) -> JSON:
+        """An animation: one JPEG frame per delay (ms) in a zip, and its ``ugoira_meta``.
+
+        `archive` replaces the zip's bytes (a broken or huge one), `frames` the meta's
+        frame list (one that names missing files, absurd delays); `small_archive` is the
+        600px zip (default: the same bytes).
+        """
+        work_id = str(work_id)
+        width, height = size
+        names = [f"{n:06d}.jpg" for n in range(len(delays))]
+        if archive is None:
+            buffer = io.BytesIO()
+            with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+                for n, name in enumerate(names):
+                    shade = (40 * n % 256, 120, 200)
+                    zf.writestr(name, tiny_jpeg(width, height, shade))
+            archive = buffer.getvalue()
+        stamp = f"/img-zip-ugoira/img/{_STAMP}/{work_id}"
+        original = self._image(f"{stamp}_ugoira1920x1080.zip", archive)
+        small = self._image(f"{stamp}_ugoira600x600.zip", small_archive or archive)
+        body = self.add_work(work_id, illust_type=2, x_restrict=x_restrict, size=size, **work)
+        meta: JSON = {
+            "src": small, "originalSrc": original, "mime_type": "image/jpeg",
+            "frames": list(frames) if frames is not None
+            else [{"file": n, "delay": d} for n, d in zip(names, delays, strict=True)],
+        }  # fmt: skip
+        with self._lock:
+            self._works[work_id].ugoira = meta
         return body
 
     def remove_work(self, work_id: str | int) -> None:
@@ -162,11 +232,23 @@ class PixivServer(ServerBase):
 
     # ------------------------------------------------------------------ HTTP
 
+    def _signed_in(self, request: Request) -> int | None:
+        """The account's x_restrict when the request's PHPSESSID is a live session."""
+        for part in (request.header("cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == "PHPSESSID":
+                with self._lock:
+                    return self._sessions.get(value)
+        return None
+
     async def _handle(self, request: Request) -> Response:
         path = request.path
+        image = path.startswith(("/img-original/", "/img-master/", "/img-zip-ugoira/"))
         with self._lock:
             self.hits[path] += 1
-        if path.startswith(("/img-original/", "/img-master/")):
+            if request.header("cookie"):
+                self.cookies["image" if image else "ajax"] += 1
+        if image:
             if request.header("referer") != REFERER:
                 with self._lock:
                     self.refused += 1
@@ -175,7 +257,17 @@ class PixivServer(ServerBase):
                 data = self._images.get(path)
             if data is None:
                 return Response(404, b"404 Not Found", {"content-type": "text/html"})
-            return Response(200, data, {"content-type": "image/jpeg"})
+            kind = "application/zip" if path.endswith(".zip") else "image/jpeg"
+            return Response(200, data, {"content-type": kind})
+        account = self._signed_in(request)
+        if account is None and request.header("cookie") and self.invalid_status != 200:
+            return _json(
+                self.invalid_status, {"error": True, "message": "Unauthorized", "body": []}
+            )
+        if path == "/touch/ajax/user/self/status":
+            return _json(
+                200, {"error": False, "message": "", "body": {"user_status": _status(account)}}
+            )
         if not path.startswith("/ajax/illust/"):
             return Response(404, b"<html>not found</html>", {"content-type": "text/html"})
         with self._lock:
@@ -188,11 +280,34 @@ class PixivServer(ServerBase):
             work = self._works.get(work_id)
         if work is None:
             return _json(404, {"error": True, "message": NOT_FOUND, "body": []})
+        rating = work.body["xRestrict"] or 0
+        # pixiv shows a rated work to an account that chose to see its rating; My pixiv
+        # works (`restrict`) only to the artist's friends, whom the stand-in has none of.
+        hidden = bool(work.body["restrict"]) or (rating > 0 and (account or 0) < rating)
         if rest == "pages":
-            return _json(200, {"error": False, "message": "", "body": work.pages})
+            pages = [] if hidden else work.pages
+            return _json(200, {"error": False, "message": "", "body": pages})
+        if rest == "ugoira_meta":
+            if work.ugoira is None:
+                return _json(400, {"error": True, "message": "", "body": []})
+            if hidden:
+                return _json(403, {"error": True, "message": "", "body": []})
+            return _json(200, {"error": False, "message": "", "body": work.ugoira})
         if rest:
             return _json(404, {"error": True, "message": "", "body": []})
-        return _json(200, {"error": False, "message": "", "body": work.body})
+        body = work.body
+        if hidden:
+            body = {**body, "urls": dict.fromkeys(body["urls"])}
+        return _json(200, {"error": False, "message": "", "body": body})
+
+
+def _status(account: int | None) -> JSON:
+    """``user_status`` as pixiv's touch ajax sends it (stamps and emoji lists trimmed)."""
+    status: JSON = {"is_logged_in": account is not None, "stamp_series": [], "emoji_series": []}
+    if account is not None:
+        status.update(user_id="31415926", user_name="operator", user_account="operator",
+                      user_premium="0", user_x_restrict=str(account))  # fmt: skip
+    return status
 
 
 def _json(status: int, body: JSON) -> Response:

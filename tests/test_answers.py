@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 from standins.harness import Harness
-from xbot.sending.telegram_health import TelegramHealth
 
 HELD, OTHER = 611, 612
 HOLD = 6.0  # longer than the pacer sleeps in place (Pacer.max_wait)
@@ -44,8 +43,7 @@ async def test_a_held_chat_is_answered_after_its_hold_and_polling_goes_on(
 async def test_an_answer_while_telegram_is_down_is_durable_work_with_its_buttons(
     start_harness: Any,
 ) -> None:
-    health = TelegramHealth(first_probe=0.05, probe_cap=0.2)
-    h = await start_harness(bot_options={"health": health})
+    h = await start_harness(bot_options={"first_probe": 0.05, "probe_cap": 0.2})
     h.api.set_outage("502")  # sends fail, polling works
     h.api.user_message(HELD, "/settings")
     queue = h.services.queue

@@ -224,3 +224,29 @@ def test_every_field_is_a_declared_setting() -> None:
 )
 def test_the_data_dir_default_follows_systemd(env: dict[str, str], expected: Path) -> None:
     assert load_settings(env).data_dir == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [("", ""), ("31415926_AbC-d.e", "31415926_AbC-d.e"),
+     ("PHPSESSID=31415926_abc", "31415926_abc"), ("  31415926_abc\n", "31415926_abc")],
+    ids=["unset", "as-copied", "with-the-cookie-name", "stray-whitespace"],
+)  # fmt: skip
+def test_the_pixiv_session(raw: str, value: str) -> None:
+    settings, problems = check_settings({"XBOT_PIXIV_SESSION": raw})
+    assert problems == []
+    assert settings is not None
+    assert settings.pixiv_session == value
+    assert value not in repr(settings) or not value, "a login is kept out of repr"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["3141_abc; other=1", "3141_abc\r\nX-Evil: 1", "3141 abc"],
+    ids=["a-second-cookie", "a-header-injection", "a-space"],
+)
+def test_a_session_that_could_break_the_cookie_header_is_refused_unshown(raw: str) -> None:
+    _, problems = check_settings({"XBOT_PIXIV_SESSION": raw})
+    (problem,) = problems
+    assert problem.startswith("XBOT_PIXIV_SESSION: does not look like a pixiv PHPSESSID")
+    assert "3141" not in problem

@@ -14,6 +14,7 @@ import pytest
 
 from standins.botapi import BotApiServer
 from standins.queue_sync import SyncQueue
+from xbot.media.ffmpeg import Ffmpeg, find_ffmpeg
 from xbot.ops.doctor import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -24,6 +25,7 @@ from xbot.ops.doctor import (
     check_database,
     clock_finding,
     diagnose,
+    ffmpeg_finding,
     on_loopback,
     telegram_findings,
     timedatectl_synchronized,
@@ -497,3 +499,69 @@ def test_with_the_canary_on_doctor_names_a_source_whose_answers_changed_shape(
     (broken,) = [line for line in lines if "broken" in line]
     assert broken.startswith("warn  X source fxtwitter: broken: answered in a shape")
     assert not any("vxtwitter: broken" in line for line in lines)
+
+
+PIXIV_SESSION = "31415926_dOcToRsEsSiOn0123"
+
+
+@pytest.mark.parametrize(
+    ("account", "level", "said"),
+    [
+        (2, "ok", "signed in; the account sees R-18 and R-18G works"),
+        (1, "ok", "signed in; the account sees R-18 works (not R-18G)"),
+        (0, "warn", "signed in, but the account hides R-18 works"),
+        (None, "warn", "pixiv answers it as signed out"),
+    ],
+    ids=["r18g", "r18", "all-ages-account", "expired"],
+)
+def test_doctor_says_whether_the_pixiv_session_works_never_showing_it(
+    tmp_path: Path, api: BotApiServer, account: int | None, level: str, said: str
+) -> None:
+    from standins.pixivapi import PixivServer
+
+    with PixivServer() as pixiv:
+        if account is not None:
+            pixiv.add_session(PIXIV_SESSION, x_restrict=account)
+        env = _env(tmp_path, api, XBOT_PIXIV_API_URL=pixiv.url, XBOT_PIXIV_SESSION=PIXIV_SESSION)
+        report = diagnose(env, timeout=5)
+        asked = pixiv.hits["/touch/ajax/user/self/status"]
+    (line,) = [x for x in report.lines() if "XBOT_PIXIV_SESSION" in x]
+    assert line.startswith(f"{level:<4}  XBOT_PIXIV_SESSION: {said}")
+    assert asked == 1
+    assert PIXIV_SESSION not in "\n".join(report.lines()), "never shown, even unredacted"
+
+
+def test_doctor_asks_pixiv_nothing_without_a_session(tmp_path: Path, api: BotApiServer) -> None:
+    from standins.pixivapi import PixivServer
+
+    with PixivServer() as pixiv:
+        report = diagnose(_env(tmp_path, api, XBOT_PIXIV_API_URL=pixiv.url), timeout=5)
+        assert not pixiv.hits
+    assert not [x for x in report.lines() if "XBOT_PIXIV_SESSION" in x]
+
+
+@pytest.mark.parametrize(
+    ("found", "level", "says"),
+    [
+        (Ffmpeg("/usr/bin/ffmpeg", "5.1.6-0+deb12u1"), "ok", "5.1.6-0+deb12u1 at /usr/bin/ffmpeg"),
+        (Ffmpeg("/opt/ffmpeg"), "ok", "of an unknown version at /opt/ffmpeg"),
+        (None, "warn", "best single file only"),
+    ],
+    ids=["found", "version-unknown", "missing-says-what-is-lost"],
+)
+def test_ffmpeg_finding(found: Ffmpeg | None, level: str, says: str) -> None:
+    finding = ffmpeg_finding(found)
+    assert (finding.subject, finding.level) == ("ffmpeg", level)
+    assert says in finding.text
+
+
+def test_doctor_reports_the_ffmpeg_on_the_path(tmp_path: Path) -> None:
+    report = diagnose(_env(tmp_path, XBOT_TOKEN=WRONG), online=False)
+    (line,) = [line for line in report.lines() if "  ffmpeg: " in line]
+    found = find_ffmpeg()
+    if found is None:
+        assert line.startswith("warn")
+    else:
+        assert line.startswith("ok")
+        assert found.version
+        assert found.version in line

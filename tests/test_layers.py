@@ -59,8 +59,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tasks", ("xbot.tasks",)),
     # Where a post comes from, and what goes to Telegram.
     ("sources, sending", ("xbot.sources", "xbot.sending")),
-    # The SQLite file, and a post's media.
-    ("storage, media", ("xbot.storage", "xbot.media")),
+    # The SQLite file, and a post's media (pixiv's ugoira frames into an MP4 by ffmpeg among
+    # them: below the delivery that sends it and the pixiv source that checks its frames).
+    ("storage, media", ("xbot.storage", "xbot.media", "xbot.media.ugoira")),
     # What every layer shares: values and pure functions with no I/O of their own.
     (
         "base values",

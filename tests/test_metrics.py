@@ -235,7 +235,7 @@ async def telemetry(tmp_path: Path) -> Any:
     vitals = Vitals(chains=[], telegram=state, ytdlp_version="2025.01.15", data_dir=tmp_path)
     t = Telemetry(
         metrics=Metrics(), queue=TaskQueue(pool), pool=pool, cache=LinkCache(pool),
-        db_path=tmp_path / "x.sqlite3", vitals=vitals, running=lambda: state.running,
+        db_path=tmp_path / "x.sqlite3", vitals=vitals, receiver=state,
     )  # fmt: skip
     listener = Listener("127.0.0.1", 0, routes(t))
     await listener.start()

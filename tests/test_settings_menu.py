@@ -17,7 +17,7 @@ from xbot.handlers.settings_menu import (
     offered,
     toggle,
 )
-from xbot.storage.state import CAPTION_STYLES, ChatSettings
+from xbot.storage.state import CAPTION_STYLES, VIDEO_QUALITIES, ChatSettings
 from xbot.tasks.callback_data import Action, decode
 
 PRIVATE = MenuContext("private")
@@ -25,6 +25,8 @@ GROUP = MenuContext("supergroup", can_delete=True)
 GROUP_NO_RIGHTS = MenuContext("supergroup", can_delete=False)
 NO_YTDLP = MenuContext("private", other_sites=False)
 WITH_DOCS = MenuContext("private", documents=True)
+R18_PRIVATE = MenuContext("private", sensitive_works=True)
+R18_GROUP = MenuContext("supergroup", can_delete=True, sensitive_works=True)
 
 
 def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
@@ -40,18 +42,22 @@ def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
 @pytest.mark.parametrize(
     ("ctx", "expected"),
     [
-        (PRIVATE, ["ytdlp", "audio", "style", "longtext", "spoiler", "editfwd", "close"]),
-        (GROUP, ["ytdlp", "audio", "style", "longtext", "delete", "spoiler", "editfwd", "lang",
-                 "close"]),
-        (GROUP_NO_RIGHTS, ["ytdlp", "audio", "style", "longtext", "spoiler", "editfwd", "lang",
-                           "close"]),
-        (MenuContext("private", can_delete=True), ["ytdlp", "audio", "style", "longtext", "spoiler",
-                                                   "editfwd", "close"]),
+        (PRIVATE, ["ytdlp", "quality", "audio", "style", "longtext", "spoiler", "editfwd",
+                   "close"]),
+        (GROUP, ["ytdlp", "quality", "audio", "style", "longtext", "delete", "spoiler",
+                 "editfwd", "lang", "close"]),
+        (GROUP_NO_RIGHTS, ["ytdlp", "quality", "audio", "style", "longtext", "spoiler",
+                           "editfwd", "lang", "close"]),
+        (MenuContext("private", can_delete=True), ["ytdlp", "quality", "audio", "style",
+                                                   "longtext", "spoiler", "editfwd", "close"]),
         (NO_YTDLP, ["style", "longtext", "spoiler", "editfwd", "close"]),
-        (WITH_DOCS, ["ytdlp", "audio", "style", "longtext", "docs", "spoiler", "editfwd", "close"]),
+        (WITH_DOCS, ["ytdlp", "quality", "audio", "style", "longtext", "docs", "spoiler",
+                     "editfwd", "close"]),
+        (R18_GROUP, ["ytdlp", "quality", "audio", "style", "longtext", "delete", "spoiler",
+                     "r18", "editfwd", "lang", "close"]),
     ],
     ids=["private", "group-can-delete", "group-no-rights", "private-never-delete", "no-ytdlp",
-         "documents"],
+         "documents", "r18-with-a-pixiv-login"],
 )  # fmt: skip
 def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> None:
     assert codes_shown(ChatSettings(), ctx) == expected
@@ -77,18 +83,28 @@ def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> Non
         (ChatSettings(), "docs", PRIVATE, None),
         (ChatSettings(), "docs", WITH_DOCS, {"photos_as_documents": True}),
         (ChatSettings(), "ytdlp", NO_YTDLP, None),
+        (ChatSettings(), "quality", GROUP, {"video_quality": "720"}),
+        (ChatSettings(video_quality="720"), "quality", PRIVATE, {"video_quality": "480"}),
+        (ChatSettings(video_quality="480"), "quality", PRIVATE, {"video_quality": "best"}),
+        (ChatSettings(), "quality", NO_YTDLP, None),
         (ChatSettings(), "audio", PRIVATE, {"ytdlp_audio": True}),
         (ChatSettings(ytdlp_audio=True), "audio", GROUP, {"ytdlp_audio": False}),
         (ChatSettings(), "audio", NO_YTDLP, None),
         (ChatSettings(), "nonsense", PRIVATE, None),
         (ChatSettings(), "channel_id", PRIVATE, None),
+        (ChatSettings(), "r18", GROUP, None),
+        (ChatSettings(), "r18", R18_GROUP, {"sensitive_works": True}),
+        (ChatSettings(), "r18", R18_PRIVATE, {"sensitive_works": False}),
+        (ChatSettings(sensitive_works=True), "r18", R18_GROUP, {"sensitive_works": False}),
     ],
     ids=["ytdlp-private-default-on", "ytdlp-group-default-off", "ytdlp-explicit",
          "style-full-short", "style-short-none", "style-none-full", "delete-on", "delete-off",
          "delete-no-rights", "delete-private", "spoiler", "editfwd", "longtext-off",
          "longtext-on", "docs-not-offered",
-         "docs-offered", "ytdlp-not-wired", "audio-on", "audio-off", "audio-not-wired",
-         "unknown-code", "not-a-toggle"],
+         "docs-offered", "ytdlp-not-wired", "quality-best-720", "quality-720-480",
+         "quality-480-best", "quality-not-wired", "audio-on", "audio-off",
+         "audio-not-wired", "unknown-code", "not-a-toggle",
+         "r18-no-pixiv-login", "r18-group-default-off", "r18-private-default-on", "r18-off"],
 )  # fmt: skip
 def test_toggle(
     settings: ChatSettings, code: str, ctx: MenuContext, change: dict[str, object] | None
@@ -105,10 +121,12 @@ def test_toggle(
         spoiler_sensitive=st.booleans(),
         edit_before_forward=st.booleans(),
         long_text=st.booleans(),
+        video_quality=st.sampled_from(VIDEO_QUALITIES),
+        sensitive_works=st.none() | st.booleans(),
         ytdlp_audio=st.booleans(),
     ),
     st.sampled_from(CODES),
-    st.sampled_from([PRIVATE, GROUP, GROUP_NO_RIGHTS, NO_YTDLP, WITH_DOCS]),
+    st.sampled_from([PRIVATE, GROUP, GROUP_NO_RIGHTS, NO_YTDLP, WITH_DOCS, R18_GROUP]),
 )
 def test_every_offered_toggle_changes_its_label_and_valid_settings(
     settings: ChatSettings, code: str, ctx: MenuContext
@@ -130,6 +148,7 @@ def test_labels_say_the_state() -> None:
     labels = [label for row in menu_buttons(ChatSettings(), GROUP) for label, _ in row]
     assert labels == [
         "Other sites: off",
+        "Video quality: best that fits",
         "🎵 Audio only from other sites: off",
         "Caption: full text",
         "Whole text of long posts: on",

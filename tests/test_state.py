@@ -119,6 +119,43 @@ def test_ytdlp_default_follows_chat_type(
     assert ChatSettings(ytdlp=choice).ytdlp_enabled(chat_type) is expected
 
 
+@pytest.mark.parametrize(
+    ("choice", "chat_type", "rating", "allowed"),
+    [
+        (None, "private", 0, True),
+        (None, "supergroup", 0, True),
+        (None, "private", 1, True),
+        (None, "private", 2, True),
+        (None, "group", 1, False),
+        (None, "supergroup", 1, False),
+        (None, "channel", 1, False),
+        (True, "supergroup", 1, True),
+        (True, "channel", 1, True),
+        (True, "supergroup", 2, False),
+        (False, "private", 1, False),
+        (False, "private", 2, False),
+    ],
+    ids=["all-ages-private", "all-ages-group", "r18-private-default", "r18g-private-default",
+         "r18-group-default", "r18-supergroup-default", "r18-channel-default", "r18-group-on",
+         "r18-channel-on", "r18g-never-in-a-group", "r18-private-off", "r18g-private-off"],
+)  # fmt: skip
+def test_which_ratings_a_chat_allows(
+    choice: bool | None, chat_type: str, rating: int, allowed: bool
+) -> None:
+    assert ChatSettings(sensitive_works=choice).allows_rating(chat_type, rating) is allowed
+
+
+@pytest.mark.parametrize(
+    ("spoiler_sensitive", "sensitive", "rating", "hidden"),
+    [(False, False, 1, True), (False, False, 2, True), (True, True, 0, True),
+     (False, True, 0, False), (True, False, 0, False)],
+    ids=["r18-whatever-the-chat", "r18g", "sensitive-asked", "sensitive-not-asked", "plain"],
+)  # fmt: skip
+def test_spoiler_for(spoiler_sensitive: bool, sensitive: bool, rating: int, hidden: bool) -> None:
+    settings = ChatSettings(spoiler_sensitive=spoiler_sensitive)
+    assert settings.spoiler_for(sensitive=sensitive, rating=rating) is hidden
+
+
 def test_defaults() -> None:
     s = ChatSettings()
     assert (s.ytdlp, s.caption_style, s.photos_as_documents, s.delete_original) == (

@@ -2,7 +2,7 @@
 topic lands in that topic — replies or not, after a restart, after the link was
 deleted — and a topic closed or deleted meanwhile gets the answer in General,
 once. The real PTB client against the Bot API stand-in, which places each
-message as Telegram does (`standins._botapi_topics`)."""
+message as Telegram does (`standins.botapi._topics`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The composition root: the one place that wires settings, store, queue, fetchers,
-sender, workers and PTB handlers together (`xbot.runtime` runs what it wires).
+"""The composition root: the one place that builds and wires the bot's parts, each
+whole by its constructor: `build_front` (PTB's application, Telegram's health, the
+metrics, the workers' doorbell) before the start-up's first call, then `build` (the
+services, the poller or the webhook listener, the operator's listener). `xbot.runtime`
+starts and stops what these build.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import httpx
 from telegram.ext import (
     Application,
@@ -21,16 +25,26 @@ from telegram.request import BaseRequest, HTTPXRequest
 
 from xbot import versions
 from xbot.clock import Clocks, SystemClocks
-from xbot.config import Settings
+from xbot.config import Settings, WebhookConfig
 from xbot.handlers import callbacks, caption_edit, commands, errors, inline, language, messages
 from xbot.logs import kv
 from xbot.media import netguard
 from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.metrics import Metrics, api_method
+from xbot.ops.listener import Listener
+from xbot.ops.telemetry import Telemetry, routes
+from xbot.receiving import Receiver
+from xbot.receiving.polling import DurablePoller
 from xbot.sending.api_request import CountingRequest
 from xbot.sending.pacing import Pacer
 from xbot.sending.sender import Sender
-from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
+from xbot.sending.telegram_health import (
+    FIRST_PROBE,
+    PROBE_CAP,
+    TELEGRAM_BUDGET,
+    TelegramHealth,
+)
+from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
 from xbot.sending.upload_request import StreamingRequest
 from xbot.services import ChatMover, Services, XContext
 from xbot.services.auth import Authority
@@ -47,6 +61,7 @@ from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import Task, TaskQueue
 from xbot.storage.state import ChatStore
 from xbot.storage.time_line import resume as resume_time_line
+from xbot.storage.webhook_updates import AnsweredUpdates
 from xbot.tasks.alerts import KIND as ALERT
 from xbot.tasks.alerts import Alerts, AlertWatch
 from xbot.tasks.delivery import KIND as DELIVER
@@ -62,14 +77,10 @@ from xbot.tasks.worker import Doorbell, FinishedHook, Workers
 from xbot.tls import client_context
 
 if TYPE_CHECKING:
-    pass
+    from xbot.receiving.webhook import WebhookListener
 
 log = logging.getLogger(__name__)
 
-SWEEP_EVERY = 300.0
-CLOCK_CHECK_EVERY = 5.0  # how often the two clocks are compared (a step is logged, and marked)
-STOP_GRACE = 6.0  # running tasks get this long to finish on SIGTERM; the unit allows more
-START_CALL_TIMEOUT = 10.0  # getMe/deleteWebhook at start: tiny calls; longer means a hang
 
 AppType = Application[Any, XContext, Any, Any, Any, Any]
 
@@ -121,6 +132,151 @@ def build_application(
     return builder.build()
 
 
+@attrs.frozen
+class Front:
+    """What is built before the start-up's first call to Telegram.
+
+    Attributes:
+        application: PTB's, with our requests; every call's result goes to `health`
+            and, when counted, to `metrics`.
+        health: Telegram's reachability and the hold; its return rings `doorbell`.
+        doorbell: what the workers nap on (every enqueue rings it too).
+        metrics: the bot's counters (None: not counted, no listener to read them).
+    """
+
+    application: AppType
+    health: TelegramHealth
+    doorbell: Doorbell
+    metrics: Metrics | None
+
+
+def build_front(
+    settings: Settings,
+    *,
+    counting: bool,
+    read_timeout: float = 30.0,
+    first_probe: float = FIRST_PROBE,
+    probe_cap: float = PROBE_CAP,
+) -> Front:
+    """`first_probe`, `probe_cap`: the hold's probe backoff (tests scale it down)."""
+    doorbell = Doorbell()
+    health = TelegramHealth(
+        first_probe=first_probe,
+        probe_cap=probe_cap,
+        record_path=settings.data_dir / HEALTH_RECORD,
+        listeners=[doorbell.ring_if],
+    )
+    metrics = Metrics() if counting else None
+    heard = ApiResults(health, metrics)
+    application = build_application(settings, heard.tell, read_timeout=read_timeout)
+    return Front(application, health, doorbell, metrics)
+
+
+@attrs.frozen
+class ApiResults:
+    """Who hears each Bot API call's result: Telegram's health, and the metrics."""
+
+    health: TelegramHealth
+    metrics: Metrics | None
+
+    def tell(self, method: str, result: str, retry_after: float) -> None:
+        self.health.observed(method, result)
+        if self.metrics is not None:
+            self.metrics.bot_api(method, result, retry_after)
+
+
+@attrs.frozen
+class Wired:
+    """Everything the runtime runs, each part built whole.
+
+    Attributes:
+        services: the bot's services (`xbot.services.Services`).
+        poller: long polling (None in webhook mode).
+        hook_listener: the webhook listener (None when polling).
+        telemetry: what the operator's listener reads (None: not counted).
+        listener: the operator's HTTP listener (None: no `XBOT_METRICS_ADDR`).
+    """
+
+    services: Services
+    poller: DurablePoller | None
+    hook_listener: WebhookListener | None
+    telemetry: Telemetry | None
+    listener: Listener | None
+
+    @property
+    def receiver(self) -> Receiver:
+        """How updates come in: the poller or the webhook listener."""
+        receiver = self.poller or self.hook_listener
+        assert receiver is not None  # `build` makes exactly one
+        return receiver
+
+
+async def build(
+    settings: Settings,
+    front: Front,
+    *,
+    webhook: WebhookConfig | None = None,
+    poll_timeout: int = 30,
+    clocks: Clocks | None = None,
+    pacer: Pacer | None = None,
+    telegram_budget: float = TELEGRAM_BUDGET,
+    read_timeout: float = 30.0,
+) -> Wired:
+    """The services, how updates come in, and the operator's listener, none started."""
+    services = await build_services(
+        settings,
+        front.application,
+        clocks=clocks,
+        pacer=pacer,
+        health=front.health,
+        doorbell=front.doorbell,
+        telegram_budget=telegram_budget,
+        read_timeout=read_timeout,
+        metrics=front.metrics,
+    )
+    poller: DurablePoller | None = None
+    hook_listener: WebhookListener | None = None
+    receiver: Receiver
+    if webhook is None:
+        # Our own long polling: an update is confirmed to Telegram only after its
+        # handler queued the work (xbot.receiving.polling), so a kill loses nothing.
+        receiver = poller = DurablePoller(
+            front.application, timeout=poll_timeout, time_scale=settings.time_scale
+        )
+    else:
+        # Our own listener: a POST is answered only after its update's work is queued
+        # (xbot.receiving.webhook). Imported here: tornado comes with the optional
+        # webhooks extra, and `xbot run` checks for it before it gets this far.
+        from xbot.receiving.webhook import WebhookListener
+
+        receiver = hook_listener = WebhookListener(
+            front.application,
+            AnsweredUpdates(services.pool),
+            path="/" + webhook.url_path,
+            secret_token=webhook.secret_token,
+            listen=webhook.listen,
+            port=webhook.port,
+            max_connections=webhook.max_connections,
+            clock=services.clock,  # the line stored times are on (xbot.clock)
+        )
+    telemetry = listener = None
+    if front.metrics is not None:
+        telemetry = Telemetry(
+            metrics=front.metrics,
+            queue=services.queue,
+            pool=services.pool,
+            cache=services.cache,
+            db_path=settings.db_path,
+            vitals=services.vitals,
+            receiver=receiver,
+            clock=services.clock,
+        )
+        if settings.metrics_addr is not None:
+            host, port = settings.metrics_addr
+            listener = Listener(host, port, routes(telemetry))
+    return Wired(services, poller, hook_listener, telemetry, listener)
+
+
 async def build_services(
     settings: Settings,
     application: AppType,
@@ -128,6 +284,7 @@ async def build_services(
     clocks: Clocks | None = None,
     pacer: Pacer | None = None,
     health: TelegramHealth,
+    doorbell: Doorbell,
     telegram_budget: float = TELEGRAM_BUDGET,
     read_timeout: float = 30.0,
     metrics: Metrics | None = None,
@@ -168,9 +325,8 @@ async def build_services(
         timeout=httpx.Timeout(30.0, connect=10.0),
         user_agent=USER_AGENT,
     )
-    # What an enqueue rings: the workers nap on it, the forward prompt, the alerts and
-    # Telegram's return ring it (built first: none needs the workers built).
-    doorbell = Doorbell()
+    # `doorbell`: what an enqueue rings; the workers nap on it, the forward prompt, the
+    # alerts and Telegram's return (`build_front`) ring it.
     # The forward prompt after each delivery, and the forward task it starts.
     forwarding = Forwarding(settings, sender, chats, queue, clock, wake=doorbell.ring)
     # Every delivery sends, records and announces (the forward prompt) through it.
@@ -247,7 +403,6 @@ async def build_services(
         task_budget=task_budget(settings.upload_limit, SpeedFloor.configured(settings)),
         doorbell=doorbell,
     )
-    health.add_listener(lambda sendable: doorbell.ring() if sendable else None)
     services = Services(
         settings=settings,
         pool=pool,
@@ -294,7 +449,8 @@ def source_table(
         "x": SourceChain(x_sources(settings, x_client), clock=clock, wall=wall),
         # Bluesky and pixiv: posts like X posts, on in every chat.
         "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
-        "pixiv": PixivSource(x_client, settings.pixiv_api_url),
+        # The operator's pixiv login goes to pixiv's ajax API only, never to its image host.
+        "pixiv": PixivSource(x_client, settings.pixiv_api_url, session=settings.pixiv_session),
         # Image posts of other sites: gallery-dl, run as a process (never imported:
         # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
         "gallery": GalleryDlSource(settings),

@@ -153,7 +153,8 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from xbot.ops.doctor import diagnose
 
     report = diagnose(os.environ, online=not args.offline, timeout=args.timeout)
-    for line in report.lines(secrets=(os.environ.get("XBOT_TOKEN", "").strip(),)):
+    secrets = tuple(os.environ.get(n, "").strip() for n in ("XBOT_TOKEN", "XBOT_PIXIV_SESSION"))
+    for line in report.lines(secrets=secrets):
         print(line)
     return report.exit_code
 

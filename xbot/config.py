@@ -57,6 +57,22 @@ def _text(name: str, raw: str) -> str:
     return raw.strip()
 
 
+# A PHPSESSID as pixiv sets it (``{user id}_{random}``): one cookie value, nothing that
+# could end the Cookie header or start another.
+_SESSION = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+
+
+def _session(name: str, raw: str) -> str:
+    value = raw.strip().removeprefix("PHPSESSID=")
+    if value and not _SESSION.fullmatch(value):
+        # Never the value itself: it is a login.
+        raise ConfigError(
+            f"{name}: does not look like a pixiv PHPSESSID (letters, digits, _ . - only; "
+            "copy the cookie's value from a signed-in browser)"
+        )
+    return value
+
+
 def _ids(name: str, raw: str) -> frozenset[int]:
     out: set[int] = set()
     for part in raw.replace(" ", "").split(","):
@@ -311,6 +327,7 @@ def setting(
     parse: Callable[[str, str], T],
     *,
     shown: str | None = None,
+    secret: bool = False,
 ) -> T:
     """A field of `Settings` read from the variable ``name``: the one declaration of it.
 
@@ -323,7 +340,8 @@ def setting(
     else:
         value = parse(name, default)
     # A field specifier: attrs turns it into the class's ``T`` attribute.
-    return cast("T", attrs.field(default=value, metadata={_SETTING: declared}))
+    field = attrs.field(default=value, metadata={_SETTING: declared}, repr=not secret)
+    return cast("T", field)
 
 
 @attrs.frozen
@@ -449,6 +467,15 @@ class Settings:
     )
     pixiv_api_url: str = setting(
         "XBOT_PIXIV_API_URL", "pixiv base for its `/ajax/illust` API", DEFAULT_PIXIV_API_URL, _url
+    )
+    pixiv_session: str = setting(
+        "XBOT_PIXIV_SESSION",
+        "the operator's pixiv `PHPSESSID`; sent only to the pixiv ajax API, never to the image "
+        "host, Telegram or a log; lets R-18 works through where a chat allows them",
+        "",
+        _session,
+        shown="none",
+        secret=True,
     )
     allow_private_networks: bool = setting(
         "XBOT_ALLOW_PRIVATE_NETWORKS",

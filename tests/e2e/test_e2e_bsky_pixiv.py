@@ -258,11 +258,9 @@ async def test_pixiv_link_again_is_answered_from_the_cache(harness: Harness) -> 
 
 async def test_pixiv_answers_in_one_sentence(harness: Harness) -> None:
     h = harness
-    h.pixiv.add_work("120000010", illust_type=2)
     h.pixiv.add_work("120000011", x_restrict=1)
     h.pixiv.add_work("120000012", restrict=1)
-    cases = [
-        ("https://www.pixiv.net/artworks/120000010", pixiv.UGOIRA),
+    cases = [  # without XBOT_PIXIV_SESSION; ugoira: tests/e2e/test_e2e_pixiv_login.py
         ("https://www.pixiv.net/artworks/120000011", pixiv.R18),
         ("https://www.pixiv.net/artworks/120000012", pixiv.MY_PIXIV),
         ("https://www.pixiv.net/artworks/120000099", pixiv.DELETED),

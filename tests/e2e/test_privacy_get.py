@@ -3,7 +3,7 @@
 The real PTB client against the Bot API stand-in in privacy mode (getMe says
 ``can_read_all_group_messages: false``, and in a group where the bot is no admin it
 delivers only what Telegram would: commands, mentions, replies to the bot; see
-`standins._botapi_privacy`). Each way of asking is answered once, in reply to
+`standins.botapi._privacy`). Each way of asking is answered once, in reply to
 the message that holds the link (or the command), in the topic it came from; a plain
 link in such a group never reaches the bot.
 """

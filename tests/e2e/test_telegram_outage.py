@@ -2,8 +2,8 @@
 client over HTTP, the Bot API stand-in's outage modes (`BotApiServer.set_outage`).
 
 The hold's probe backoff, the client's read timeout and the Telegram budget are scaled
-down (`TelegramHealth(first_probe=, probe_cap=)`, `Bot(read_timeout=, telegram_budget=)`)
-so that minutes of outage take a second or two here.
+down (`Runtime(first_probe=, probe_cap=, read_timeout=, telegram_budget=)`) so that
+minutes of outage take a second or two here.
 """
 
 from __future__ import annotations
@@ -29,8 +29,13 @@ READ_TIMEOUT = 0.5  # stands for the real 30 s: a hung call is TimedOut after it
 Start = Callable[..., Awaitable[Harness]]
 
 
-def _health() -> TelegramHealth:
-    return TelegramHealth(first_probe=0.05, probe_cap=PROBE_CAP)
+# Telegram's hold probes within a fraction of a second (the real one: 1 s, up to 30 s).
+PROBES: dict[str, Any] = {"first_probe": 0.05, "probe_cap": PROBE_CAP}
+
+
+def _health(h: Harness) -> TelegramHealth:
+    assert h.bot is not None
+    return h.bot.health
 
 
 def delivered(h: Harness, chat: int) -> list[Any]:
@@ -103,10 +108,8 @@ async def _outage_then_recovery(
 async def test_an_outage_costs_a_delay_never_a_link(
     start_harness: Start, sends: str, every: str
 ) -> None:
-    health = _health()
-    h = await start_harness(
-        pacer=True, bot_options={"health": health, "read_timeout": READ_TIMEOUT}
-    )
+    h = await start_harness(pacer=True, bot_options={**PROBES, "read_timeout": READ_TIMEOUT})
+    health = _health(h)
     sendable: list[float] = []  # when the hold ended, or its probe was brought forward
     health.add_listener(lambda ok: sendable.append(time.monotonic()) if ok else None)
     back = await _outage_then_recovery(h, health, sends, every)
@@ -137,8 +140,8 @@ async def test_an_outage_costs_a_delay_never_a_link(
 
 
 async def test_past_the_budget_one_notice_after_telegram_is_back(start_harness: Start) -> None:
-    health = _health()
-    h = await start_harness(bot_options={"health": health, "telegram_budget": 1.0})
+    h = await start_harness(bot_options={**PROBES, "telegram_budget": 1.0})
+    health = _health(h)
     h.add_post(720, text="too late", photos=[h.photo("p720")])
     h.api.set_outage("502")
     h.api.user_message(620, "https://x.com/a/status/720")

@@ -124,6 +124,7 @@ async def menu_context(
         other_sites=True,  # yt-dlp is always wired in; each chat turns it on or off
         documents=True,  # xbot.tasks.delivery sends photos as files when the chat asks
         user_language=user_language,
+        sensitive_works=bool(services.settings.pixiv_session),
     )
 
 

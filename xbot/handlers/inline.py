@@ -34,6 +34,7 @@ from xbot.handlers.language import language_of
 from xbot.i18n import DEFAULT, N_, normalize, translator
 from xbot.links import Link
 from xbot.logs import kv
+from xbot.sending.caption import post_from_parts
 from xbot.sending.destination import Destination
 from xbot.services import Services, XContext
 from xbot.storage.link_cache import CachedPost
@@ -41,6 +42,10 @@ from xbot.tasks.delivery import KIND
 from xbot.tasks.payloads import DeliverPayload
 
 log = logging.getLogger(__name__)
+
+NOT_INLINE = N_(
+    "This pixiv work is marked R-18, which I send only in a chat that allows it, not inline."
+)
 
 ALBUM_REFUSED = N_("That button is out of date: paste the link here instead.")
 # Telegram takes an inline answer for about 10 s after the query ("query is too old and
@@ -142,6 +147,17 @@ async def answer_for(
         )
     if found is None:
         return plan.for_timeout(post_id, link.url, personal=personal, key=link.key, lang=lang)
+    rating = (
+        post_from_parts(found.key, found.url, found.caption_parts).rating
+        if isinstance(found, CachedPost)
+        else found.rating
+    )
+    if rating:
+        # Inline mode cannot know where the answer will be posted, nor that chat's
+        # settings: a rated work goes only through a chat that allows it.
+        return plan.for_failure(
+            post_id, link.url, NOT_INLINE, personal=personal, lasting=True, lang=lang
+        )
     if isinstance(found, CachedPost):
         return plan.for_cached(found, post_id, personal=personal, lang=lang)
     return plan.for_fresh(found, post_id, personal=personal, lang=lang)

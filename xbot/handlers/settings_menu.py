@@ -22,7 +22,13 @@ import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from xbot.i18n import LANGUAGES, N_, Translator, chat_language, translator
-from xbot.storage.state import CAPTION_STYLES, CaptionStyle, ChatSettings
+from xbot.storage.state import (
+    CAPTION_STYLES,
+    VIDEO_QUALITIES,
+    CaptionStyle,
+    ChatSettings,
+    VideoQuality,
+)
 from xbot.tasks.callback_data import Action, CallbackData, encode
 
 __all__ = [
@@ -41,7 +47,8 @@ __all__ = [
 
 # Toggle codes, in menu order.
 CODES: Final = (
-    "ytdlp", "audio", "style", "longtext", "docs", "delete", "spoiler", "editfwd", "lang",
+    "ytdlp", "quality", "audio", "style", "longtext", "docs", "delete", "spoiler", "r18",
+    "editfwd", "lang",
 )  # fmt: skip
 CLOSE: Final = encode(CallbackData(Action.MENU, ("close",)))
 
@@ -50,6 +57,12 @@ _STYLE_NAMES: Final[dict[CaptionStyle, str]] = {
     "full": N_("full text"),
     "short": N_("short"),
     "none": N_("link only"),
+}
+_QUALITY_NAMES: Final[dict[VideoQuality, str]] = {
+    # Translators: a video quality, shown in the /settings button "Video quality: {quality}".
+    "best": N_("best that fits"),
+    "720": N_("at most 720p"),
+    "480": N_("at most 480p"),
 }
 _GROUPS = frozenset({"group", "supergroup"})
 
@@ -65,6 +78,7 @@ class MenuContext:
         documents: sending photos as documents is implemented by the delivery.
         user_language: the Telegram ``language_code`` of whoever opened or pressed
             the menu (a private chat's menu is in it).
+        sensitive_works: R-18 works can be fetched at all (the operator's pixiv login).
     """
 
     chat_type: str
@@ -72,14 +86,17 @@ class MenuContext:
     other_sites: bool = True
     documents: bool = False
     user_language: str | None = None
+    sensitive_works: bool = False
 
 
 def offered(code: str, ctx: MenuContext) -> bool:
     """Whether the menu shows this toggle (and so whether a press on it counts)."""
-    if code in ("ytdlp", "audio"):
+    if code in ("ytdlp", "quality", "audio"):
         return ctx.other_sites
     if code == "docs":
         return ctx.documents
+    if code == "r18":
+        return ctx.sensitive_works
     if code == "delete":
         # Deleting the link message only makes sense in groups, and only with the right to.
         return ctx.chat_type in _GROUPS and ctx.can_delete
@@ -117,12 +134,18 @@ def _next_style(style: CaptionStyle) -> CaptionStyle:
     return CAPTION_STYLES[(CAPTION_STYLES.index(style) + 1) % len(CAPTION_STYLES)]
 
 
+def _next_quality(quality: VideoQuality) -> VideoQuality:
+    return VIDEO_QUALITIES[(VIDEO_QUALITIES.index(quality) + 1) % len(VIDEO_QUALITIES)]
+
+
 def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, object] | None:
     """The settings change a press on `code` makes; None for a toggle not offered here."""
     if not offered(code, ctx):
         return None
     if code == "ytdlp":
         return {"ytdlp": not settings.ytdlp_enabled(ctx.chat_type)}
+    if code == "quality":
+        return {"video_quality": _next_quality(settings.video_quality)}
     if code == "audio":
         return {"ytdlp_audio": not settings.ytdlp_audio}
     if code == "style":
@@ -135,6 +158,8 @@ def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, obj
         return {"delete_original": not settings.delete_original}
     if code == "spoiler":
         return {"spoiler_sensitive": not settings.spoiler_sensitive}
+    if code == "r18":
+        return {"sensitive_works": not settings.sensitive_works_on(ctx.chat_type)}
     if code == "editfwd":
         return {"edit_before_forward": not settings.edit_before_forward}
     if code == "lang":
@@ -148,6 +173,11 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
     if code == "ytdlp":
         return _("Other sites: {state}").format(
             state=_on(settings.ytdlp_enabled(ctx.chat_type), tr)
+        )
+    if code == "quality":
+        # Translators: a /settings button: how good the video from other sites is.
+        return _("Video quality: {quality}").format(
+            quality=_(_QUALITY_NAMES[settings.video_quality])
         )
     if code == "audio":
         # Translators: a /settings button: links to other sites bring their sound alone.
@@ -166,6 +196,11 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
         return _("Delete link message: {state}").format(state=_on(settings.delete_original, tr))
     if code == "spoiler":
         return _("Spoiler for sensitive: {state}").format(state=_on(settings.spoiler_sensitive, tr))
+    if code == "r18":
+        # Translators: a /settings button: pixiv works marked R-18 are sent in this chat.
+        return _("R-18 works: {state}").format(
+            state=_on(settings.sensitive_works_on(ctx.chat_type), tr)
+        )
     if code == "editfwd":
         return _("Edit before forwarding: {state}").format(
             state=_on(settings.edit_before_forward, tr)

@@ -8,6 +8,10 @@ import attrs
 
 MediaKind = Literal["photo", "video", "gif"]
 
+# How adult a work is, as pixiv rates it (``xRestrict``): sent only where a chat
+# allows it (`xbot.storage.chat_state.ChatSettings.allows_rating`), always under a spoiler.
+ALL_AGES, R18, R18G = 0, 1, 2
+
 
 @attrs.frozen
 class Variant:
@@ -29,6 +33,14 @@ class Variant:
 
 
 @attrs.frozen
+class Frame:
+    """One still of an animation made of frames: its file in the archive, its delay (ms)."""
+
+    file: str
+    delay_ms: int
+
+
+@attrs.frozen
 class MediaItem:
     """One photo, video or GIF of a post, in post order.
 
@@ -46,6 +58,10 @@ class MediaItem:
             thumbnail must go along): always download and upload.
         fallback_url: photos: a smaller rendition for when the original is over
             Telegram's photo limits (pixiv's ``regular``); else it goes as a document.
+            An animation made of frames: the smaller archive.
+        frames: an animation that comes as an archive of still frames (pixiv's
+            ugoira): `url` is the archive, each frame its file name in it and how
+            long it shows, in milliseconds; turned into an MP4 before it is sent.
     """
 
     kind: MediaKind
@@ -60,6 +76,7 @@ class MediaItem:
     headers: tuple[tuple[str, str], ...] = ()
     upload_only: bool = False
     fallback_url: str | None = None
+    frames: tuple[Frame, ...] = ()
 
 
 @attrs.frozen
@@ -143,6 +160,7 @@ class Post:
             `quote`); None when all of them are.
         article_body: an X article's full text (paragraphs, headings in bold, links),
             as far as the source gives it; None when the post carries none.
+        rating: `ALL_AGES`, `R18` or `R18G` (pixiv's rating of the work).
     """
 
     key: str
@@ -161,3 +179,4 @@ class Post:
     own_media: int | None = None
     title: str = ""
     article_body: RichText | None = None
+    rating: int = ALL_AGES

@@ -43,10 +43,11 @@ from xbot import versions
 from xbot.clock import STEP_TOLERANCE, SystemClocks
 from xbot.config import Settings, check_settings, token_problem, unknown_names
 from xbot.durations import say_span
-from xbot.errors import ConfigError, StoreError
+from xbot.errors import ConfigError, StoreError, XbotError
 from xbot.links import classify
 from xbot.logs import redact
 from xbot.media.addresses import parse_ip
+from xbot.media.ffmpeg import Ffmpeg, find_ffmpeg
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
 from xbot.sources.ytdlp import load_cookies
@@ -133,6 +134,7 @@ def diagnose(
     if settings.ytdlp_cookies is not None:
         found.append(ytdlp_cookies_finding(settings.ytdlp_cookies))
     found += check_gallerydl(settings, date.today())
+    found.append(ffmpeg_finding(find_ffmpeg()))
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
     found += check_clock()
@@ -147,7 +149,45 @@ def diagnose(
             found += check_bot_api(settings, timeout=timeout, transport=transport)
     if online and transport is None:
         found += check_x_sources(settings, timeout=timeout)
+    if online and transport is None and settings.pixiv_session:
+        found += check_pixiv_session(settings, timeout=timeout)
     return Report(tuple(found))
+
+
+def pixiv_session_findings(signed_in: bool, x_restrict: int) -> list[Finding]:
+    """What pixiv said of the operator's session, in words (never the session). Pure."""
+    subject = "XBOT_PIXIV_SESSION"
+    if not signed_in:
+        text = (
+            "pixiv answers it as signed out: the session expired or was signed out; copy "
+            "PHPSESSID again from a signed-in browser (R-18 works stay one sentence)"
+        )
+        return [Finding("warn", subject, text)]
+    if x_restrict < 1:
+        text = (
+            "signed in, but the account hides R-18 works: turn them on in pixiv's "
+            "settings (Viewing restrictions) or R-18 works stay one sentence"
+        )
+        return [Finding("warn", subject, text)]
+    seen = "R-18 and R-18G works" if x_restrict >= 2 else "R-18 works (not R-18G)"
+    return [Finding("ok", subject, f"signed in; the account sees {seen}")]
+
+
+def check_pixiv_session(settings: Settings, *, timeout: float = 10.0) -> list[Finding]:
+    """Ask pixiv (``XBOT_PIXIV_API_URL``) whether the operator's session is signed in and
+    what its account may see; the session goes there only, and no line shows it."""
+    # Here: the sources load PTB, which an offline doctor never needs.
+    from xbot.sources.pixiv import session_status
+
+    async def run() -> list[Finding]:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+            status = await session_status(client, settings.pixiv_api_url, settings.pixiv_session)
+        return pixiv_session_findings(status.signed_in, status.x_restrict)
+
+    try:
+        return asyncio.run(run())
+    except XbotError as exc:
+        return [Finding("warn", "XBOT_PIXIV_SESSION", f"pixiv did not say: {exc}")]
 
 
 def telegram_findings(data_dir: Path, now: float) -> list[Finding]:
@@ -236,6 +276,24 @@ def ytdlp_cookies_finding(path: Path) -> Finding:
     sites = ", ".join(cookies.domains)
     return Finding(
         "ok", "XBOT_YTDLP_COOKIES", f"{path} parses; {len(cookies.jar)} cookies for: {sites}"
+    )
+
+
+FFMPEG_LOST = (
+    "not found: video from other sites comes as the best single file only (360p at most "
+    "on YouTube; sites that serve only DASH or HLS give no sound or no video) and pixiv "
+    "animations stay one sentence; install it (Debian: apt install ffmpeg)"
+)
+
+
+def ffmpeg_finding(found: Ffmpeg | None) -> Finding:
+    """Whether ffmpeg is there to merge picture and sound, which version, and what is
+    lost without it (the bot still runs). Pure."""
+    if found is None:
+        return Finding("warn", "ffmpeg", FFMPEG_LOST)
+    version = found.version or "of an unknown version"
+    return Finding(
+        "ok", "ffmpeg", f"{version} at {found.path}: merges the picture and sound of videos"
     )
 
 

@@ -26,6 +26,7 @@ from xbot.errors import StoreError
 from xbot.logs import kv
 from xbot.metrics import Metrics, Readings
 from xbot.ops.listener import Answer, Route
+from xbot.receiving import Receiver
 from xbot.storage.db import DbPool
 from xbot.storage.link_cache import LinkCache
 from xbot.storage.queue import TaskQueue
@@ -60,7 +61,7 @@ class Telemetry:
         db_path: the database (its size, and its WAL's).
         vitals: what is watched (the X sources, Telegram, the disk, yt-dlp, the canary),
             the same value the alerts read.
-        running: polling or the webhook server runs.
+        receiver: how updates come in (polling, or the webhook listener).
     """
 
     metrics: Metrics
@@ -69,7 +70,7 @@ class Telemetry:
     cache: LinkCache
     db_path: Path
     vitals: Vitals
-    running: Callable[[], bool]
+    receiver: Receiver
     clock: Callable[[], float] = time.time
     _last_tick: float = attrs.field(factory=time.monotonic, init=False)
     _ticker: asyncio.Task[None] | None = attrs.field(default=None, init=False)
@@ -144,7 +145,7 @@ class Telemetry:
 
     async def ready(self) -> tuple[bool, str]:
         """Ready: updates come in, the database takes a write, Telegram answers."""
-        if not self.running():
+        if not self.receiver.running:
             return False, "not ready: polling (or the webhook server) is not running"
         problem = await self._write_probe()
         if problem:

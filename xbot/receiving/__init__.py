@@ -3,3 +3,18 @@
 
 Each confirms an update to Telegram only after its handlers stored the work.
 """
+
+from typing import Protocol
+
+__all__ = ["Receiver"]
+
+
+class Receiver(Protocol):
+    """How updates come in (`polling.DurablePoller`, `webhook.WebhookListener`)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...

@@ -11,27 +11,24 @@ from typing import TYPE_CHECKING, Any
 from telegram import Update
 
 from xbot import __version__
-from xbot.app import add_handlers, build_application, build_services
+from xbot.app import Wired, add_handlers, build, build_front
 from xbot.clock import Clocks, SteppedClocks, SystemClocks, clock_pair
 from xbot.config import Settings, WebhookConfig
 from xbot.errors import Permanent, SendError, StoreError, TokenRefused, XbotError
 from xbot.handlers import commands
 from xbot.logs import add_secret, kv
-from xbot.metrics import Metrics
 from xbot.ops.instance import instance_lock
 from xbot.ops.listener import Listener
-from xbot.ops.telemetry import Telemetry, routes
+from xbot.ops.telemetry import Telemetry
 from xbot.periodic import Periodic
 from xbot.receiving.polling import DurablePoller
 from xbot.runtime._retry import T, patiently, retrying, telegram_did_not_answer
 from xbot.runtime._sweep import clock_watch, sweep_once, sweeps
 from xbot.sending.bot_errors import error_detail, library_name, translated
 from xbot.sending.pacing import Pacer
-from xbot.sending.telegram_health import RECORD_NAME as HEALTH_RECORD
-from xbot.sending.telegram_health import TELEGRAM_BUDGET, TelegramHealth
+from xbot.sending.telegram_health import FIRST_PROBE, PROBE_CAP, TELEGRAM_BUDGET
 from xbot.services import Services
 from xbot.storage.time_line import mark as mark_time_line
-from xbot.storage.webhook_updates import AnsweredUpdates
 from xbot.tasks.backoff import reconnect_delay
 
 if TYPE_CHECKING:
@@ -74,24 +71,22 @@ class Runtime:
         pacer: Pacer | None = None,
         poll_timeout: int = 30,
         webhook: WebhookConfig | None = None,
-        health: TelegramHealth | None = None,
+        first_probe: float = FIRST_PROBE,
+        probe_cap: float = PROBE_CAP,
         telegram_budget: float = TELEGRAM_BUDGET,
         read_timeout: float = 30.0,
         metrics: bool | None = None,
     ) -> None:
-        """`health`, `telegram_budget`, `read_timeout`: Telegram's hold, how long a link
-        waits for Telegram, how long a call waits for an answer (tests scale them down)."""
+        """`first_probe`, `probe_cap`, `telegram_budget`, `read_timeout`: Telegram's hold,
+        how long a link waits for Telegram, how long a call waits for an answer (tests
+        scale them down)."""
         self.settings = settings
-        # Built before the first call of the start-up: every call's result is told to it.
-        self.health = health or TelegramHealth(record_path=settings.data_dir / HEALTH_RECORD)
         self.telegram_budget = telegram_budget
         self.read_timeout = read_timeout
         self.webhook = webhook
         if webhook is not None:
             # PTB logs setWebhook's parameters at DEBUG, the secret among them.
             add_secret(webhook.secret_token)
-        self.poller: DurablePoller | None = None
-        self.hook_listener: WebhookListener | None = None
         # The clock pair the time line is built on (a test's one-number clock, wrapped).
         self.clocks = _default_clocks(settings) if clock is None else clock_pair(clock)
         self.pacer = pacer
@@ -99,10 +94,18 @@ class Runtime:
         # Counting costs a little CPU per link: only with a listener to read it
         # (`metrics` overrides, for the benchmark's "on" without a scraper).
         counting = settings.metrics_addr is not None if metrics is None else metrics
-        self.metrics = Metrics() if counting else None
-        self.application = build_application(settings, self._api_result, read_timeout=read_timeout)
-        self.telemetry: Telemetry | None = None
-        self.listener: Listener | None = None
+        # Built before the first call of the start-up: every call's result is told to it.
+        self.front = build_front(
+            settings,
+            counting=counting,
+            read_timeout=read_timeout,
+            first_probe=first_probe,
+            probe_cap=probe_cap,
+        )
+        self.health = self.front.health
+        self.metrics = self.front.metrics
+        self.application = self.front.application
+        self.wired: Wired | None = None
         self.services: Services | None = None
         # The periodic loops (sweep, clock watch, alerts, canary): started with the bot,
         # stopped together.
@@ -113,22 +116,31 @@ class Runtime:
         self.waiting_for = ""
         self._lock = instance_lock(settings.data_dir)
 
-    def _api_result(self, method: str, result: str, retry_after: float) -> None:
-        self.health.observed(method, result)
-        if self.metrics is not None:
-            self.metrics.bot_api(method, result, retry_after)
+    @property
+    def poller(self) -> DurablePoller | None:
+        return None if self.wired is None else self.wired.poller
+
+    @property
+    def hook_listener(self) -> WebhookListener | None:
+        return None if self.wired is None else self.wired.hook_listener
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        return None if self.wired is None else self.wired.telemetry
+
+    @property
+    def listener(self) -> Listener | None:
+        """The operator's listener (/metrics, /livez, /readyz), None without one."""
+        return None if self.wired is None else self.wired.listener
 
     @property
     def receiving(self) -> bool:
         """True while updates can come in: polling runs or the webhook listener listens.
 
         Not whether Telegram answers (a poller waiting out an outage still runs)."""
-        if self.phase == POLLING:
-            return self.poller is not None and self.poller.running and self.application.running
-        if self.phase == WEBHOOK:
-            hook = self.hook_listener
-            return hook is not None and hook.running and self.application.running
-        return False
+        if self.phase not in (POLLING, WEBHOOK) or self.wired is None:
+            return False
+        return self.wired.receiver.running and self.application.running
 
     async def start(self, on_waiting: Callable[[str], None] | None = None) -> Services:
         """Start everything; `on_waiting` hears the `waiting_for` line at each failed
@@ -209,18 +221,19 @@ class Runtime:
             await self.application.initialize()
 
         await self._until_telegram_answers("getMe", get_me)
-        services = await patiently(
-            lambda: build_services(
+        wired = await patiently(
+            lambda: build(
                 self.settings,
-                self.application,
+                self.front,
+                webhook=self.webhook,
+                poll_timeout=self.poll_timeout,
                 clocks=self.clocks,
                 pacer=self.pacer,
-                health=self.health,
                 telegram_budget=self.telegram_budget,
                 read_timeout=self.read_timeout,
-                metrics=self.metrics,
             )
         )
+        self.wired, services = wired, wired.services
         self.services = services
         orphans = await patiently(lambda: services.queue.reclaim_orphans(services.clock()))
         swept = await patiently(lambda: sweep_once(services))
@@ -237,33 +250,12 @@ class Runtime:
                 "deleteWebhook",
                 lambda: bot.delete_webhook(drop_pending_updates=False, **timeouts),
             )
-            # Our own long polling: an update is confirmed to Telegram only after
-            # its handler queued the work (xbot.receiving.polling), so a kill loses nothing.
-            self.poller = DurablePoller(
-                self.application, timeout=self.poll_timeout, time_scale=self.settings.time_scale
-            )
-            await self.poller.start()
+            await wired.receiver.start()
             self.phase = POLLING
             log.info("polling %s", kv(version=__version__, workers=self.settings.workers))
         else:
-            # Our own listener: a POST is answered only after its update's work is
-            # queued (xbot.receiving.webhook), so a kill loses nothing acknowledged.
-            # Imported here: tornado comes with the optional webhooks extra, and
-            # `xbot run` checks for it before it gets this far.
-            from xbot.receiving.webhook import WebhookListener
-
             hook = self.webhook
-            self.hook_listener = WebhookListener(
-                self.application,
-                AnsweredUpdates(services.pool),
-                path="/" + hook.url_path,
-                secret_token=hook.secret_token,
-                listen=hook.listen,
-                port=hook.port,
-                max_connections=hook.max_connections,
-                clock=services.clock,  # the line stored times are on (xbot.clock)
-            )
-            await self.hook_listener.start()  # listening before Telegram is told to post
+            await wired.receiver.start()  # listening before Telegram is told to post
             # setWebhook tells Telegram the URL, the secret and how many at once.
             await self._until_telegram_answers(
                 "setWebhook",
@@ -277,17 +269,20 @@ class Runtime:
                 ),
             )
             self.phase = WEBHOOK
+            assert wired.hook_listener is not None  # webhook mode: `build` made one
             log.info(
                 "webhook %s",
                 kv(
                     version=__version__,
-                    listen=f"{hook.listen}:{self.hook_listener.port}",
+                    listen=f"{hook.listen}:{wired.hook_listener.port}",
                     path=hook.url_path,
                     max_connections=hook.max_connections,
                 ),
             )
-        if self.metrics is not None:
-            await self._start_telemetry(services, self.metrics)
+        if wired.telemetry is not None:
+            wired.telemetry.start()  # the tick that shows the loop turns
+        if wired.listener is not None:
+            await wired.listener.start()
         if services.alerts is not None:
             self._run(services.alerts.periodic())
         if services.canary is not None:
@@ -297,24 +292,6 @@ class Runtime:
     def _run(self, loop: Periodic) -> None:
         loop.start()
         self._loops.append(loop)
-
-    async def _start_telemetry(self, services: Services, metrics: Metrics) -> None:
-        """The operator's listener (`XBOT_METRICS_ADDR`): /metrics, /livez, /readyz."""
-        self.telemetry = Telemetry(
-            metrics=metrics,
-            queue=services.queue,
-            pool=services.pool,
-            cache=services.cache,
-            db_path=self.settings.db_path,
-            vitals=services.vitals,
-            running=lambda: self.receiving,
-            clock=services.clock,
-        )
-        self.telemetry.start()
-        if self.settings.metrics_addr is not None:
-            host, port = self.settings.metrics_addr
-            self.listener = Listener(host, port, routes(self.telemetry))
-            await self.listener.start()
 
     async def _set_menus(self) -> None:
         """The command menu in every language (Telegram shows each user theirs), at once
@@ -403,4 +380,5 @@ class Runtime:
             await self.services.guarded.aclose()
             await self.services.pool.close()
             self.services = None
+        self.wired = None
         self._lock.release()

@@ -10,7 +10,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from xbot.media.models import SPAN_KINDS, Poll, PollChoice, Post, RichText, TextSpan
+from xbot.media.models import (
+    ALL_AGES,
+    R18G,
+    SPAN_KINDS,
+    Poll,
+    PollChoice,
+    Post,
+    RichText,
+    TextSpan,
+)
 
 __all__ = ["caption_parts", "post_from_parts"]
 
@@ -51,6 +60,9 @@ def caption_parts(post: Post) -> dict[str, str]:
         parts["article_title"] = post.article_title
     if post.title:
         parts["title"] = post.title
+    if post.rating:
+        # The cache keeps the rating: an R-18 work served by file_id is gated as a fresh one.
+        parts["rating"] = str(post.rating)
     if post.article_body is not None:
         body = post.article_body
         parts["article_body"] = json.dumps(
@@ -123,4 +135,12 @@ def post_from_parts(key: str, url: str, parts: Mapping[str, str]) -> Post:
         article_title=parts.get("article_title", ""),
         title=parts.get("title", ""),
         article_body=_parts_body(parts.get("article_body")),
+        rating=_parts_rating(parts.get("rating")),
     )
+
+
+def _parts_rating(raw: str | None) -> int:
+    # A damaged rating counts as the strictest: never let junk open the gate.
+    if not raw:
+        return ALL_AGES
+    return int(raw) if raw in ("1", "2") else R18G

@@ -235,7 +235,7 @@ _ADMITTED: contextvars.ContextVar[bool] = contextvars.ContextVar("xbot_admitted"
 class TelegramHealth:
     """Telegram's reachability for the whole bot, and the hold while it is down.
 
-    Built once by the runtime (`xbot.runtime.Runtime`, before the first call of the start-up);
+    Built once by the composition root (`xbot.app`, before the first call of the start-up);
     the sender moves the hold (`admitted`, `answered`, `failed`, `released` around
     each of its calls), `CountingRequest` tells it every call's result (`observed`);
     everyone else reads it.
@@ -246,6 +246,8 @@ class TelegramHealth:
         first_probe, probe_cap: the probe backoff (tests scale them down).
         record_path: where each change of state is written for `xbot doctor` (None: nowhere).
         rng: the jitter's source.
+        listeners: told `False` when the hold starts and `True` when sends may go
+            again (the workers' doorbell); `add_listener` adds one later (tests).
     """
 
     clock: Callable[[], float] = time.monotonic
@@ -254,8 +256,8 @@ class TelegramHealth:
     probe_cap: float = PROBE_CAP
     record_path: Path | None = None
     rng: random.Random = attrs.field(factory=random.Random)
+    _listeners: list[Listener] = attrs.field(factory=list, alias="listeners")
     _hold: Hold = attrs.field(factory=Hold, init=False)
-    _listeners: list[Listener] = attrs.field(factory=list, init=False)
     # Methods called around the hold whose last call got no answer (none since through it).
     _unanswered: set[str] = attrs.field(factory=set, init=False)
     down_since: float | None = attrs.field(default=None, init=False)

@@ -21,6 +21,16 @@ log = logging.getLogger(__name__)
 
 CaptionStyle = Literal["full", "short", "none"]
 CAPTION_STYLES: tuple[CaptionStyle, ...] = ("full", "short", "none")
+# Video from other sites: the best that fits the upload limit, or at most 720p / 480p
+# (a data saver for groups); the value is the height cap, "best" none.
+VideoQuality = Literal["best", "720", "480"]
+VIDEO_QUALITIES: tuple[VideoQuality, ...] = ("best", "720", "480")
+
+
+def max_height(quality: VideoQuality) -> int | None:
+    """The height cap of a video quality; None for the best that fits."""
+    return None if quality == "best" else int(quality)
+
 
 # The record kind of a pending caption edit (one per user per chat).
 CAPTION_EDIT = "caption_edit"
@@ -67,6 +77,10 @@ class ChatSettings:
             muted, comma-separated (`xbot.tasks.alert_rules.Condition`).
         long_text: a post whose text does not fit its caption gets the whole text
             as text messages after its media (`xbot.sending.caption_long`).
+        video_quality: video from other sites: ``best`` (that fits), ``720`` or
+            ``480`` (at most that many lines; `max_height`).
+        sensitive_works: R-18 works (pixiv, with the operator's login) are sent
+            here; None follows the chat type (see `allows_rating`).
         ytdlp_audio: links to other sites bring their sound alone, as audio messages.
     """
 
@@ -86,6 +100,10 @@ class ChatSettings:
     operator_language: str | None = attrs.field(default=None, validator=_optional_str)
     muted_alerts: str | None = attrs.field(default=None, validator=_optional_str)
     long_text: bool = attrs.field(default=True, validator=_bool)
+    video_quality: VideoQuality = attrs.field(
+        default="best", validator=attrs.validators.in_(VIDEO_QUALITIES)
+    )
+    sensitive_works: bool | None = attrs.field(default=None, validator=_optional_bool)
     ytdlp_audio: bool = attrs.field(default=False, validator=_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
@@ -93,6 +111,29 @@ class ChatSettings:
         if self.ytdlp is not None:
             return self.ytdlp
         return chat_type == "private"
+
+    def sensitive_works_on(self, chat_type: str) -> bool:
+        """Whether R-18 works are sent here: the chat's choice, else only in private chats."""
+        if self.sensitive_works is not None:
+            return self.sensitive_works
+        return chat_type == "private"
+
+    def allows_rating(self, chat_type: str, rating: int) -> bool:
+        """Whether a work of `rating` (`xbot.media.models.R18` ...) may be sent here.
+
+        R-18G (gore) goes only to a private chat that allows R-18: the group toggle
+        names R-18, and an admin who turned it on did not agree to gore for everyone.
+        """
+        if rating <= 0:
+            return True
+        if not self.sensitive_works_on(chat_type):
+            return False
+        return rating == 1 or chat_type == "private"
+
+    def spoiler_for(self, *, sensitive: bool, rating: int) -> bool:
+        """Whether media go under Telegram's spoiler: a rated work (R-18, R-18G) always,
+        whatever the chat chose; another marked sensitive when the chat asks for it."""
+        return rating > 0 or (sensitive and self.spoiler_sensitive)
 
     def to_dict(self) -> dict[str, object]:
         """Only what differs from the defaults: a chat that never touched a setting

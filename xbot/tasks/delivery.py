@@ -43,9 +43,10 @@ from xbot.i18n import N_, translate_reason, translator
 from xbot.links import OTHER_SITE, Link, classify, site_named
 from xbot.logs import kv
 from xbot.media import thumbnail as thumbnails
+from xbot.media import ugoira
 from xbot.media.by_url import URL_OTHER_LIMIT, by_url, photo_ratio_ok, photo_shape_ok
 from xbot.media.download import DownloadResult, download
-from xbot.media.models import MediaItem, Post, Variant
+from xbot.media.models import R18, MediaItem, Post, Variant
 from xbot.media.mp4info import probe_mp4
 from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
@@ -242,6 +243,12 @@ class Delivery:
         async with self.outbox.hold(key):
             cached = await self.outbox.lookup(key, ctx.clock())
             if cached is not None:
+                rating = post_from_parts(key, cached.url, cached.caption_parts).rating
+                refusal = rating_refusal(rating, settings, payload.chat_type)
+                if refusal is not None:
+                    # The same gate as a fresh fetch: a file_id is no way around it.
+                    await self._tell(ctx, payload, refusal)
+                    return
                 try:
                     payload = await self._send_cached(ctx, payload, cached, settings)
                     await self.outbox.announce(ctx, payload, cached.url, cached.caption_parts)
@@ -252,6 +259,10 @@ class Delivery:
                     payload = DeliverPayload.from_task(ctx.task)
             post = await self._fetch(ctx, payload, settings, fallback=fallback)
             if post is None:
+                return
+            refusal = rating_refusal(post.rating, settings, payload.chat_type)
+            if refusal is not None:
+                await self._tell(ctx, payload, refusal)
                 return
             if any(m.kind != "photo" for m in post.media):
                 action.value = "upload_video"
@@ -352,7 +363,7 @@ class Delivery:
             payload.dest,
             [SentItem(i.kind, i.file_id) for i in cached.items],
             caption=self._caption(post, settings, lang, lead=bool(texts)),
-            spoiler=post.sensitive and settings.spoiler_sensitive,
+            spoiler=settings.spoiler_for(sensitive=post.sensitive, rating=post.rating),
             done=payload.steps_sent(),
             record=record,
         )
@@ -369,7 +380,7 @@ class Delivery:
             "document" if as_docs and m.kind == "photo" else m.kind for m in post.media
         ]
         steps = plan_sends(kinds)
-        spoiler = post.sensitive and settings.spoiler_sensitive
+        spoiler = settings.spoiler_for(sensitive=post.sensitive, rating=post.rating)
         for index, step in enumerate(steps):
             if any(s.step == index for s in payload.sent):
                 continue
@@ -461,6 +472,8 @@ class Delivery:
         limit = self.settings.upload_limit
         suffix = ".jpg" if item.kind == "photo" else ".mp4"
         dest = folder / f"{n}{suffix}"
+        if item.frames:
+            return await self._animation(item, folder, n)
         if item.kind == "photo":
             try:
                 result = await self._get(item.url, dest, item)
@@ -494,6 +507,35 @@ class Delivery:
         return OutMedia(
             kind, result.path, "upload", item.width, item.height, duration,
             filename=dest.name, thumbnail=thumb,
+        )  # fmt: skip
+
+    async def _animation(self, item: MediaItem, folder: Path, n: int) -> OutMedia:
+        """An animation of frames (pixiv's ugoira): its archive, with its host's headers and
+        under the upload cap (the smaller archive when the big one is over it), as an MP4."""
+        archive, dest = folder / f"{n}.zip", folder / f"{n}.mp4"
+        try:
+            try:
+                await self._get(item.url, archive, item)
+            except TooLarge:
+                if not item.fallback_url:
+                    raise
+                await self._get(item.fallback_url, archive, item)
+            await ugoira.to_mp4(archive, item.frames, dest)
+        except TransientFetch as exc:
+            raise RetryLater(exc.reason) from exc
+        except TooLarge:
+            raise
+        except FetchError as exc:
+            raise Permanent(exc.reason) from exc
+        finally:
+            archive.unlink(missing_ok=True)
+        if dest.stat().st_size > self.settings.upload_limit:
+            dest.unlink(missing_ok=True)
+            raise TooLarge("the animation's video is over the upload limit")
+        # The frames' own size (the work's says the full size; the 600px zip is smaller).
+        made = await asyncio.to_thread(probe_mp4, dest)
+        return OutMedia(
+            "gif", dest, "upload", made.width, made.height, item.duration, filename=dest.name
         )  # fmt: skip
 
     async def _get(
@@ -572,6 +614,24 @@ class Delivery:
     async def _tell(self, ctx: TaskContext, payload: DeliverPayload, sentence: str) -> None:
         """One plain sentence of ours (a reason, `DOWN`), in the chat's language."""
         await self._say(ctx, payload, translate_reason(sentence, payload.dest.lang))
+
+
+R18_HERE = N_(
+    "This pixiv work is marked R-18, which this chat does not allow; "
+    "an admin can allow it in /settings."
+)
+R18G_HERE = N_("This pixiv work is marked R-18G, which I send only in private chats.")
+R18G_OFF = N_("This pixiv work is marked R-18G, which this chat does not allow.")
+
+
+def rating_refusal(rating: int, settings: ChatSettings, chat_type: str) -> str | None:
+    """The sentence a chat gets instead of a work of `rating` it does not allow; None
+    when it may have it (`ChatSettings.allows_rating`). Pure."""
+    if settings.allows_rating(chat_type, rating):
+        return None
+    if rating == R18:
+        return R18_HERE
+    return R18G_HERE if chat_type != "private" else R18G_OFF
 
 
 def _by_url(item: MediaItem, upload_limit: int) -> OutMedia | None:

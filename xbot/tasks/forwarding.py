@@ -117,6 +117,12 @@ class Forwarding:
         settings = (await self.chats.get(dest.chat_id, now)).settings
         delete = dest.is_group and settings.delete_original and dest.reply_to is not None
         offer = settings.channel_id not in (None, dest.chat_id) and bool(delivered.items)
+        post = post_from_parts(delivered.key, delivered.url, delivered.caption_parts)
+        if offer and post.rating and settings.channel_id is not None:
+            # An R-18 work is offered only to a channel that allows it, as it is sent only
+            # to chats that do: the channel's own /settings say, as a group's would.
+            channel = (await self.chats.get(settings.channel_id, now)).settings
+            offer = channel.allows_rating("channel", post.rating)
         if delete or offer:
             # The last album's record is written before anything else is sent:
             # a crash from here on repeats the prompt at worst, never an album.
@@ -127,7 +133,6 @@ class Forwarding:
         if not offer:
             return  # nothing linked (or this is the channel itself): nothing to offer
         parts = delivered.caption_parts
-        post = post_from_parts(delivered.key, delivered.url, parts)
         caption = build_caption(
             post, style=settings.caption_style, template=settings.caption_template, lang=dest.lang
         )
@@ -138,7 +143,7 @@ class Forwarding:
             url=delivered.url,
             items=delivered.items,
             caption=caption,
-            spoiler=sensitive and settings.spoiler_sensitive,
+            spoiler=settings.spoiler_for(sensitive=sensitive, rating=post.rating),
             lang=dest.lang,
         )
         text, markup = prompt_view(prompt, settings.channel_title, prompt.lang)

@@ -146,6 +146,11 @@ class Doorbell:
     def ring(self) -> None:
         self._rung.set()
 
+    def ring_if(self, sendable: bool) -> None:
+        """Telegram's health tells it (`TelegramHealth` listeners): rung when sends may go."""
+        if sendable:
+            self._rung.set()
+
     async def wait(self, seconds: float) -> None:
         """Nap until the next ring, for at most `seconds`."""
         self._rung.clear()

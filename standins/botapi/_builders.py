@@ -5,50 +5,34 @@ of a chat), `callback_query` (a button pressed) and `bot_added` (my_chat_member)
 each builds the update as Telegram shapes it, keeps the message where the model
 can find it (replies, edits, copies) and queues the update for getUpdates.
 
-`UpdateBuilders` is a mixin of `BotApiServer`; every method runs under the model's lock.
+`UpdateBuilders` keeps nothing of its own: it writes the state, under its lock, and
+hands each update to the feed.
 """
 
 from __future__ import annotations
 
-import random
-import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from standins._botapi_model import without_reply
-from standins._botapi_wire import CHANNEL_BOT, GROUP_ANONYMOUS_BOT, JSON, user
 from standins._mediabytes import tiny_jpeg
 from standins._tgtext import auto_entities
-
-if TYPE_CHECKING:
-    from standins._botapi_chats import ChatInfo, ChatRegistry
-    from standins._botapi_files import FileStore
+from standins.botapi._chats import ChatInfo
+from standins.botapi._privacy import PrivacyMode
+from standins.botapi._state import BotApiState, without_reply
+from standins.botapi._topics import ForumTopics
+from standins.botapi._updates import UpdateFeed
+from standins.botapi._wire import CHANNEL_BOT, GROUP_ANONYMOUS_BOT, JSON, user
 
 
 class UpdateBuilders:
-    """Updates from users, built and queued (a mixin of `BotApiServer`)."""
+    """Updates from users, built and queued."""
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
-        _rng: random.Random
-        _chats: ChatRegistry
-        _files: FileStore
-        _messages: dict[tuple[int, int], JSON]
-        _deleted: set[tuple[int, int]]
-        _callbacks: dict[str, tuple[float, JSON]]
-        bot_user: JSON
-
-        def _take_message_id(self, chat_id: int) -> int: ...
-        def _remember(self, msg: JSON) -> None: ...
-        def _place_user_message(
-            self, chat: ChatInfo, msg: JSON, topic_id: int | None, reply_to: JSON | None
-        ) -> None: ...
-        def inject_update(self, update: JSON) -> JSON: ...
-        def _delivered_to_bot(self, chat: ChatInfo, msg: JSON) -> bool: ...
-        def _withhold(self, msg: JSON) -> None: ...
-
-        add_chat: Callable[..., ChatInfo]
+    def __init__(
+        self, state: BotApiState, feed: UpdateFeed, topics: ForumTopics, privacy: PrivacyMode
+    ) -> None:
+        self._state = state
+        self._feed = feed
+        self._topics = topics
+        self._privacy = privacy
 
     def user_message(
         self,
@@ -75,28 +59,24 @@ class UpdateBuilders:
         `bot_command`, with UTF-16 offsets. `caption=True` sends a photo with
         `text` as its caption. `sender_chat` posts on behalf of a chat: the group
         itself (anonymous admin) or a channel. In a group whose privacy mode keeps the
-        message from the bot (`_botapi_privacy`) it is recorded in `withheld` and the
+        message from the bot (`_privacy`) it is recorded in `withheld` and the
         update returned has no ``update_id``.
         """
-        with self._lock:
-            chat = self._chats.get(chat_id)
+        with self._state.lock:
+            chat = self._state.chats.get(chat_id)
             if chat is None:
-                chat = (
-                    self._chats.get(chat_id)
-                    if chat_type == "private"
-                    else self.add_chat(chat_id, chat_type)
-                )
-                assert chat is not None
+                assert chat_type != "private", "a private chat has a positive id"
+                chat = self._state.chats.add(ChatInfo(id=chat_id, type=chat_type))
             date = int(time.time())
             msg: JSON = {
-                "message_id": self._take_message_id(chat_id),
+                "message_id": self._state.take_message_id(chat_id),
                 "date": date,
                 "chat": chat.as_message_chat(),
             }
             if chat.type == "channel":
                 msg["sender_chat"] = chat.as_message_chat()
             elif sender_chat is not None:
-                sender = self._chats.get(sender_chat)
+                sender = self._state.chats.get(sender_chat)
                 sender_dict = (
                     sender.as_message_chat()
                     if sender
@@ -109,7 +89,7 @@ class UpdateBuilders:
                 msg["from"] = user(uid, first_name, username, language_code)
             found = entities if entities is not None else auto_entities(text)
             if caption:
-                photo = self._files.store("photo", tiny_jpeg(), "photo.jpg", "image/jpeg")
+                photo = self._state.files.store("photo", tiny_jpeg(), "photo.jpg", "image/jpeg")
                 msg["photo"] = list(photo.photo_sizes)
                 msg["caption"] = text
                 if found:
@@ -120,18 +100,18 @@ class UpdateBuilders:
                     msg["entities"] = found
             replied = None
             if reply_to is not None:
-                replied = self._messages.get((chat_id, reply_to))
+                replied = self._state.messages.get((chat_id, reply_to))
                 if replied is not None:
                     msg["reply_to_message"] = without_reply(replied)
-            self._place_user_message(chat, msg, topic_id, replied)
-            self._remember(msg)
+            self._topics.place_user_message(chat, msg, topic_id, replied)
+            self._state.remember(msg)
             kind = "channel_post" if chat.type == "channel" else "message"
-            if not self._delivered_to_bot(chat, msg):
+            if not self._privacy.delivered_to_bot(chat, msg):
                 # Privacy mode: the message is in the chat (a reply can name it), not in
                 # the bot's updates.
-                self._withhold(msg)
+                self._privacy.withhold(msg)
                 return {kind: msg}
-            return self.inject_update({kind: msg})
+            return self._feed.inject_update({kind: msg})
 
     def callback_query(
         self,
@@ -144,12 +124,12 @@ class UpdateBuilders:
         language_code: str = "en",
     ) -> JSON:
         """A user presses an inline button with `data` under message `message_id`."""
-        with self._lock:
+        with self._state.lock:
             uid = user_id if user_id is not None else (chat_id if chat_id > 0 else 1001)
-            query_id = str(self._rng.getrandbits(62))
-            stored = self._messages.get((chat_id, message_id))
-            if stored is None or (chat_id, message_id) in self._deleted:
-                chat = self._chats.get(chat_id)
+            query_id = str(self._state.rng.getrandbits(62))
+            stored = self._state.live(chat_id, message_id)
+            if stored is None:
+                chat = self._state.chats.get(chat_id)
                 chat_dict = chat.as_message_chat() if chat else {"id": chat_id, "type": "group"}
                 message: JSON = {"chat": chat_dict, "message_id": message_id, "date": 0}
             else:
@@ -161,8 +141,8 @@ class UpdateBuilders:
                 "chat_instance": str((abs(chat_id) * 7919 + 17) % 10**18),
                 "data": data,
             }
-            self._callbacks[query_id] = (time.monotonic(), query)
-            return self.inject_update({"callback_query": query})
+            self._state.callbacks[query_id] = (time.monotonic(), query)
+            return self._feed.inject_update({"callback_query": query})
 
     def bot_added(
         self,
@@ -173,9 +153,11 @@ class UpdateBuilders:
         language_code: str = "en",
     ) -> JSON:
         """User `user_id` adds the bot to chat `chat_id`: the my_chat_member update."""
-        with self._lock:
-            chat = self._chats.get(chat_id) or self.add_chat(chat_id, chat_type)
-            me = {k: self.bot_user[k] for k in ("id", "is_bot", "first_name", "username")}
+        with self._state.lock:
+            chat = self._state.chats.get(chat_id) or self._state.chats.add(
+                ChatInfo(id=chat_id, type=chat_type)
+            )
+            me = self._state.bot_user_short
             change: JSON = {
                 "chat": chat.as_message_chat(),
                 "from": user(user_id, language_code=language_code),
@@ -183,4 +165,4 @@ class UpdateBuilders:
                 "old_chat_member": {"status": "left", "user": me},
                 "new_chat_member": {"status": "member", "user": me},
             }
-            return self.inject_update({"my_chat_member": change})
+            return self._feed.inject_update({"my_chat_member": change})

@@ -19,7 +19,7 @@ from email.message import Message as EmailMessage
 from pathlib import Path
 from typing import IO
 
-from standins._botapi_wire import ApiError, Upload, bad_request
+from standins.botapi._wire import ApiError, Upload, bad_request
 
 __all__ = ["MultipartReader"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from standins._botapi_wire import (
+from standins.botapi._wire import (
     CHAT_NOT_FOUND,
     JSON,
     ApiError,
@@ -34,7 +34,7 @@ class ChatInfo:
         members: user id -> status for everyone else (default: "member" in groups,
             "left" in channels).
         bot_blocked: the user blocked the bot, or the bot was removed from the chat.
-        is_forum: a supergroup with topics (`_botapi_topics`).
+        is_forum: a supergroup with topics (`_topics`).
     """
 
     id: int

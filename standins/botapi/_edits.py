@@ -4,16 +4,17 @@ A bot edits only its own messages, still there; an edit that changes nothing
 fails with "message is not modified", as on Telegram; a text message has no
 caption to edit and a media message no text.
 
-`Edits` is a mixin of `TelegramModel`; every method runs under the model's lock.
+`Edits` works on the state's messages, under its lock.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from standins._botapi_wire import (
+from standins.botapi._chats import ChatInfo
+from standins.botapi._state import BotApiState, api_method
+from standins.botapi._wire import (
     CAPTION_LIMIT,
     EDIT_NOT_FOUND,
     JSON,
@@ -27,31 +28,21 @@ from standins._botapi_wire import (
     text_of,
 )
 
-if TYPE_CHECKING:
-    from standins._botapi_chats import ChatInfo, ChatRegistry
-
 
 class Edits:
-    """Changes to messages already sent (a mixin of `TelegramModel`)."""
+    """Changes to messages already sent."""
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
-        _chats: ChatRegistry
-        _messages: dict[tuple[int, int], JSON]
-        _deleted: set[tuple[int, int]]
-        bot_user: JSON
-
-        def _remember(self, msg: JSON) -> None: ...
+    def __init__(self, state: BotApiState) -> None:
+        self._state = state
 
     def _own_message(self, params: JSON) -> tuple[ChatInfo, JSON]:
-        chat = self._chats.require(params, posting=False)
+        chat = self._state.chats.require(params, posting=False)
         if params.get("message_id") is None:
             raise bad_request("Bad Request: message identifier is not specified")
-        key = (chat.id, as_int(params["message_id"], "message_id"))
-        msg = self._messages.get(key)
-        if msg is None or key in self._deleted:
+        msg = self._state.live(chat.id, as_int(params["message_id"], "message_id"))
+        if msg is None:
             raise bad_request(EDIT_NOT_FOUND)
-        if "from" in msg and msg["from"]["id"] != self.bot_user["id"]:
+        if "from" in msg and msg["from"]["id"] != self._state.bot_id:
             raise bad_request("Bad Request: message can't be edited")
         return chat, msg
 
@@ -69,40 +60,44 @@ class Edits:
         if new == msg:
             raise bad_request(NOT_MODIFIED)
         new["edit_date"] = int(time.time())
-        self._remember(new)
+        self._state.remember(new)
         return new
 
-    async def _m_editMessageText(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("editMessageText")
+    async def edit_message_text(self, params: JSON, files: dict[str, Upload]) -> Any:
         text, entities = text_of(params, "text", "entities", TEXT_LIMIT)
         if not text.strip():
             raise bad_request(TEXT_EMPTY)
         markup = parse_markup(params)
-        with self._lock:
+        with self._state.lock:
             _, msg = self._own_message(params)
             if "text" not in msg:
                 raise bad_request("Bad Request: there is no text in the message to edit")
             return self._apply_edit(msg, {"text": text, "entities": entities}, markup)
 
-    async def _m_editMessageCaption(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("editMessageCaption")
+    async def edit_message_caption(self, params: JSON, files: dict[str, Upload]) -> Any:
         caption, entities = text_of(params, "caption", "caption_entities", CAPTION_LIMIT)
         markup = parse_markup(params)
-        with self._lock:
+        with self._state.lock:
             _, msg = self._own_message(params)
             if "text" in msg:
                 raise bad_request("Bad Request: there is no caption in the message to edit")
             return self._apply_edit(msg, {"caption": caption, "caption_entities": entities}, markup)
 
-    async def _m_editMessageReplyMarkup(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("editMessageReplyMarkup")
+    async def edit_message_reply_markup(self, params: JSON, files: dict[str, Upload]) -> Any:
         markup = parse_markup(params)
-        with self._lock:
+        with self._state.lock:
             _, msg = self._own_message(params)
             return self._apply_edit(msg, {}, markup)
 
-    async def _m_deleteMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params, posting=False)
-            key = (chat.id, as_int(params.get("message_id"), "message_id"))
-            if key not in self._messages or key in self._deleted:
+    @api_method("deleteMessage")
+    async def delete_message(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._state.lock:
+            chat = self._state.chats.require(params, posting=False)
+            message_id = as_int(params.get("message_id"), "message_id")
+            if self._state.live(chat.id, message_id) is None:
                 raise bad_request("Bad Request: message to delete not found")
-            self._deleted.add(key)
+            self._state.deleted.add((chat.id, message_id))
         return True

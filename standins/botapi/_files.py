@@ -25,7 +25,8 @@ from typing import Any
 import attrs
 import httpx
 
-from standins._botapi_wire import (
+from standins._mediabytes import image_size
+from standins.botapi._wire import (
     JSON,
     PHOTO_UPLOAD_LIMIT,
     PHOTO_URL_LIMIT,
@@ -37,7 +38,6 @@ from standins._botapi_wire import (
     Upload,
     bad_request,
 )
-from standins._mediabytes import image_size
 
 # What Telegram accepts at a URL, per kind (Bot API: sendDocument by URL only GIF, PDF, ZIP).
 URL_TYPES = {

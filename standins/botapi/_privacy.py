@@ -18,21 +18,18 @@ of its bot features page, and @BotFather's own wording), kept here once:
 - What it receives carries ``reply_to_message`` in full even when the bot never
   received that message (a ``/get`` sent in reply to someone's link).
 
-`PrivacyMode` is a mixin of `TelegramModel`; state is guarded by the model's lock.
+`PrivacyMode` owns the other bots of each group; the rest is the state's, under its lock.
 What was kept from the bot is recorded in `withheld`, so a test can show that a plain
 link never reached it.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import TYPE_CHECKING
 
-from standins._botapi_wire import JSON
-
-if TYPE_CHECKING:
-    from standins._botapi_chats import ChatInfo, ChatRegistry
+from standins.botapi._chats import ChatInfo
+from standins.botapi._state import BotApiState
+from standins.botapi._wire import JSON
 
 _SERVICE_KEYS = frozenset(
     {
@@ -59,42 +56,32 @@ def _utf16_slice(text: str, offset: int, length: int) -> str:
 
 
 class PrivacyMode:
-    """Telegram's privacy-mode filter of group messages (a mixin of `TelegramModel`)."""
+    """Telegram's privacy-mode filter of group messages (on or off in the state's `bot_user`)."""
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
-        _chats: ChatRegistry
-        _messages: dict[tuple[int, int], JSON]
-        bot_user: JSON
-
-        def _take_message_id(self, chat_id: int) -> int: ...
-        def _remember(self, msg: JSON) -> None: ...
-
-    def _init_privacy(self, privacy_mode: bool) -> None:
-        self.bot_user["can_read_all_group_messages"] = not privacy_mode
+    def __init__(self, state: BotApiState) -> None:
+        self._state = state
         self._other_bots: dict[int, dict[str, int]] = {}  # chat -> username -> user id
-        self._last_bot: dict[int, int] = {}  # chat -> the user id of the bot that posted last
         self._withheld: list[JSON] = []
 
     @property
     def privacy_mode(self) -> bool:
-        with self._lock:
-            return not self.bot_user["can_read_all_group_messages"]
+        with self._state.lock:
+            return not self._state.bot_user["can_read_all_group_messages"]
 
     def set_privacy_mode(self, on: bool) -> None:
         """@BotFather's ``/setprivacy``: getMe reports it, groups are filtered by it."""
-        with self._lock:
-            self.bot_user["can_read_all_group_messages"] = not on
+        with self._state.lock:
+            self._state.bot_user["can_read_all_group_messages"] = not on
 
     @property
     def withheld(self) -> list[JSON]:
         """Messages users sent in groups that privacy mode kept from the bot, in order."""
-        with self._lock:
+        with self._state.lock:
             return list(self._withheld)
 
     def add_group_bot(self, chat_id: int, username: str, user_id: int | None = None) -> int:
         """Another bot is a member of the group (bare commands may be its, then)."""
-        with self._lock:
+        with self._state.lock:
             bots = self._other_bots.setdefault(chat_id, {})
             uid = user_id if user_id is not None else 7_000_000 + len(bots) + 1
             bots[username.lstrip("@").lower()] = uid
@@ -102,40 +89,37 @@ class PrivacyMode:
 
     def other_bot_message(self, chat_id: int, username: str, text: str) -> JSON:
         """Another bot of the group posts `text`: it is now the last bot that spoke there."""
-        with self._lock:
+        with self._state.lock:
             name = username.lstrip("@")
             uid = self._other_bots.get(chat_id, {}).get(name.lower())
             if uid is None:
                 uid = self.add_group_bot(chat_id, name)
-            chat = self._chats.get(chat_id)
+            chat = self._state.chats.get(chat_id)
             assert chat is not None, "add the chat first"
             msg: JSON = {
-                "message_id": self._take_message_id(chat_id),
+                "message_id": self._state.take_message_id(chat_id),
                 "date": int(time.time()),
                 "chat": chat.as_message_chat(),
                 "from": {"id": uid, "is_bot": True, "first_name": name, "username": name},
                 "text": text,
             }
-            self._remember(msg)
-            self._last_bot[chat_id] = uid
+            self._state.remember(msg)
+            self._state.last_bot[chat_id] = uid
             return msg
 
-    def _bot_posted(self, chat_id: int) -> None:
-        """This bot sent a message to the chat (called for each of its sends)."""
-        self._last_bot[chat_id] = int(self.bot_user["id"])
+    def withhold(self, msg: JSON) -> None:
+        with self._state.lock:
+            self._withheld.append(msg)
 
-    def _withhold(self, msg: JSON) -> None:
-        self._withheld.append(msg)
-
-    def _delivered_to_bot(self, chat: ChatInfo, msg: JSON) -> bool:
+    def delivered_to_bot(self, chat: ChatInfo, msg: JSON) -> bool:
         """Whether Telegram gives this user message to the bot (see the module docstring)."""
         if chat.type not in ("group", "supergroup") or chat.bot_is_admin:
             return True
-        if self.bot_user["can_read_all_group_messages"]:
+        if self._state.bot_user["can_read_all_group_messages"]:
             return True
         if _SERVICE_KEYS & msg.keys():
             return True
-        me = int(self.bot_user["id"])
+        me = self._state.bot_id
         replied = msg.get("reply_to_message")
         if replied is not None and not replied.get("forum_topic_created"):
             author = replied.get("from") or {}
@@ -150,9 +134,9 @@ class PrivacyMode:
 
     def _meant_for_me(self, chat: ChatInfo, text: str, entity: JSON) -> bool:
         kind = entity.get("type")
-        my_name = str(self.bot_user["username"]).lower()
+        my_name = str(self._state.bot_user["username"]).lower()
         if kind == "text_mention":
-            return bool((entity.get("user") or {}).get("id") == self.bot_user["id"])
+            return bool((entity.get("user") or {}).get("id") == self._state.bot_user["id"])
         if kind == "mention":
             said = _utf16_slice(text, entity["offset"], entity["length"])
             return said.lstrip("@").lower() == my_name
@@ -165,4 +149,4 @@ class PrivacyMode:
         others = self._other_bots.get(chat.id)
         if not others:
             return True
-        return self._last_bot.get(chat.id) == int(self.bot_user["id"])
+        return self._state.last_bot.get(chat.id) == self._state.bot_id

@@ -11,21 +11,22 @@ errors is Telegram's (as bots report it: ``RESULT_ID_DUPLICATE``,
 ``RESULTS_TOO_MUCH``, "query is too old ...", "can't parse inline query
 result: ...").
 
-`check_results` is pure; `InlineMode` is a mixin of `TelegramModel`, every
-method under the model's lock.
+`check_results` is pure; `InlineMode` owns the queries and their answers, under the
+state's lock.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from standins._botapi_wire import (
+from standins.botapi._state import BotApiState, api_method
+from standins.botapi._updates import UpdateFeed
+from standins.botapi._wire import (
     CAPTION_LIMIT,
     JSON,
     QUERY_TOO_OLD,
@@ -39,11 +40,6 @@ from standins._botapi_wire import (
     text_of,
     user,
 )
-
-if TYPE_CHECKING:
-    import random
-
-    from standins._botapi_files import FileStore
 
 MAX_RESULTS = 50
 RESULT_ID_LIMIT = 64
@@ -191,32 +187,23 @@ def check_button(raw: Any) -> JSON | None:
 
 
 class InlineMode:
-    """Inline queries and their answers (a mixin of `TelegramModel`).
+    """Inline queries and their answers.
 
     Attributes:
         inline_answer_window: seconds after a query within which it may be answered.
     """
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
-        _rng: random.Random
-        _files: FileStore
-        bot_user: JSON
-        _inline_queries: dict[str, tuple[float, JSON]]
-        _inline_answers: dict[str, InlineAnswer]
-        inline_answer_window: float
-
-        def inject_update(self, update: JSON) -> JSON: ...
-
-    def _init_inline(self) -> None:
-        self._inline_queries = {}
-        self._inline_answers = {}
+    def __init__(self, state: BotApiState, feed: UpdateFeed) -> None:
+        self._state = state
+        self._feed = feed
+        self._inline_queries: dict[str, tuple[float, JSON]] = {}
+        self._inline_answers: dict[str, InlineAnswer] = {}
         self.inline_answer_window = ANSWER_WINDOW
 
     def set_inline_mode(self, on: bool = True) -> None:
         """What BotFather's ``/setinline`` switches (``getMe().supports_inline_queries``)."""
-        with self._lock:
-            self.bot_user["supports_inline_queries"] = on
+        with self._state.lock:
+            self._state.bot_user["supports_inline_queries"] = on
 
     def inline_query(
         self,
@@ -230,10 +217,10 @@ class InlineMode:
     ) -> JSON:
         """A user types ``@bot <query>`` (in a chat of `chat_type`, their Telegram in
         `language_code`); returns the update."""
-        with self._lock:
-            if not self.bot_user.get("supports_inline_queries"):
+        with self._state.lock:
+            if not self._state.bot_user.get("supports_inline_queries"):
                 raise RuntimeError("Telegram sends no inline queries to a bot without inline mode")
-            query_id = str(self._rng.randrange(10**17, 10**18))
+            query_id = str(self._state.rng.randrange(10**17, 10**18))
             inline: JSON = {
                 "id": query_id,
                 "from": user(user_id, first_name, language_code=language_code),
@@ -242,29 +229,30 @@ class InlineMode:
                 "chat_type": chat_type,
             }
             self._inline_queries[query_id] = (time.monotonic(), inline)
-            return self.inject_update({"inline_query": inline})
+            return self._feed.inject_update({"inline_query": inline})
 
     def inline_answer(self, query_id: str) -> InlineAnswer | None:
-        with self._lock:
+        with self._state.lock:
             return self._inline_answers.get(query_id)
 
     @property
     def inline_answers(self) -> list[InlineAnswer]:
-        with self._lock:
+        with self._state.lock:
             return list(self._inline_answers.values())
 
     def _file_kind(self, file_id: str) -> str | None:
-        info = self._files.get(file_id)
+        info = self._state.files.get(file_id)
         return info.kind if info is not None else None
 
-    async def _m_answerInlineQuery(self, params: JSON, files: dict[str, Any]) -> Any:
+    @api_method("answerInlineQuery")
+    async def answer_inline_query(self, params: JSON, files: dict[str, Any]) -> Any:
         query_id = str(params.get("inline_query_id", ""))
         results = check_results(as_json(params.get("results", "[]"), "results"), self._file_kind)
         button = check_button(params.get("button"))
         offset = str(params.get("next_offset") or "")
         if len(offset.encode()) > 64:
             raise bad_request("Bad Request: NEXT_OFFSET_INVALID")
-        with self._lock:
+        with self._state.lock:
             entry = self._inline_queries.get(query_id)
             now = time.monotonic()
             if (

@@ -5,17 +5,18 @@ origin; copies of an album keep it together under a new ``media_group_id``;
 a forward keeps the content and says where it came from (``forward_origin``).
 What Telegram cannot find in a batch it skips.
 
-`CopiesAndForwards` is a mixin of `TelegramModel`; every method runs under the
-model's lock.
+`CopiesAndForwards` works on the state's messages, under its lock; where a copy
+lands is the topics' rule (`ForumTopics.placement`).
 """
 
 from __future__ import annotations
 
-import random
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from standins._botapi_wire import (
+from standins.botapi._chats import ChatInfo
+from standins.botapi._state import BotApiState, api_method
+from standins.botapi._topics import ForumTopics
+from standins.botapi._wire import (
     CAPTION_LIMIT,
     CHAT_NOT_FOUND,
     JSON,
@@ -28,38 +29,21 @@ from standins._botapi_wire import (
     text_of,
 )
 
-if TYPE_CHECKING:
-    from standins._botapi_chats import ChatInfo, ChatRegistry
-
 
 class CopiesAndForwards:
-    """Messages sent again from where they are (a mixin of `TelegramModel`)."""
+    """Messages sent again from where they are."""
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
-        _rng: random.Random
-        _chats: ChatRegistry
-        _messages: dict[tuple[int, int], JSON]
-        _deleted: set[tuple[int, int]]
-
-        def _placement(self, chat: ChatInfo, params: JSON) -> tuple[JSON | None, JSON]: ...
-        def _new_message(
-            self,
-            chat: ChatInfo,
-            content: JSON,
-            *,
-            reply: JSON | None = None,
-            markup: JSON | None = None,
-            extra: JSON | None = None,
-        ) -> JSON: ...
+    def __init__(self, state: BotApiState, topics: ForumTopics) -> None:
+        self._state = state
+        self._topics = topics
 
     def _source_message(self, params: JSON, verb: str) -> JSON:
-        from_chat = self._chats.resolve_id(params.get("from_chat_id"))
-        if from_chat is None or self._chats.get(from_chat) is None:
+        chats = self._state.chats
+        from_chat = chats.resolve_id(params.get("from_chat_id"))
+        if from_chat is None or chats.get(from_chat) is None:
             raise bad_request(CHAT_NOT_FOUND)
-        key = (from_chat, as_int(params.get("message_id"), "message_id"))
-        msg = self._messages.get(key)
-        if msg is None or key in self._deleted:
+        msg = self._state.live(from_chat, as_int(params.get("message_id"), "message_id"))
+        if msg is None:
             raise bad_request(f"Bad Request: message to {verb} not found")
         return msg
 
@@ -91,23 +75,25 @@ class CopiesAndForwards:
                 content["caption_entities"] = entities
         if group is not None:
             content["media_group_id"] = group
-        reply, where = self._placement(chat, params)
+        reply, where = self._topics.placement(chat, params)
         content.update(where)
-        return self._new_message(chat, content, reply=reply, markup=parse_markup(params))
+        return self._state.new_message(chat, content, reply=reply, markup=parse_markup(params))
 
-    async def _m_copyMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params)
+    @api_method("copyMessage")
+    async def copy_message(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._state.lock:
+            chat = self._state.chats.require(params)
             src = self._source_message(params, "copy")
             msg = self._copy_into(chat, src, params, None)
             return {"message_id": msg["message_id"]}
 
-    async def _m_copyMessages(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("copyMessages")
+    async def copy_messages(self, params: JSON, files: dict[str, Upload]) -> Any:
         ids = as_json(params.get("message_ids"), "message identifiers")
         if not isinstance(ids, list) or not 1 <= len(ids) <= 100:
             raise bad_request("Bad Request: message identifiers are not specified")
-        with self._lock:
-            chat = self._chats.require(params)
+        with self._state.lock:
+            chat = self._state.chats.require(params)
             sources = []
             for mid in sorted(as_int(i, "message_id") for i in ids):
                 try:
@@ -120,14 +106,15 @@ class CopiesAndForwards:
             out = []
             for src in sources:
                 old = src.get("media_group_id")
-                new = groups.setdefault(old, str(self._rng.getrandbits(60))) if old else None
+                new = groups.setdefault(old, str(self._state.rng.getrandbits(60))) if old else None
                 plain = {k: v for k, v in params.items() if k not in ("caption", "reply_markup")}
                 out.append({"message_id": self._copy_into(chat, src, plain, new)["message_id"]})
             return out
 
-    async def _m_forwardMessage(self, params: JSON, files: dict[str, Upload]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params)
+    @api_method("forwardMessage")
+    async def forward_message(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._state.lock:
+            chat = self._state.chats.require(params)
             src = self._source_message(params, "forward")
             origin_chat = src["chat"]
             if origin_chat["type"] == "channel":
@@ -159,8 +146,8 @@ class CopiesAndForwards:
                     "is_topic_message",
                 )
             }
-            topic_reply, where = self._placement(chat, params)
+            topic_reply, where = self._topics.placement(chat, params)
             content.update(where)
-            return self._new_message(
+            return self._state.new_message(
                 chat, content, reply=topic_reply, extra={"forward_origin": origin}
             )

@@ -19,29 +19,27 @@ has no id a bot may name. The rules kept here, as Telegram applies them
   or of no topic at all fails with "message thread not found"; a closed
   topic fails with ``TOPIC_CLOSED``.
 
-`ForumTopics` is a mixin of `TelegramModel`; every method runs under the
-model's lock.
+`ForumTopics` owns the topics; the messages are the state's.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-from standins._botapi_wire import (
+from standins.botapi._chats import ChatInfo
+from standins.botapi._state import BotApiState, api_method
+from standins.botapi._wire import (
     JSON,
     REPLY_NOT_FOUND,
+    Upload,
     as_int,
+    as_json,
     bad_request,
     user,
 )
-
-if TYPE_CHECKING:
-    from standins._botapi_chats import ChatInfo, ChatRegistry
 
 THREAD_NOT_FOUND = "Bad Request: message thread not found"
 TOPIC_CLOSED = "Bad Request: TOPIC_CLOSED"
@@ -78,45 +76,35 @@ def topic_of(message: JSON) -> int | None:
 
 
 class ForumTopics:
-    """Topics per chat, and the placement of every new message (a mixin of `TelegramModel`)."""
+    """Topics per chat, and the placement of every new message.
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
-        _chats: ChatRegistry
-        _messages: dict[tuple[int, int], JSON]
-        _deleted: set[tuple[int, int]]
-        _topics: dict[tuple[int, int], Topic]
-        bot_user: JSON
+    Every method takes the state's lock (re-entrant: the other parts call in holding it).
+    """
 
-        def _take_message_id(self, chat_id: int) -> int: ...
-        def _remember(self, msg: JSON) -> None: ...
-        def _reply_target(self, chat: ChatInfo, params: JSON) -> JSON | None: ...
-
-        add_chat: Callable[..., ChatInfo]
-
-    def _init_topics(self) -> None:
-        self._topics = {}
+    def __init__(self, state: BotApiState) -> None:
+        self._state = state
+        self._topics: dict[tuple[int, int], Topic] = {}
 
     # ------------------------------------------------------------------ test controls
 
-    def add_forum(self, chat_id: int, title: str | None = None, **kwargs: Any) -> ChatInfo:
-        """A supergroup with topics (`add_chat` arguments otherwise)."""
-        with self._lock:
-            chat = self.add_chat(chat_id, "supergroup", title, **kwargs)
+    def make_forum(self, chat: ChatInfo) -> ChatInfo:
+        """`chat` (a supergroup) gets topics."""
+        with self._state.lock:
             chat.is_forum = True
             # Message id 1 is the forum's start, never a topic: "message_thread_id=1" must fail.
-            if self._messages.get((chat_id, 1)) is None:
-                self._take_message_id(chat_id)
+            if self._state.messages.get((chat.id, 1)) is None:
+                self._state.take_message_id(chat.id)
             return chat
 
     def create_topic(self, chat_id: int, name: str, *, creator: int = 1001) -> int:
         """A member opens topic `name`; returns its id (``message_thread_id``)."""
-        with self._lock:
-            chat = self._chats.get(chat_id)
+        state = self._state
+        with state.lock:
+            chat = state.chats.get(chat_id)
             if chat is None or not chat.is_forum:
                 raise bad_request(NOT_A_FORUM)
-            topic_id = self._take_message_id(chat_id)
-            self._remember(
+            topic_id = state.take_message_id(chat_id)
+            state.remember(
                 {
                     "message_id": topic_id,
                     "date": int(time.time()),
@@ -131,29 +119,25 @@ class ForumTopics:
             return topic_id
 
     def close_topic(self, chat_id: int, topic_id: int, closed: bool = True) -> None:
-        with self._lock:
+        with self._state.lock:
             self._topics[(chat_id, topic_id)].closed = closed
 
     def delete_topic(self, chat_id: int, topic_id: int) -> None:
         """The topic goes, and every message in it (as on Telegram)."""
-        with self._lock:
+        state = self._state
+        with state.lock:
             self._topics[(chat_id, topic_id)].deleted = True
-            for key, msg in self._messages.items():
+            for key, msg in state.messages.items():
                 if key[0] == chat_id and topic_of(msg) == topic_id:
-                    self._deleted.add(key)
-
-    def delete_message(self, chat_id: int, message_id: int) -> None:
-        """Someone (the sender, an admin, an anti-spam bot) deleted a message meanwhile."""
-        with self._lock:
-            self._deleted.add((chat_id, message_id))
+                    state.deleted.add(key)
 
     def topic(self, chat_id: int, topic_id: int) -> Topic | None:
-        with self._lock:
+        with self._state.lock:
             return self._topics.get((chat_id, topic_id))
 
     # ------------------------------------------------------------------ placement
 
-    def _place_user_message(
+    def place_user_message(
         self, chat: ChatInfo, msg: JSON, topic_id: int | None, reply_to: JSON | None
     ) -> None:
         """Where a member's message sits: its topic, or the reply thread in General."""
@@ -166,20 +150,43 @@ class ForumTopics:
             msg["message_thread_id"] = topic.id
             msg["is_topic_message"] = True
             if reply_to is None:
-                msg["reply_to_message"] = self._messages[(chat.id, topic.id)]
+                msg["reply_to_message"] = self._state.messages[(chat.id, topic.id)]
         elif reply_to is not None and chat.type == "supergroup":
             # A reply thread, not a topic: naming it in a send fails in a forum.
             msg["message_thread_id"] = reply_to.get("message_thread_id", reply_to["message_id"])
 
-    def _placement(self, chat: ChatInfo, params: JSON) -> tuple[JSON | None, JSON]:
+    def reply_target(self, chat: ChatInfo, params: JSON) -> JSON | None:
+        """The message a send replies to (``reply_parameters`` or the older fields)."""
+        reply_params = params.get("reply_parameters")
+        if reply_params is not None:
+            rp = as_json(reply_params, "reply parameters")
+            if not isinstance(rp, dict) or "message_id" not in rp:
+                raise bad_request("Bad Request: can't parse reply parameters JSON object")
+            target_chat = self._state.chats.resolve_id(rp.get("chat_id", chat.id))
+            message_id = as_int(rp["message_id"], "message_id")
+            allow = bool(rp.get("allow_sending_without_reply"))
+        elif params.get("reply_to_message_id") is not None:
+            target_chat = chat.id
+            message_id = as_int(params["reply_to_message_id"], "reply_to_message_id")
+            allow = bool(params.get("allow_sending_without_reply"))
+        else:
+            return None
+        found = self._state.live(target_chat if target_chat is not None else chat.id, message_id)
+        if found is None:
+            if allow:
+                return None
+            raise bad_request(REPLY_NOT_FOUND)
+        return found
+
+    def placement(self, chat: ChatInfo, params: JSON) -> tuple[JSON | None, JSON]:
         """The reply target (or the topic's service message) and the topic fields of a send."""
-        reply = self._reply_target(chat, params)
+        messages = self._state.messages
+        reply = self.reply_target(chat, params)
         raw = params.get("message_thread_id")
         thread = None if raw in (None, "") else as_int(raw, "message thread identifier")
         if thread is not None:
             if not chat.is_forum:
-                root = self._messages.get((chat.id, thread))
-                if chat.type != "supergroup" or root is None or (chat.id, thread) in self._deleted:
+                if chat.type != "supergroup" or self._state.live(chat.id, thread) is None:
                     raise bad_request(THREAD_NOT_FOUND)
                 return reply, {"message_thread_id": thread}
             topic = self._open_topic(chat, thread)
@@ -192,10 +199,10 @@ class ForumTopics:
         else:
             return reply, {}
         if reply is None:
-            reply = self._messages[(chat.id, topic.id)]
+            reply = messages[(chat.id, topic.id)]
         return reply, {"message_thread_id": topic.id, "is_topic_message": True}
 
-    def _check_thread(self, chat: ChatInfo, params: JSON) -> None:
+    def check_thread(self, chat: ChatInfo, params: JSON) -> None:
         """For methods that post nothing lasting (sendChatAction): the thread must exist."""
         raw = params.get("message_thread_id")
         if raw in (None, ""):
@@ -215,31 +222,35 @@ class ForumTopics:
 
     # ------------------------------------------------------------------ Bot API methods
 
-    async def _m_createForumTopic(self, params: JSON, files: dict[str, Any]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params)
+    @api_method("createForumTopic")
+    async def create_forum_topic(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._state.lock:
+            chat = self._state.chats.require(params)
             name = str(params.get("name", ""))
             if not 1 <= len(name) <= 128:
                 raise bad_request("Bad Request: TOPIC_TITLE_EMPTY")
-            topic_id = self.create_topic(chat.id, name, creator=int(self.bot_user["id"]))
+            topic_id = self.create_topic(chat.id, name, creator=self._state.bot_id)
             return self._topics[(chat.id, topic_id)].as_forum_topic()
 
-    async def _m_closeForumTopic(self, params: JSON, files: dict[str, Any]) -> Any:
+    @api_method("closeForumTopic")
+    async def close_forum_topic(self, params: JSON, files: dict[str, Upload]) -> Any:
         return self._set_closed(params, closed=True)
 
-    async def _m_reopenForumTopic(self, params: JSON, files: dict[str, Any]) -> Any:
+    @api_method("reopenForumTopic")
+    async def reopen_forum_topic(self, params: JSON, files: dict[str, Upload]) -> Any:
         return self._set_closed(params, closed=False)
 
-    async def _m_deleteForumTopic(self, params: JSON, files: dict[str, Any]) -> Any:
-        with self._lock:
-            chat = self._chats.require(params, posting=False)
+    @api_method("deleteForumTopic")
+    async def delete_forum_topic(self, params: JSON, files: dict[str, Upload]) -> Any:
+        with self._state.lock:
+            chat = self._state.chats.require(params, posting=False)
             topic = self._existing_topic(chat, params)
             self.delete_topic(chat.id, topic.id)
         return True
 
     def _set_closed(self, params: JSON, *, closed: bool) -> bool:
-        with self._lock:
-            chat = self._chats.require(params, posting=False)
+        with self._state.lock:
+            chat = self._state.chats.require(params, posting=False)
             topic = self._existing_topic(chat, params)
             if topic.closed == closed:
                 raise bad_request("Bad Request: TOPIC_NOT_MODIFIED")

@@ -4,19 +4,19 @@ Telegram's rules kept here: a second getUpdates ends the one before with 409;
 getUpdates while a webhook is set is a 409 too; ``offset`` confirms (a negative
 one keeps the last ``-offset``); ``allowed_updates`` filters and is remembered.
 
-`UpdateFeed` is a mixin of `TelegramModel`; state is guarded by the model's lock,
-never held across an await.
+`UpdateFeed` owns the queue of updates; it takes the state's lock, never across an
+await.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from standins._botapi_wire import JSON, ApiError, Upload, as_int, as_json
+from standins.botapi._state import BotApiState, api_method
+from standins.botapi._wire import JSON, ApiError, Upload, as_int, as_json
 
 _MAX_LONG_POLL = 50.0
 _CONFLICT = (
@@ -26,12 +26,14 @@ _CONFLICT = (
 
 
 class UpdateFeed:
-    """Updates queued by tests and delivered to getUpdates (a mixin of `TelegramModel`)."""
+    """Updates queued by tests and delivered to getUpdates.
 
-    if TYPE_CHECKING:
-        _lock: threading.RLock
+    `call_soon` runs a function on the loop that serves requests (a long poll waits there).
+    """
 
-    def _init_updates(self) -> None:
+    def __init__(self, state: BotApiState, call_soon: Callable[[Callable[[], None]], None]) -> None:
+        self._lock = state.lock
+        self._call_soon = call_soon
         self._updates: list[JSON] = []
         self._next_update_id = 100_000_001
         self._allowed_updates: list[str] = []
@@ -51,10 +53,6 @@ class UpdateFeed:
         with self._lock:
             return len(self._updates)
 
-    def _call_soon(self, fn: Callable[[], None]) -> None:
-        """Run `fn` on the loop that serves requests (the server overrides this)."""
-        fn()
-
     def inject_update(self, update: JSON) -> JSON:
         """Queue an update for getUpdates; an `update_id` is assigned if missing."""
         with self._lock:
@@ -69,7 +67,8 @@ class UpdateFeed:
         for event in list(self._poll_waiters):
             self._call_soon(event.set)
 
-    async def _m_getUpdates(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("getUpdates")
+    async def get_updates(self, params: JSON, files: dict[str, Upload]) -> Any:
         offset = as_int(params.get("offset", 0), "offset")
         limit = min(100, max(1, as_int(params.get("limit", 100), "limit")))
         timeout = min(_MAX_LONG_POLL, max(0.0, float(params.get("timeout", 0) or 0)))
@@ -123,14 +122,16 @@ class UpdateFeed:
         ]
         return out[:limit]
 
-    async def _m_deleteWebhook(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("deleteWebhook")
+    async def delete_webhook(self, params: JSON, files: dict[str, Upload]) -> Any:
         with self._lock:
             self._webhook_url = ""
             if params.get("drop_pending_updates"):
                 self._updates.clear()
         return True
 
-    async def _m_setWebhook(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("setWebhook")
+    async def set_webhook(self, params: JSON, files: dict[str, Upload]) -> Any:
         url = str(params.get("url", ""))
         with self._lock:
             self._webhook_url = url
@@ -138,7 +139,8 @@ class UpdateFeed:
                 self._updates.clear()
         return True
 
-    async def _m_getWebhookInfo(self, params: JSON, files: dict[str, Upload]) -> Any:
+    @api_method("getWebhookInfo")
+    async def get_webhook_info(self, params: JSON, files: dict[str, Upload]) -> Any:
         with self._lock:
             return {
                 "url": self._webhook_url,
