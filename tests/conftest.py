@@ -36,6 +36,7 @@ import pytest
 from hypothesis import settings
 
 from standins.harness import Harness
+from standins.streams import Streams, have_ffmpeg, make_streams
 from xbot.storage.db import DbPool, open_store
 from xbot.storage.queue import NOTICE_KIND, TaskQueue
 from xbot.tasks.notices import read_notice
@@ -105,6 +106,14 @@ def load_soak() -> Any:
     sys.modules["xbot_soak"] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session")
+def streams(tmp_path_factory: pytest.TempPathFactory) -> Streams:
+    """The clip's DASH/HLS renditions (`standins.streams`), encoded once per session."""
+    if not have_ffmpeg():
+        pytest.skip("ffmpeg is not installed (CI installs it: .ci/run)")
+    return make_streams(tmp_path_factory.mktemp("streams"))
 
 
 @pytest.fixture

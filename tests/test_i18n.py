@@ -209,6 +209,7 @@ def _sample(text: str) -> str:
         "limit": "512",
         "state": "on",
         "style": "short",
+        "quality": "at most 720p",
         "language": "Deutsch",
         "size": "31 MB",
         "percent": "42",

@@ -411,11 +411,19 @@ def test_sentence_for(error: Any, group: bool, expected: str | None) -> None:
     ("site", "header", "expected"),
     [
         ((None, None, None), Mp4Info(7.0, 1280, 720), (1280, 720, 7.0)),
-        ((640, 360, 65.0), Mp4Info(7.0, 1280, 720), (640, 360, 65.0)),
+        # The file sent (a merged rendition, a step down) is what the player shows.
+        ((640, 360, 65.0), Mp4Info(7.0, 1280, 720), (1280, 720, 7.0)),
         ((640, None, None), Mp4Info(None, 1280, 720), (1280, 720, None)),
+        ((640, 360, 3.0), Mp4Info(None, 1280, None), (640, 360, 3.0)),
         ((640, None, 3.0), Mp4Info(), (640, None, 3.0)),
     ],
-    ids=["header-fills-all", "site-wins", "size-as-a-pair", "header-knows-nothing"],
+    ids=[
+        "header-fills-all",
+        "the-file-wins",
+        "size-as-a-pair",
+        "a-half-size-is-no-size",
+        "header-knows-nothing",
+    ],
 )
 def test_fill_from_header(
     site: tuple[int | None, int | None, float | None],

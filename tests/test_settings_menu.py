@@ -17,7 +17,7 @@ from xbot.handlers.settings_menu import (
     offered,
     toggle,
 )
-from xbot.storage.state import CAPTION_STYLES, ChatSettings
+from xbot.storage.state import CAPTION_STYLES, VIDEO_QUALITIES, ChatSettings
 from xbot.tasks.callback_data import Action, decode
 
 PRIVATE = MenuContext("private")
@@ -42,15 +42,18 @@ def codes_shown(settings: ChatSettings, ctx: MenuContext) -> list[str]:
 @pytest.mark.parametrize(
     ("ctx", "expected"),
     [
-        (PRIVATE, ["ytdlp", "style", "longtext", "spoiler", "editfwd", "close"]),
-        (GROUP, ["ytdlp", "style", "longtext", "delete", "spoiler", "editfwd", "lang", "close"]),
-        (GROUP_NO_RIGHTS, ["ytdlp", "style", "longtext", "spoiler", "editfwd", "lang", "close"]),
-        (MenuContext("private", can_delete=True), ["ytdlp", "style", "longtext", "spoiler",
-                                                   "editfwd", "close"]),
+        (PRIVATE, ["ytdlp", "quality", "style", "longtext", "spoiler", "editfwd", "close"]),
+        (GROUP, ["ytdlp", "quality", "style", "longtext", "delete", "spoiler", "editfwd",
+                 "lang", "close"]),
+        (GROUP_NO_RIGHTS, ["ytdlp", "quality", "style", "longtext", "spoiler", "editfwd",
+                           "lang", "close"]),
+        (MenuContext("private", can_delete=True), ["ytdlp", "quality", "style", "longtext",
+                                                   "spoiler", "editfwd", "close"]),
         (NO_YTDLP, ["style", "longtext", "spoiler", "editfwd", "close"]),
-        (WITH_DOCS, ["ytdlp", "style", "longtext", "docs", "spoiler", "editfwd", "close"]),
-        (R18_GROUP, ["ytdlp", "style", "longtext", "delete", "spoiler", "r18", "editfwd",
-                     "lang", "close"]),
+        (WITH_DOCS, ["ytdlp", "quality", "style", "longtext", "docs", "spoiler", "editfwd",
+                     "close"]),
+        (R18_GROUP, ["ytdlp", "quality", "style", "longtext", "delete", "spoiler", "r18",
+                     "editfwd", "lang", "close"]),
     ],
     ids=["private", "group-can-delete", "group-no-rights", "private-never-delete", "no-ytdlp",
          "documents", "r18-with-a-pixiv-login"],
@@ -79,6 +82,10 @@ def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> Non
         (ChatSettings(), "docs", PRIVATE, None),
         (ChatSettings(), "docs", WITH_DOCS, {"photos_as_documents": True}),
         (ChatSettings(), "ytdlp", NO_YTDLP, None),
+        (ChatSettings(), "quality", GROUP, {"video_quality": "720"}),
+        (ChatSettings(video_quality="720"), "quality", PRIVATE, {"video_quality": "480"}),
+        (ChatSettings(video_quality="480"), "quality", PRIVATE, {"video_quality": "best"}),
+        (ChatSettings(), "quality", NO_YTDLP, None),
         (ChatSettings(), "nonsense", PRIVATE, None),
         (ChatSettings(), "channel_id", PRIVATE, None),
         (ChatSettings(), "r18", GROUP, None),
@@ -90,7 +97,8 @@ def test_which_toggles_are_offered(ctx: MenuContext, expected: list[str]) -> Non
          "style-full-short", "style-short-none", "style-none-full", "delete-on", "delete-off",
          "delete-no-rights", "delete-private", "spoiler", "editfwd", "longtext-off",
          "longtext-on", "docs-not-offered",
-         "docs-offered", "ytdlp-not-wired", "unknown-code", "not-a-toggle",
+         "docs-offered", "ytdlp-not-wired", "quality-best-720", "quality-720-480",
+         "quality-480-best", "quality-not-wired", "unknown-code", "not-a-toggle",
          "r18-no-pixiv-login", "r18-group-default-off", "r18-private-default-on", "r18-off"],
 )  # fmt: skip
 def test_toggle(
@@ -108,6 +116,7 @@ def test_toggle(
         spoiler_sensitive=st.booleans(),
         edit_before_forward=st.booleans(),
         long_text=st.booleans(),
+        video_quality=st.sampled_from(VIDEO_QUALITIES),
         sensitive_works=st.none() | st.booleans(),
     ),
     st.sampled_from(CODES),
@@ -133,6 +142,7 @@ def test_labels_say_the_state() -> None:
     labels = [label for row in menu_buttons(ChatSettings(), GROUP) for label, _ in row]
     assert labels == [
         "Other sites: off",
+        "Video quality: best that fits",
         "Caption: full text",
         "Whole text of long posts: on",
         "Delete link message: off",

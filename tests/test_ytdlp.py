@@ -32,10 +32,14 @@ from xbot.errors import (
 )
 from xbot.sources import ytdlp
 from xbot.sources.ytdlp import (
+    EXTRACT_FORMAT,
+    FORMAT_SORT,
     GEO_BLOCKED,
     GONE,
     LIVE,
     LOGIN_REQUIRED,
+    MERGE_OPTIONS,
+    NO_SINGLE_FILE,
     REFUSED,
     UNSUPPORTED,
     YtdlpConfig,
@@ -45,6 +49,10 @@ from xbot.sources.ytdlp import (
     first_video,
     format_selector,
     host_guard,
+    no_format_error,
+    select,
+    size_of,
+    step_below,
     translate,
     video_info,
 )
@@ -140,6 +148,142 @@ def test_format_selector_as_yt_dlp_applies_it(
     assert [f["format_id"] for f in select(ctx)] == chosen
 
 
+def _v(
+    format_id: str, height: int, size: int, vcodec: str = "avc1", **fields: Any
+) -> dict[str, Any]:
+    return _fmt(format_id, acodec="none", vcodec=vcodec, height=height, filesize=size,
+                tbr=height, **fields)  # fmt: skip
+
+
+def _a(format_id: str, size: int | None, acodec: str = "mp4a", **fields: Any) -> dict[str, Any]:
+    return _fmt(format_id, **{"vcodec": "none", "acodec": acodec, "filesize": size,
+                              "abr": 128, "ext": "m4a", **fields})  # fmt: skip
+
+
+LADDER = [_v("v240", 240, 10), _v("v720", 720, 30), _v("v1080", 1080, 60), _a("a", 10)]
+
+# (name, formats, format_selector's arguments (limit 50), what yt-dlp then picks)
+MERGES: list[tuple[str, list[dict[str, Any]], dict[str, Any], list[str]]] = [
+    ("best-picture-that-fits-beside-the-sound", LADDER, {"audio_bytes": 10}, ["v720+a"]),
+    # 1080p alone fits (45 < 50), but not with its sound.
+    ("the-sum-counts-not-the-picture-alone",
+     [_v("v720", 720, 30), _v("v1080", 1080, 45), _a("a", 10)], {"audio_bytes": 10},
+     ["v720+a"]),
+    ("a-chats-cap", LADDER, {"audio_bytes": 10, "max_height": 480}, ["v240+a"]),
+    ("a-step-down-below-a-rendition", LADDER, {"audio_bytes": 10, "below": ("[height<720]",)},
+     ["v240+a"]),
+    ("unknown-sizes-admitted-for-the-hook-to-cap",
+     [_v("v720", 720, 0), _v("v1080", 1080, 0), _a("a", None)], {}, ["v1080+a"]),
+    ("h264-over-vp9-and-av1-at-a-lower-height",
+     [_v("h264", 720, 20), _v("vp9", 1080, 20, vcodec="vp9"),
+      _v("av1", 1080, 20, vcodec="av01.0.08M.08"), _a("a", 10)], {"audio_bytes": 10},
+     ["h264+a"]),
+    ("vp9-only-is-sent-as-it-is",
+     [_v("vp9lo", 480, 20, vcodec="vp9"), _v("vp9hi", 720, 30, vcodec="vp9"), _a("a", 10)],
+     {"audio_bytes": 10}, ["vp9hi+a"]),
+    ("aac-over-opus",
+     [_v("v", 720, 20), _a("opus", 10, acodec="opus", abr=160), _a("aac", 10)],
+     {"audio_bytes": 10}, ["v+aac"]),
+    ("a-single-file-when-nothing-merges-that-fits",
+     [_v("v1080", 1080, 60), _a("a", 10), _fmt("muxed", filesize=20, height=240)],
+     {"audio_bytes": 10}, ["muxed"]),
+    ("no-sound-anywhere-a-silent-video", [_v("v240", 240, 10), _v("v720", 720, 30)], {},
+     ["v720"]),
+    ("nothing-fits", [_v("v1080", 1080, 60), _a("a", 10)], {"audio_bytes": 10}, []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("formats", "arguments", "chosen"),
+    [(f, a, c) for _, f, a, c in MERGES],
+    ids=[name for name, *_ in MERGES],
+)
+def test_merged_choice_as_yt_dlp_applies_it(
+    formats: list[dict[str, Any]], arguments: dict[str, Any], chosen: list[str]
+) -> None:
+    import yt_dlp
+
+    ydl = yt_dlp.YoutubeDL({"quiet": True, "format_sort": list(FORMAT_SORT)})
+    # Sorted by yt-dlp's own rules, as extraction leaves them (worst first).
+    info = {"formats": [dict(f) for f in formats], "id": "x", "title": "x"}
+    ydl.sort_formats(info)
+    spec = format_selector(50, merge=True, **arguments)
+    assert [f["format_id"] for f in select(ydl, info["formats"], spec)] == chosen
+
+
+def test_merged_selector_spelling() -> None:
+    assert format_selector(100, merge=True, audio_bytes=30, max_height=720) == (
+        "bv[height<=?720][filesize<?70][filesize_approx<?70][protocol!*=?rtmp]"
+        "+ba[protocol!*=?rtmp]"
+        "/best[height<=?720][filesize<?100][filesize_approx<?100][protocol!*=?rtmp]"
+    )
+    # The sound alone over the limit: only a single file could fit.
+    assert format_selector(100, merge=True, audio_bytes=100) == format_selector(100)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "duration", "size"),
+    [
+        ({"filesize": 10, "filesize_approx": 20}, None, 10),
+        ({"filesize_approx": 20}, None, 20),
+        ({"tbr": 800}, 10, 1_000_000),
+        ({"abr": 128}, 8.0, 128_000),
+        ({"tbr": 800}, None, None),
+        ({"tbr": 800, "duration": 10}, None, 1_000_000),
+        ({}, 10, None),
+    ],
+    ids=["stated", "approx", "tbr-x-duration", "abr-x-duration", "no-duration",
+         "the-formats-own-duration", "no-rate"],
+)  # fmt: skip
+def test_size_of(fmt: dict[str, Any], duration: float | None, size: int | None) -> None:
+    assert size_of(fmt, duration) == size
+
+
+@pytest.mark.parametrize(
+    ("part", "step"),
+    [
+        ({"height": 1080, "format_id": "hls-3628"}, "[height<1080]"),
+        ({"format_id": "hls-3628"}, '[format_id!="hls-3628"]'),
+        ({}, None),
+        (None, None),
+    ],
+    ids=["below-its-height", "not-that-format", "nothing-known", "no-part"],
+)
+def test_step_below(part: dict[str, Any] | None, step: str | None) -> None:
+    assert step_below(part) == step
+
+
+@pytest.mark.parametrize(
+    ("formats", "merge", "error"),
+    [
+        (LADDER, True, TooLarge),
+        ([_v("v", 720, 30), _a("a", 10)], False, PostUnavailable),
+        ([_fmt("r", protocol="rtmp")], True, UnsupportedLink),
+    ],
+    ids=["too-big-with-ffmpeg", "picture-and-sound-apart-without-ffmpeg", "nothing-to-fetch"],
+)
+def test_no_format_error_tells_the_truth(
+    formats: list[dict[str, Any]], merge: bool, error: type[FetchError]
+) -> None:
+    import yt_dlp
+
+    config = YtdlpConfig(limit_bytes=1, ffmpeg="/usr/bin/ffmpeg" if merge else None)
+    found = no_format_error(yt_dlp.YoutubeDL({"quiet": True}), formats, config)
+    assert type(found) is error
+    if not merge:
+        assert found.reason == NO_SINGLE_FILE
+
+
+def test_with_ffmpeg_the_options_merge_into_one_mp4(tmp_path: Path) -> None:
+    config = YtdlpConfig(limit_bytes=1000, ffmpeg="/usr/bin/ffmpeg")
+    options = build_options(config, tmp_path, lambda _: None)
+    assert options["merge_output_format"] == "mp4"
+    assert options["ffmpeg_location"] == "/usr/bin/ffmpeg"
+    assert options["postprocessor_args"] == MERGE_OPTIONS["postprocessor_args"]
+    # ffmpeg merges local files; it never downloads (GUARDED_OPTIONS still hold).
+    assert options["external_downloader"] == {"default": "native"}
+
+
 def test_build_options_keep_the_rules(tmp_path: Path) -> None:
     def hook(_: dict[str, Any]) -> None:
         return None
@@ -156,7 +300,11 @@ def test_build_options_keep_the_rules(tmp_path: Path) -> None:
     assert options["paths"] == {"home": str(tmp_path), "temp": str(tmp_path)}
     assert options["outtmpl"] == {"default": "media.%(ext)s"}  # never a name from the site
     assert options["allowed_extractors"] == allowed_extractors("known")
-    assert options["format"] == format_selector(1000)
+    # Extraction takes anything; the job chooses (`format_selector`) before it downloads.
+    assert options["format"] == EXTRACT_FORMAT
+    assert options["format_sort"] == list(FORMAT_SORT)
+    assert options["compat_opts"] == ["manifest-filesize-approx"]
+    assert "merge_output_format" not in options  # no ffmpeg: nothing to merge
     assert options["progress_hooks"] == [hook]
     assert options["ratelimit"] == 5
     # What keeps yt-dlp inside the connect-time guard, whatever the overrides say.

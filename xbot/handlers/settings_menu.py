@@ -22,7 +22,13 @@ import attrs
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from xbot.i18n import LANGUAGES, N_, Translator, chat_language, translator
-from xbot.storage.state import CAPTION_STYLES, CaptionStyle, ChatSettings
+from xbot.storage.state import (
+    CAPTION_STYLES,
+    VIDEO_QUALITIES,
+    CaptionStyle,
+    ChatSettings,
+    VideoQuality,
+)
 from xbot.tasks.callback_data import Action, CallbackData, encode
 
 __all__ = [
@@ -41,7 +47,8 @@ __all__ = [
 
 # Toggle codes, in menu order.
 CODES: Final = (
-    "ytdlp", "style", "longtext", "docs", "delete", "spoiler", "r18", "editfwd", "lang",
+    "ytdlp", "quality", "style", "longtext", "docs", "delete", "spoiler", "r18", "editfwd",
+    "lang",
 )  # fmt: skip
 CLOSE: Final = encode(CallbackData(Action.MENU, ("close",)))
 
@@ -50,6 +57,12 @@ _STYLE_NAMES: Final[dict[CaptionStyle, str]] = {
     "full": N_("full text"),
     "short": N_("short"),
     "none": N_("link only"),
+}
+_QUALITY_NAMES: Final[dict[VideoQuality, str]] = {
+    # Translators: a video quality, shown in the /settings button "Video quality: {quality}".
+    "best": N_("best that fits"),
+    "720": N_("at most 720p"),
+    "480": N_("at most 480p"),
 }
 _GROUPS = frozenset({"group", "supergroup"})
 
@@ -78,7 +91,7 @@ class MenuContext:
 
 def offered(code: str, ctx: MenuContext) -> bool:
     """Whether the menu shows this toggle (and so whether a press on it counts)."""
-    if code == "ytdlp":
+    if code in ("ytdlp", "quality"):
         return ctx.other_sites
     if code == "docs":
         return ctx.documents
@@ -121,12 +134,18 @@ def _next_style(style: CaptionStyle) -> CaptionStyle:
     return CAPTION_STYLES[(CAPTION_STYLES.index(style) + 1) % len(CAPTION_STYLES)]
 
 
+def _next_quality(quality: VideoQuality) -> VideoQuality:
+    return VIDEO_QUALITIES[(VIDEO_QUALITIES.index(quality) + 1) % len(VIDEO_QUALITIES)]
+
+
 def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, object] | None:
     """The settings change a press on `code` makes; None for a toggle not offered here."""
     if not offered(code, ctx):
         return None
     if code == "ytdlp":
         return {"ytdlp": not settings.ytdlp_enabled(ctx.chat_type)}
+    if code == "quality":
+        return {"video_quality": _next_quality(settings.video_quality)}
     if code == "style":
         return {"caption_style": _next_style(settings.caption_style)}
     if code == "longtext":
@@ -152,6 +171,11 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
     if code == "ytdlp":
         return _("Other sites: {state}").format(
             state=_on(settings.ytdlp_enabled(ctx.chat_type), tr)
+        )
+    if code == "quality":
+        # Translators: a /settings button: how good the video from other sites is.
+        return _("Video quality: {quality}").format(
+            quality=_(_QUALITY_NAMES[settings.video_quality])
         )
     if code == "style":
         return _("Caption: {style}").format(style=_(_STYLE_NAMES[settings.caption_style]))

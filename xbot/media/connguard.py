@@ -27,7 +27,10 @@ A connection by name (``connect(("host", 80))``, which resolves again inside
 address is refused. Audit hooks cannot be removed, so the hook is installed
 once per process and is a no-op outside a guarded thread. What Python does
 not see is not covered: a child program (ffmpeg fetching a stream) or C code
-with its own sockets; the options keep yt-dlp from starting either.
+with its own sockets. The options keep yt-dlp from starting either, and in a
+guarded thread of the bot a child program whose arguments hold a URL
+(``scheme://``) is refused as well (``subprocess.Popen``): ffmpeg may merge the
+files the thread downloaded, never fetch an address itself.
 
 Standard library only: the gallery-dl child imports this at every start.
 """
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import runpy
 import socket
 import sys
@@ -54,6 +58,7 @@ __all__ = [
     "Watch",
     "address_allowed",
     "child_command",
+    "child_fetches",
     "guarded",
     "install",
     "main",
@@ -67,7 +72,8 @@ REFUSED_MARKER = "xbot-connguard: refused a connection to a private or local add
 # address, port -> whether a connection there is allowed
 Policy = Callable[[IPAddress, int], bool]
 
-_EVENTS = frozenset({"socket.connect", "socket.sendto"})
+_EVENTS = frozenset({"socket.connect", "socket.sendto", "subprocess.Popen"})
+_URL_IN_ARG = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 class ConnectRefused(ConnectionRefusedError):
@@ -143,11 +149,30 @@ def _where(address: object) -> str:
     return repr(address)
 
 
+def child_fetches(argv: object) -> bool:
+    """Whether a child program's arguments name a URL it would fetch itself. Pure."""
+    args = [argv] if isinstance(argv, str | bytes) else argv
+    if not isinstance(args, list | tuple):
+        return False
+    for arg in args:
+        text = arg.decode(errors="replace") if isinstance(arg, bytes) else str(arg)
+        if _URL_IN_ARG.search(text):
+            return True
+    return False
+
+
 def _hook(event: str, args: tuple[Any, ...]) -> None:
     if event not in _EVENTS:
         return
     watch: Watch | None = _Process.watch or getattr(_local, "watch", None)
     if watch is None:
+        return
+    if event == "subprocess.Popen":
+        # (executable, args, cwd, env). Only the bot's guarded threads: a guarded
+        # child process (gallery-dl) runs its own programs on its own files.
+        if watch is not _Process.watch and child_fetches(args[1]):
+            watch.refused.append("a child program given a URL")
+            raise ConnectRefused("refused by the SSRF guard: a child program given a URL")
         return
     sock, address = args[0], args[-1]
     if watch.closed and event == "socket.connect":

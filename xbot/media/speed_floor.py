@@ -150,6 +150,12 @@ class SpeedWatch:
         finally:
             self._timer = None
 
+    def rest(self) -> None:
+        """No more bytes are expected for now (a merge of what arrived): the timer stops.
+        The task's budget still bounds what follows."""
+        if self._timer is not None:
+            self._timer.reschedule(None)
+
     def sample(self, done: int) -> None:
         """`done` bytes so far; a full block starts the next one (and moves the timer)."""
         pace = step(self.floor, self._pace, self._now(), done)

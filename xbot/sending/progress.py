@@ -40,7 +40,7 @@ EVERY = 4.0  # Telegram limits edits too; 3-5 s reads as live without flooding
 CHAT_ACTION_EVERY = 4.0  # an action shows for ~5 s; refresh before it fades
 DELETE_TIMEOUT = 1.0  # at shutdown the status message gets this long to go away
 
-Phase = Literal["fetch", "download", "upload"]
+Phase = Literal["fetch", "download", "merge", "upload"]
 
 
 @attrs.define
@@ -81,7 +81,8 @@ class Snapshot:
     """Where a job is.
 
     Attributes:
-        phase: ``fetch`` (reading the page), ``download``, ``upload`` (to Telegram).
+        phase: ``fetch`` (reading the page), ``download``, ``merge`` (ffmpeg joins
+            picture and sound), ``upload`` (to Telegram).
         done: bytes downloaded so far.
         total: the expected size in bytes, None when the site does not say.
     """
@@ -106,6 +107,8 @@ def render(snapshot: Snapshot, lang: str = DEFAULT) -> str:
     _ = translator(lang).gettext
     if snapshot.phase == "fetch":
         return _("Looking at the link…")
+    if snapshot.phase == "merge":
+        return _("Merging picture and sound…")
     if snapshot.phase == "upload":
         if snapshot.done:
             return _("Uploading {size} to Telegram…").format(size=human_size(snapshot.done))

@@ -21,6 +21,16 @@ log = logging.getLogger(__name__)
 
 CaptionStyle = Literal["full", "short", "none"]
 CAPTION_STYLES: tuple[CaptionStyle, ...] = ("full", "short", "none")
+# Video from other sites: the best that fits the upload limit, or at most 720p / 480p
+# (a data saver for groups); the value is the height cap, "best" none.
+VideoQuality = Literal["best", "720", "480"]
+VIDEO_QUALITIES: tuple[VideoQuality, ...] = ("best", "720", "480")
+
+
+def max_height(quality: VideoQuality) -> int | None:
+    """The height cap of a video quality; None for the best that fits."""
+    return None if quality == "best" else int(quality)
+
 
 # The record kind of a pending caption edit (one per user per chat).
 CAPTION_EDIT = "caption_edit"
@@ -67,6 +77,8 @@ class ChatSettings:
             muted, comma-separated (`xbot.tasks.alert_rules.Condition`).
         long_text: a post whose text does not fit its caption gets the whole text
             as text messages after its media (`xbot.sending.caption_long`).
+        video_quality: video from other sites: ``best`` (that fits), ``720`` or
+            ``480`` (at most that many lines; `max_height`).
         sensitive_works: R-18 works (pixiv, with the operator's login) are sent
             here; None follows the chat type (see `allows_rating`).
     """
@@ -87,6 +99,9 @@ class ChatSettings:
     operator_language: str | None = attrs.field(default=None, validator=_optional_str)
     muted_alerts: str | None = attrs.field(default=None, validator=_optional_str)
     long_text: bool = attrs.field(default=True, validator=_bool)
+    video_quality: VideoQuality = attrs.field(
+        default="best", validator=attrs.validators.in_(VIDEO_QUALITIES)
+    )
     sensitive_works: bool | None = attrs.field(default=None, validator=_optional_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:

@@ -54,9 +54,9 @@ from xbot.sending.caption import build_caption, post_from_parts
 from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
-from xbot.sources.ytdlp import VideoInfo, YtdlpSource
+from xbot.sources.ytdlp import VideoInfo, YtdlpSource, disk_need
 from xbot.storage.link_cache import CachedItem, CachedPost
-from xbot.storage.state import ChatSettings
+from xbot.storage.state import ChatSettings, VideoQuality, max_height
 from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import TaskContext
@@ -94,14 +94,22 @@ def sentence_for(
 
 
 def fill_from_header(info: VideoInfo, header: Mp4Info) -> VideoInfo:
-    """What the site did not say, from the file's own header (a direct link says nothing).
+    """The picture size and duration of the file sent, from its own header; the site's
+    only where the header is silent (the file is what the player shows: a merged
+    rendition, a step down, a direct link that said nothing).
 
     The picture size is taken as a pair, never a site's width with the file's height.
     """
     width, height = info.width, info.height
-    if not (width and height) and header.width and header.height:
+    if header.width and header.height:
         width, height = header.width, header.height
-    return attrs.evolve(info, width=width, height=height, duration=info.duration or header.duration)
+    return attrs.evolve(info, width=width, height=height, duration=header.duration or info.duration)
+
+
+def quality_key(key: str, quality: VideoQuality) -> str:
+    """The cache key of a video at a chat's quality: a capped copy is never what a
+    chat that wants the best is sent. The best keeps the plain key."""
+    return key if quality == "best" else f"{key}|q{quality}"
 
 
 def caption_parts(info: VideoInfo) -> dict[str, str]:
@@ -178,6 +186,9 @@ class OtherSites:
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return True
+        # From here on the link's cache key is the chat's quality's (recorded with
+        # what is sent, so a resumed task keeps it).
+        payload = attrs.evolve(payload, key=quality_key(payload.key, settings.video_quality))
         async with self.outbox.hold(payload.key):
             if await self._from_cache(ctx, payload, payload.key, settings):
                 return True
@@ -223,13 +234,19 @@ class OtherSites:
         Returns what `announce` needs, or None when the cache answered (it announced).
         """
         with temp_folder(self.settings.data_dir) as folder:
-            async with self.source.open_job(payload.url, folder, status.update) as job:
+            quality = settings.video_quality
+            async with self.source.open_job(
+                payload.url, folder, status.update, max_height=max_height(quality)
+            ) as job:
                 info = await job.extract()
+                info = attrs.evolve(info, key=quality_key(info.key, quality))
                 async with self.outbox.hold_also(info.key, payload.key):
                     if await self._from_cache(ctx, payload, info.key, settings):
                         return None
                     status.update(Snapshot("download", 0, info.size))
-                    with room(folder, self.settings.upload_limit):
+                    # A merge holds the parts and the result at once.
+                    need = disk_need(self.settings.upload_limit, job.config.merge)
+                    with room(folder, need):
                         path = await job.download()
                     if not info.audio_only:
                         info = fill_from_header(info, await asyncio.to_thread(probe_mp4, path))

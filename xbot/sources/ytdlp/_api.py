@@ -8,16 +8,25 @@ that thread and hands snapshots to the loop with ``call_soon_threadsafe``.
 
 The rules that matter, and where they are kept:
 
-- Format (`format_selector`, with the other options in
-  `_options`): the best single file that fits the upload
-  limit; ``<?`` admits formats of unknown size (a direct link never says),
-  which the hook then caps while they download.
+- Format (`format_selector`, with the other options in `_options`): chosen
+  after extraction, once the formats are known: with ffmpeg the best picture
+  that fits beside the best sound (its size estimated first, by yt-dlp's own
+  selection), merged into one MP4; else the best single file that fits.
+  ``<?`` admits formats of unknown size (a direct link, a DASH manifest
+  without a duration), which the hook then caps while they download.
 - The cap (`YtdlpJob._hook`): yt-dlp's own ``max_filesize`` trusts
-  Content-Length and skips silently; the hook counts the bytes themselves and
-  raises ``DownloadCancelled`` past the limit, with or without a length.
+  Content-Length and skips silently; the hook counts the bytes of all the
+  parts together and raises ``DownloadCancelled`` past the limit, with or
+  without a length. A download over the cap steps down (`step_below`): the
+  same choice again below the rendition that was too big, up to `MAX_STEPS`
+  times, so a wrong estimate costs a retry, not the video.
+- Nothing fits: the sentence says why (`no_format_error`): too big only when
+  something would be there without the limit.
 - Cancellation: a cancelled job sets a flag that the hook (and every request
-  yt-dlp makes) checks, so the thread stops at its next block; the caller's
-  temp folder is removed again when a thread outlives the grace period.
+  yt-dlp makes) checks, so the thread stops at its next block, and kills a
+  merge under way (`xbot.media.ffmpeg.kill_children`: ffmpeg is a child
+  process the thread waits for); the caller's temp folder is removed again
+  when a thread outlives the grace period.
 - SSRF: the job's thread runs inside `xbot.media.connguard.guarded`, so every
   connection yt-dlp opens (pages, embeds, media, fragments, each redirect hop)
   is checked on the address it actually connects to; a name that resolves
@@ -52,12 +61,14 @@ import asyncio
 import contextlib
 import copy
 import functools
+import gc
 import logging
 import re
 import shutil
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -77,13 +88,14 @@ from xbot.errors import (
 )
 from xbot.i18n import N_, reason_template
 from xbot.logs import kv
-from xbot.media import connguard, netguard
+from xbot.media import connguard, ffmpeg, netguard
 from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp._options import YtdlpConfig, build_options, cache_key
+from xbot.sources.ytdlp._options import YtdlpConfig, build_options, cache_key, format_selector
 
 log = logging.getLogger(__name__)
 
+MAX_STEPS = 4  # downloads of one link that may run over the cap before it is too big
 REPORT_EVERY = 0.25  # the thread hands the loop at most this many snapshots a second
 # A page read whole: a video's page and its player script are a few MB; a page past
 # this is no page of a video, and each job's thread holds it twice while it joins.
@@ -99,7 +111,11 @@ GONE = N_("That video is private, was removed, or does not exist.")
 LIVE = N_("That is a live stream, or it has not started yet; I can only fetch recorded videos.")
 REFUSED = N_("That site would not give me the video.")
 UNSUPPORTED = N_("I cannot fetch a video from that link.")
-NO_FORMAT_FITS = N_("no single-file version of that video fits the upload limit")
+NO_FORMAT_FITS = N_("no version of that video fits the upload limit")
+NO_SINGLE_FILE = N_(
+    "That site sends the picture and the sound of this video separately, and this bot "
+    "cannot join them (ffmpeg is not installed)."
+)
 OVER_LIMIT = N_("the video is over the upload limit")
 SITE_FAILED = N_("the site did not answer properly")
 SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
@@ -297,7 +313,87 @@ def translate(exc: BaseException) -> FetchError:
     return TransientFetch(SITE_FAILED)
 
 
+# --- the choice of format --------------------------------------------------------------
+
+
+def size_of(fmt: Mapping[str, Any], duration: object = None) -> int | None:
+    """A format's size in bytes: stated, estimated by yt-dlp, or bitrate x duration. Pure."""
+    stated = _opt_int(fmt.get("filesize")) or _opt_int(fmt.get("filesize_approx"))
+    if stated:
+        return stated
+    seconds = _opt_int(fmt.get("duration")) or _opt_int(duration)
+    rate = next((r for k in ("tbr", "abr", "vbr") if (r := fmt.get(k)) and r > 0), None)
+    if seconds and isinstance(rate, int | float):
+        return int(rate * 1000 / 8 * seconds)
+    return None
+
+
+def step_below(part: Mapping[str, Any] | None) -> str | None:
+    """The filter that steps down from a rendition that ran over the cap. Pure.
+
+    Below its height where it has one (the next rendition, not a twin of the same
+    size in another codec), else anything but that format.
+    """
+    if not part:
+        return None
+    height = _opt_int(part.get("height"))
+    if height:
+        return f"[height<{height}]"
+    format_id = _opt_str(part.get("format_id"))
+    if format_id and '"' not in format_id:
+        return f'[format_id!="{format_id}"]'
+    return None
+
+
+def select(ydl: Any, formats: list[Mapping[str, Any]], spec: str) -> list[dict[str, Any]]:
+    """What yt-dlp's own selection picks from `formats` (sorted, as extraction left them)."""
+    selector = ydl.build_format_selector(spec)
+    return list(
+        selector(
+            {
+                "formats": formats,
+                "has_merged_format": any(
+                    "none" not in (f.get("acodec"), f.get("vcodec")) for f in formats
+                ),
+                "incomplete_formats": all(f.get("vcodec") == "none" for f in formats)
+                or all(f.get("acodec") == "none" for f in formats),
+            }
+        )
+    )
+
+
+def no_format_error(ydl: Any, formats: list[Mapping[str, Any]], config: YtdlpConfig) -> FetchError:
+    """Why nothing was chosen, as the sentence that is true.
+
+    Too big only when something would be chosen without the limit; a site that
+    keeps picture and sound apart, where this bot has no ffmpeg, says so.
+    """
+    unlimited = format_selector(2**62, merge=config.merge, max_height=config.max_height)
+    if select(ydl, formats, unlimited):
+        return TooLarge(NO_FORMAT_FITS)
+    if not config.merge and select(ydl, formats, "bv+ba"):
+        return PostUnavailable(NO_SINGLE_FILE)
+    return UnsupportedLink(UNSUPPORTED)
+
+
 # --- the job ---------------------------------------------------------------------------
+
+
+def _close_leaked() -> None:
+    """Close the part file a stopped fragment download leaves open (yt-dlp closes it on
+    success only), before the next attempt writes beside it; it is garbage by now."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+def _empty(folder: Path) -> None:
+    """Remove what an attempt left in the job's folder (its parts), keep the folder."""
+    for entry in folder.iterdir() if folder.is_dir() else ():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 # Seconds between shut-downs of a given-up job's sockets while its thread has not ended.
@@ -434,6 +530,13 @@ class YtdlpJob:
     _busy: asyncio.Future[Any] | None = attrs.field(default=None, init=False)
     _reported: float = attrs.field(default=0.0, init=False)
     _speed: SpeedWatch | None = attrs.field(default=None, init=False)
+    # The current attempt's parts (file -> bytes), all bytes so far (for the speed
+    # floor), the picture part being fetched, the expected total, a merge under way.
+    _parts: dict[str, int] = attrs.field(factory=dict, init=False)
+    _ever: int = attrs.field(default=0, init=False)
+    _tried: Mapping[str, Any] | None = attrs.field(default=None, init=False)
+    _expected: int | None = attrs.field(default=None, init=False)
+    _merging: bool = attrs.field(default=False, init=False)
 
     async def __aenter__(self) -> YtdlpJob:
         self._loop = asyncio.get_running_loop()
@@ -469,8 +572,10 @@ class YtdlpJob:
         return path
 
     def cancel(self) -> None:
-        """Stop the thread at its next block or request (also done on cancellation)."""
+        """Stop the thread at its next block or request (also done on cancellation),
+        and a merge under way (ffmpeg, a child process the thread waits for)."""
         self._cancel.set()
+        ffmpeg.kill_children(str(self.folder))
 
     # -- the loop side ---------------------------------------------------------------
 
@@ -502,6 +607,7 @@ class YtdlpJob:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(asyncio.shield(work), self.config.cancel_grace)
             if not work.done():
+                ffmpeg.kill_children(str(self.folder))  # a merge started as it was cancelled
                 # Still blocked (a stalled socket): clean up after it when it ends.
                 folder = self.folder
                 work.add_done_callback(lambda _: shutil.rmtree(folder, ignore_errors=True))
@@ -526,6 +632,14 @@ class YtdlpJob:
             with contextlib.suppress(TooSlow):
                 self._speed.sample(done)
 
+    def _on_merge(self) -> None:
+        """The merge started (on the loop): no bytes arrive while it runs, so the speed
+        floor rests (the task's budget still bounds it); the status message says so."""
+        if self._speed is not None:
+            self._speed.rest()
+        if self.on_progress is not None:
+            self.on_progress(Snapshot("merge", self._ever, self._expected))
+
     def _report(self, snapshot: Snapshot) -> None:
         if self.on_progress is None or self._loop is None:
             return
@@ -548,7 +662,9 @@ class YtdlpJob:
         self.guard(url)
 
     def _new_ydl(self) -> Any:
-        ydl = _guarded_youtubedl()(build_options(self.config, self.folder, self._hook))
+        ydl = _guarded_youtubedl()(
+            build_options(self.config, self.folder, self._hook, self._pp_hook)
+        )
         ydl.before_request = self._before_request
         # Copies into this job's own jar (never ``cookiefile``: yt-dlp writes that file
         # back when it closes); the jar sends each only to its own domain.
@@ -570,10 +686,71 @@ class YtdlpJob:
         return sanitized
 
     def _download_sync(self, raw: Mapping[str, Any]) -> Path:
+        """Choose, download (and merge); over the cap, choose again below and retry."""
+        formats = [f for f in raw.get("formats") or () if isinstance(f, Mapping)]
+        below: list[str] = []
+        for attempt in range(MAX_STEPS):
+            spec = self._choose(raw, formats, tuple(below), first=attempt == 0)
+            self._ydl.format_selector = self._ydl.build_format_selector(spec)
+            self._parts, self._tried, self._over_cap = {}, None, False
+            try:
+                return self._download_once(raw)
+            except BaseException:
+                step = step_below(self._tried)
+                if not self._over_cap or self._cancel.is_set() or step is None:
+                    raise
+                if attempt + 1 == MAX_STEPS:
+                    raise
+                log.info("yt-dlp over the cap, stepping down %s", kv(url=self.url, below=step))
+                below.append(step)
+            _close_leaked()
+            _empty(self.folder)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _choose(
+        self,
+        raw: Mapping[str, Any],
+        formats: list[Mapping[str, Any]],
+        below: tuple[str, ...],
+        *,
+        first: bool,
+    ) -> str:
+        """The selector for this attempt, by yt-dlp's own selection over the formats.
+
+        Raises:
+            TooLarge, PostUnavailable, UnsupportedLink: nothing to choose
+                (`no_format_error`; after a step down: too big).
+        """
+        config = self.config
+        audio = 0
+        if config.merge:
+            best_audio = select(self._ydl, formats, "ba")
+            if best_audio:
+                audio = size_of(best_audio[0], raw.get("duration")) or 0
+        spec = format_selector(
+            config.limit_bytes,
+            merge=config.merge,
+            audio_bytes=audio,
+            max_height=config.max_height,
+            below=below,
+        )
+        chosen = select(self._ydl, formats, spec) if formats else [dict(raw)]
+        if not chosen:
+            if not first:
+                self._over_cap = True
+                raise TooLarge(OVER_LIMIT)
+            raise no_format_error(self._ydl, formats, config)
+        parts = chosen[0].get("requested_formats") or [chosen[0]]
+        sizes = [size_of(p, raw.get("duration")) for p in parts]
+        self._expected = sum(s for s in sizes if s) if all(sizes) else None
+        return spec
+
+    def _download_once(self, raw: Mapping[str, Any]) -> Path:
         try:
             result = self._ydl.process_ie_result(dict(raw), download=True)
         finally:
             self._ydl.close_responses()
+            self._merging = False
         downloads = result.get("requested_downloads") or ()
         paths = [Path(d["filepath"]) for d in downloads if d.get("filepath")]
         if not paths or not paths[0].is_file():
@@ -586,26 +763,45 @@ class YtdlpJob:
             raise TooLarge(OVER_LIMIT)
         return path
 
+    def _pp_hook(self, status: dict[str, Any]) -> None:
+        """yt-dlp's post-processor hook (its thread): a merge starting."""
+        from yt_dlp.utils import DownloadCancelled
+
+        if self._cancel.is_set():
+            raise DownloadCancelled("the job was cancelled")
+        if status.get("postprocessor") == "Merger" and status.get("status") == "started":
+            self._merging = True
+            if self._loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop is closing
+                    self._loop.call_soon_threadsafe(self._on_merge)
+
     def _hook(self, status: dict[str, Any]) -> None:
         """yt-dlp's progress hook (its thread): the cap, cancellation, then progress."""
         from yt_dlp.utils import DownloadCancelled
 
         if self._cancel.is_set():
             raise DownloadCancelled("the job was cancelled")
-        done = _opt_int(status.get("downloaded_bytes")) or 0
-        total = _opt_int(status.get("total_bytes"))
+        part = status.get("info_dict") or {}
+        if part.get("vcodec") != "none" and self._tried is None:
+            self._tried = part  # the picture (or the single file) of this attempt
+        name = str(status.get("filename") or status.get("tmpfilename") or "")
+        done_part = _opt_int(status.get("downloaded_bytes")) or 0
+        self._ever += max(0, done_part - self._parts.get(name, 0))
+        self._parts[name] = done_part
+        done = sum(self._parts.values())
+        total_part = _opt_int(status.get("total_bytes"))
         limit = self.config.limit_bytes
-        if done > limit or (total is not None and total > limit):
+        if done > limit or (total_part is not None and done - done_part + total_part > limit):
             self._over_cap = True
             raise DownloadCancelled("over the upload limit")
         if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closing
-                self._loop.call_soon_threadsafe(self._sample, done)
+                self._loop.call_soon_threadsafe(self._sample, self._ever)
         now = time.monotonic()
         finished = status.get("status") == "finished"
         if finished or now - self._reported >= REPORT_EVERY:
             self._reported = now
-            estimate = total or _opt_int(status.get("total_bytes_estimate"))
+            estimate = self._expected or total_part or _opt_int(status.get("total_bytes_estimate"))
             self._report(Snapshot("download", done, estimate))
 
     def _close_sync(self) -> None:

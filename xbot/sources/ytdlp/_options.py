@@ -1,9 +1,11 @@
 """What one yt-dlp job asks for: the sites, the format, the options; and the cache key.
 
 Pure: nothing here imports yt-dlp (`_api` does, and runs the
-jobs). The rules kept here: `format_selector` (the best single file that fits
-the upload limit; ``<?`` admits formats of unknown size, which the job's hook
-caps), `allowed_extractors` (``known`` or ``all``), `GUARDED_OPTIONS` (what keeps
+jobs). The rules kept here: `format_selector` (with ffmpeg, the best picture
+plus the best sound whose sizes together fit the upload limit, merged into one
+MP4; without it, the best single file that fits; ``<?`` admits formats of
+unknown size, which the job's hook caps), `FORMAT_SORT` (H.264 and AAC first),
+`allowed_extractors` (``known`` or ``all``), `GUARDED_OPTIONS` (what keeps
 yt-dlp inside the connect-time guard), `OUTTMPL` (never a name
 from the site) and `cache_key` (two spellings of one video share an entry).
 """
@@ -73,8 +75,49 @@ def allowed_extractors(sites: str) -> list[str]:
     raise ValueError(f"XBOT_YTDLP_SITES must be one of {SITES}, got {sites!r}")
 
 
-def format_selector(limit_bytes: int) -> str:
-    """The best single file (video and audio in one; nothing to merge) under the limit.
+# H.264 and AAC first, at any resolution: Telegram plays them inline on every client,
+# where VP9 and AV1 play on some only. A source with nothing else (VP9/AV1 only) is
+# sent as it is, remuxed into MP4: re-encoding would cost minutes of both cores of a
+# small VPS per video (docs/large-media.md). Then MP4/M4A over other containers.
+FORMAT_SORT = ("vcodec:h264", "acodec:aac", "ext:mp4:m4a")
+# The merge: picture and sound copied (never re-encoded) into one MP4, its index at
+# the front (Telegram starts playing before the whole file is there). ffmpeg reads
+# only local files: a downloaded "video" that is really a playlist must not make it
+# fetch the addresses inside (beyond the connect-time guard).
+MERGE_OPTIONS: Mapping[str, Any] = {
+    "merge_output_format": "mp4",
+    "postprocessor_args": {
+        "merger+ffmpeg_i": ["-protocol_whitelist", "file"],
+        "merger+ffmpeg_o": ["-movflags", "+faststart"],
+    },
+}
+# A manifest (DASH, HLS) states bitrates, not sizes; yt-dlp estimates the size of
+# such a format (bitrate x duration) only with this switch on.
+ESTIMATE_MANIFEST_SIZES = "manifest-filesize-approx"
+# What yt-dlp picks at extraction: the real choice is made before the download
+# (`format_selector`), once the formats (and the sound's size) are known.
+EXTRACT_FORMAT = "bv*+ba/b/b*"
+
+
+def _fits(limit: int) -> str:
+    return f"[filesize<?{limit}][filesize_approx<?{limit}]"
+
+
+def format_selector(
+    limit_bytes: int,
+    *,
+    merge: bool = False,
+    audio_bytes: int = 0,
+    max_height: int | None = None,
+    below: tuple[str, ...] = (),
+) -> str:
+    """The best format under the limit, in yt-dlp's own selection language.
+
+    With `merge` (ffmpeg is there): the best picture-only format that fits
+    beside `audio_bytes` of sound, plus the best sound; else (nothing to
+    merge, or nothing fits that way) the best single file. `max_height` is a
+    chat's quality cap; `below` are filters that step down from a rendition
+    that turned out too big (``[height<1080]``).
 
     ``<?`` admits a format whose size the site does not give (a direct link
     never says); the download hook caps those. Both sizes in *one* filter: as
@@ -86,7 +129,19 @@ def format_selector(limit_bytes: int) -> str:
     if limit_bytes <= 0:
         raise ValueError(f"limit must be positive, got {limit_bytes}")
     # RTMP is fetched by a child program (rtmpdump), beyond the connect-time guard.
-    return f"best[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}][protocol!*=?rtmp]"
+    no_rtmp = "[protocol!*=?rtmp]"
+    cap = f"[height<=?{max_height}]" if max_height else ""
+    steps = "".join(below)
+    single = f"best{cap}{_fits(limit_bytes)}{no_rtmp}{steps}"
+    video_room = limit_bytes - audio_bytes
+    if not merge or video_room <= 0:
+        return single
+    return f"bv{cap}{_fits(video_room)}{no_rtmp}{steps}+ba{no_rtmp}/{single}"
+
+
+def disk_need(limit_bytes: int, merge: bool) -> int:
+    """What a download may write: a merge holds the parts and the result at once."""
+    return 2 * limit_bytes if merge else limit_bytes
 
 
 def cache_key(extractor_key: str, video_id: str, webpage_url: str) -> str:
@@ -111,6 +166,9 @@ class YtdlpConfig:
         extract_limit: seconds yt-dlp may take to say what a link is (no bytes to
             measure a speed on then; gallery-dl's runs have the same kind of limit).
         overrides: extra yt-dlp options (tests: ``ratelimit``); they win.
+        ffmpeg: the ffmpeg program that merges picture and sound; None: no merge,
+            the best single file (as before ffmpeg was a dependency).
+        max_height: the chat's quality cap (`xbot.storage.chat_state.VIDEO_QUALITIES`).
         cookies: the operator's (``XBOT_YTDLP_COOKIES``), put in each job's jar.
     """
 
@@ -122,13 +180,27 @@ class YtdlpConfig:
     floor: SpeedFloor = DEFAULT_FLOOR
     extract_limit: float = 120.0
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
+    ffmpeg: str | None = None
+    max_height: int | None = None
+
+    @property
+    def merge(self) -> bool:
+        return self.ffmpeg is not None
+
     cookies: Cookies = attrs.field(factory=Cookies)
 
 
 def build_options(
-    config: YtdlpConfig, folder: Path, hook: Callable[[dict[str, Any]], None]
+    config: YtdlpConfig,
+    folder: Path,
+    hook: Callable[[dict[str, Any]], None],
+    pp_hook: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """The ``YoutubeDL`` parameters of one job. Pure (the test reads them)."""
+    """The ``YoutubeDL`` parameters of one job. Pure (the test reads them).
+
+    ``format`` is what extraction picks; the job sets the real choice
+    (`format_selector`) before it downloads.
+    """
     options: dict[str, Any] = {
         "quiet": True,
         "no_warnings": True,
@@ -146,13 +218,17 @@ def build_options(
         "outtmpl": {"default": OUTTMPL},
         "overwrites": True,
         "allowed_extractors": allowed_extractors(config.sites),
-        "format": format_selector(config.limit_bytes),
-        # Telegram plays MP4 inline; other containers arrive as a file to download.
-        "format_sort": ["ext:mp4:m4a"],
+        "format": EXTRACT_FORMAT,
+        "format_sort": list(FORMAT_SORT),
+        "compat_opts": [ESTIMATE_MANIFEST_SIZES],
         "progress_hooks": [hook],
+        "postprocessor_hooks": [pp_hook] if pp_hook is not None else [],
         "writethumbnail": False,
         "color": {"stdout": "no_color", "stderr": "no_color"},
     }
+    if config.ffmpeg is not None:
+        options.update(MERGE_OPTIONS)
+        options["ffmpeg_location"] = config.ffmpeg
     options.update(config.overrides)
     options.update(GUARDED_OPTIONS)
     return options

@@ -11,6 +11,7 @@ which options, which sites and the SSRF pre-check are decided here once.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,8 @@ class YtdlpSource:
     Attributes:
         overrides: extra yt-dlp options (tests: ``ratelimit`` for a slow download).
         resolver: name resolution for the SSRF pre-check (tests inject one).
+        ffmpeg: the ffmpeg that merges picture and sound (the PATH's); None: the
+            best single file only.
         cookies: ``XBOT_YTDLP_COOKIES``, read and checked when the source is built (at
             start: a bad file stops the bot with one line, not a link later).
     """
@@ -70,6 +73,12 @@ class YtdlpSource:
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
     resolver: netguard.Resolver = netguard.system_resolver
     name: str = "ytdlp"
+    ffmpeg: str | None = attrs.field(factory=lambda: shutil.which("ffmpeg"))
+
+    def config_for(self, max_height: int | None = None) -> YtdlpConfig:
+        """The jobs' configuration, with a chat's quality cap."""
+        return attrs.evolve(self.config, max_height=max_height)
+
     cookies: Cookies = attrs.field(
         default=attrs.Factory(lambda self: load_cookies(self.settings.ytdlp_cookies), True)
     )
@@ -82,6 +91,7 @@ class YtdlpSource:
             allow_private=self.settings.allow_private_networks,
             floor=SpeedFloor.configured(self.settings),
             overrides=dict(self.overrides),
+            ffmpeg=self.ffmpeg,
             cookies=self.cookies,
         )
 
@@ -99,10 +109,16 @@ class YtdlpSource:
         await netguard.resolve_and_check(parsed.host, port, allow, resolver=self.resolver)
 
     def open_job(
-        self, url: str, folder: Path, on_progress: Callable[[Snapshot], None] | None = None
+        self,
+        url: str,
+        folder: Path,
+        on_progress: Callable[[Snapshot], None] | None = None,
+        *,
+        max_height: int | None = None,
     ) -> YtdlpJob:
-        """One link's job (``async with``): `extract`, then `download` into ``folder``."""
-        return YtdlpJob(url, folder, self.config, on_progress=on_progress)
+        """One link's job (``async with``): `extract`, then `download` into ``folder``;
+        `max_height` is the chat's quality cap."""
+        return YtdlpJob(url, folder, self.config_for(max_height), on_progress=on_progress)
 
     async def fetch(self, link: Link) -> Post:
         await self.precheck(link.url)
