@@ -36,6 +36,7 @@ from xbot.errors import FetchError
 from xbot.i18n import N_
 from xbot.logs import kv
 from xbot.media.decoding import STEP
+from xbot.media.ffmpeg import find_ffmpeg
 from xbot.media.models import Frame
 from xbot.media.tempfiles import room
 
@@ -76,9 +77,10 @@ TOO_BIG = N_("This pixiv animation is too large to turn into a video.")
 NOT_CONVERTED = N_("I could not turn this pixiv animation into a video.")
 
 
-def available(ffmpeg: str = "ffmpeg") -> bool:
-    """Whether ffmpeg can be run here (without it an ugoira stays one sentence)."""
-    return shutil.which(ffmpeg) is not None
+def available() -> bool:
+    """Whether ffmpeg runs here (without it an ugoira stays one sentence); where it is
+    and whether it runs is `xbot.media.ffmpeg`'s to say (blocking: ``ffmpeg -version``)."""
+    return find_ffmpeg() is not None
 
 
 def check_frames(frames: Sequence[Frame]) -> None:
