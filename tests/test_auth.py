@@ -52,29 +52,30 @@ ROLES: dict[str, tuple[str, int, Actor, ChatAdmins]] = {
     "operator as a channel subscriber": ("channel", CHANNEL, Actor(OPERATOR), CHANNEL_ADMINS),
     "admin in a chat type unknown to us": ("secret", GROUP, Actor(ADMIN), ADMINS),
 }
-ACTS = (Act.MANAGE, Act.DISMISS, Act.CAPTION, Act.FORWARD, Act.OPERATE)
-# role -> may they: manage (settings), dismiss (Skip), caption, forward, operate.
+ACTS = (Act.MANAGE, Act.DISMISS, Act.CAPTION, Act.FORWARD, Act.OPERATE, Act.FETCH)
+# role -> may they: manage (settings), dismiss (Skip), caption, forward, operate, fetch
+# (the 🎵 button: ask for media as a pasted link does).
 # The owner of a message is OWNER (who sent the link).
 RULE: dict[str, str] = {
-    #                                       manage dismiss caption forward operate
-    "private user":                         "yes    yes     yes     yes     no",
-    "someone else in a private chat":       "no     no      no      no      no",
-    "group member who owns the message":    "no     yes     no      no      no",
-    "other group member":                   "no     no      no      no      no",
-    "group admin":                          "yes    yes     yes     yes     no",
-    "admin of a basic group":               "yes    yes     yes     yes     no",
-    "anonymous admin":                      "yes    yes     yes     yes     no",
-    "channel posting in the group":         "no     no      no      no      no",
-    "admin posting as another chat":        "no     no      no      no      no",
-    "nobody named":                         "no     no      no      no      no",
-    "member when Telegram lists no admins": "no     no      no      no      no",
-    "channel subscriber":                   "no     no      no      no      no",
-    "channel admin":                        "yes    yes     yes     yes     no",
-    "the channel's own post":               "yes    yes     yes     yes     no",
-    "operator as a group member":           "no     no      no      no      yes",
-    "operator in his private chat":         "yes    yes     yes     yes     yes",
-    "operator as a channel subscriber":     "no     no      no      no      yes",
-    "admin in a chat type unknown to us":   "no     no      no      no      no",
+    #                                       manage dismiss caption forward operate fetch
+    "private user":                         "yes    yes     yes     yes     no      yes",
+    "someone else in a private chat":       "no     no      no      no      no      no",
+    "group member who owns the message":    "no     yes     no      no      no      yes",
+    "other group member":                   "no     no      no      no      no      yes",
+    "group admin":                          "yes    yes     yes     yes     no      yes",
+    "admin of a basic group":               "yes    yes     yes     yes     no      yes",
+    "anonymous admin":                      "yes    yes     yes     yes     no      yes",
+    "channel posting in the group":         "no     no      no      no      no      no",
+    "admin posting as another chat":        "no     no      no      no      no      no",
+    "nobody named":                         "no     no      no      no      no      no",
+    "member when Telegram lists no admins": "no     no      no      no      no      yes",
+    "channel subscriber":                   "no     no      no      no      no      no",
+    "channel admin":                        "yes    yes     yes     yes     no      yes",
+    "the channel's own post":               "yes    yes     yes     yes     no      yes",
+    "operator as a group member":           "no     no      no      no      yes     yes",
+    "operator in his private chat":         "yes    yes     yes     yes     yes     yes",
+    "operator as a channel subscriber":     "no     no      no      no      yes     no",
+    "admin in a chat type unknown to us":   "no     no      no      no      no      no",
 }  # fmt: skip
 CASES = [
     (role, act, answer == "yes")

@@ -14,6 +14,7 @@ import pytest
 
 from standins.botapi import BotApiServer
 from standins.queue_sync import SyncQueue
+from xbot.media.ffmpeg import Ffmpeg, find_ffmpeg
 from xbot.ops.doctor import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -24,6 +25,7 @@ from xbot.ops.doctor import (
     check_database,
     clock_finding,
     diagnose,
+    ffmpeg_finding,
     on_loopback,
     telegram_findings,
     timedatectl_synchronized,
@@ -536,3 +538,30 @@ def test_doctor_asks_pixiv_nothing_without_a_session(tmp_path: Path, api: BotApi
         report = diagnose(_env(tmp_path, api, XBOT_PIXIV_API_URL=pixiv.url), timeout=5)
         assert not pixiv.hits
     assert not [x for x in report.lines() if "XBOT_PIXIV_SESSION" in x]
+
+
+@pytest.mark.parametrize(
+    ("found", "level", "says"),
+    [
+        (Ffmpeg("/usr/bin/ffmpeg", "5.1.6-0+deb12u1"), "ok", "5.1.6-0+deb12u1 at /usr/bin/ffmpeg"),
+        (Ffmpeg("/opt/ffmpeg"), "ok", "of an unknown version at /opt/ffmpeg"),
+        (None, "warn", "best single file only"),
+    ],
+    ids=["found", "version-unknown", "missing-says-what-is-lost"],
+)
+def test_ffmpeg_finding(found: Ffmpeg | None, level: str, says: str) -> None:
+    finding = ffmpeg_finding(found)
+    assert (finding.subject, finding.level) == ("ffmpeg", level)
+    assert says in finding.text
+
+
+def test_doctor_reports_the_ffmpeg_on_the_path(tmp_path: Path) -> None:
+    report = diagnose(_env(tmp_path, XBOT_TOKEN=WRONG), online=False)
+    (line,) = [line for line in report.lines() if "  ffmpeg: " in line]
+    found = find_ffmpeg()
+    if found is None:
+        assert line.startswith("warn")
+    else:
+        assert line.startswith("ok")
+        assert found.version
+        assert found.version in line

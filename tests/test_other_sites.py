@@ -14,6 +14,7 @@ import pytest
 
 from standins.harness import Harness, mp4_with_header
 from standins.media_server import big, fake_mp4
+from standins.streams import LIMIT_MB, Streams, serve_hls
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
 from xbot.i18n import translator
 from xbot.links import classify
@@ -433,3 +434,48 @@ def test_fill_from_header(
     info = VideoInfo(key="k", url=LINK, width=site[0], height=site[1], duration=site[2])
     filled = fill_from_header(info, header)
     assert (filled.width, filled.height, filled.duration) == expected
+
+
+@pytest.fixture
+async def h2mb(start_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await start_harness(ytdlp_sites="all", upload_limit_mb=LIMIT_MB)
+
+
+def _shape(call: Any) -> tuple[int, int, int]:
+    return call.params["width"], call.params["height"], call.params["duration"]
+
+
+async def test_an_hls_link_is_720p_with_its_sound_not_a_false_does_not_fit(
+    streams: Streams, h2mb: Harness
+) -> None:
+    url = serve_hls(h2mb.media, streams)
+    await settle(h2mb, CHAT, url)
+    (call,) = videos(h2mb, CHAT)
+    assert _shape(call) == (1280, 720, 6), "the merged file's own size and length"
+    _, size, _ = call.files["video"]
+    assert size > streams.videos[720].stat().st_size, "the picture and its sound"
+    assert texts(h2mb, CHAT) == [], "no 'does not fit'"
+    assert temp_entries(h2mb) == [], "parts and result gone with the job"
+
+
+async def test_a_chats_quality_has_its_own_cache_entry(streams: Streams, h2mb: Harness) -> None:
+    saver = CHAT + 10
+    await h2mb.services.chats.set_settings(saver, h2mb.clock(), video_quality="480")
+    url = serve_hls(h2mb.media, streams)
+    await settle(h2mb, saver, url)
+    (small,) = videos(h2mb, saver)
+    assert _shape(small) == (854, 480, 6)
+    # A chat that wants the best is never sent the 480p copy from the cache ...
+    await settle(h2mb, CHAT, url)
+    (best,) = videos(h2mb, CHAT)
+    assert _shape(best) == (1280, 720, 6)
+    assert "video" in best.files, "uploaded: not the 480p file_id"
+    # ... and each quality is a cache hit for the next chat that asks for it.
+    sent = {q: h2mb.sent(c)[-1]["video"]["file_id"] for q, c in (("480", saver), ("best", CHAT))}
+    assert sent["480"] != sent["best"]
+    for chat, quality in ((CHAT + 11, "best"), (CHAT + 12, "480")):
+        await h2mb.services.chats.set_settings(chat, h2mb.clock(), video_quality=quality)
+        await settle(h2mb, chat, url)
+        (again,) = videos(h2mb, chat)
+        assert again.files == {}, "by file_id, no download"
+        assert again.params["video"] == sent[quality]

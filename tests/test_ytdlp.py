@@ -46,6 +46,7 @@ from xbot.sources.ytdlp import (
     allowed_extractors,
     build_options,
     cache_key,
+    disk_need,
     first_video,
     format_selector,
     host_guard,
@@ -515,3 +516,10 @@ def test_host_guard_refuses_what_netguard_refuses(url: str, error: type[Exceptio
 def test_host_guard_lets_a_public_literal_through_and_everything_when_allowed() -> None:
     host_guard(allow_private=False)("https://93.184.216.34/v.mp4")
     host_guard(allow_private=True)("http://127.0.0.1:1/v.mp4")
+
+
+@pytest.mark.parametrize(
+    ("merge", "need"), [(True, 2000), (False, 1000)], ids=["parts-and-result", "one-file"]
+)
+def test_disk_need_of_a_merge_holds_the_parts_and_the_result(merge: bool, need: int) -> None:
+    assert disk_need(1000, merge) == need

@@ -19,6 +19,7 @@ from standins.media_server import MediaServer
 from standins.streams import LIMIT_MB, Streams, probe_streams, serve_dash, serve_hls
 from xbot.errors import PostUnavailable, TooLarge
 from xbot.media import connguard
+from xbot.media.ffmpeg import find_ffmpeg, parse_version
 from xbot.media.mp4info import probe_mp4
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp import NO_SINGLE_FILE, OVER_LIMIT, YtdlpConfig, YtdlpJob
@@ -242,3 +243,22 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z" and os.path.exists(f"/proc/{pid}")
+
+
+@pytest.mark.parametrize(
+    ("output", "version"),
+    [
+        ("ffmpeg version 5.1.6-0+deb12u1 Copyright (c) 2000-2024 the FFmpeg developers\n",
+         "5.1.6-0+deb12u1"),
+        ("ffmpeg version n7.1 Copyright\nbuilt with gcc\n", "n7.1"),
+        ("avconv version 12\n", ""),
+        ("", ""),
+    ],
+    ids=["debian", "upstream", "not-ffmpeg", "nothing"],
+)  # fmt: skip
+def test_parse_version(output: str, version: str) -> None:
+    assert parse_version(output) == version
+
+
+def test_find_ffmpeg_without_one_on_the_path() -> None:
+    assert find_ffmpeg(which=lambda _: None) is None

@@ -51,6 +51,7 @@ _FILE_ID_PREFIX = {
     "video": "BAACAgIAAxkBAA",
     "animation": "CgACAgIAAxkBAA",
     "document": "BQACAgIAAxkBAA",
+    "audio": "CQACAgIAAxkBAA",
 }
 _PHOTO_STEPS = (90, 320, 800, 1280)  # Telegram's thumbnail sizes s, m, x, y
 _PHOTO_MAX_SIDE = 2560
@@ -81,6 +82,9 @@ class StoredFile:
     height: int = 0
     duration: int = 0
     photo_sizes: tuple[JSON, ...] = ()
+    performer: str = ""
+    title: str = ""
+    thumbnail: JSON | None = None
 
     @property
     def file_path(self) -> str:
@@ -121,6 +125,8 @@ def media_content(kind: str, info: StoredFile, params: JSON) -> JSON:
     }
     if kind == "document" and info.kind != "animation":
         return {"document": base}
+    if kind == "audio":
+        return {"audio": audio_fields(info, base)}
     media = {
         **base,
         "width": int_or(params.get("width"), info.width),
@@ -131,6 +137,39 @@ def media_content(kind: str, info: StoredFile, params: JSON) -> JSON:
         # Telegram shows an animation as both, for clients that predate animations.
         return {"animation": media, "document": base}
     return {"video": media}
+
+
+def audio_fields(info: StoredFile, base: JSON) -> JSON:
+    """Telegram's Audio: ``duration`` always; performer, title and the thumbnail (a
+    PhotoSize) as they were sent with the upload, kept with the file like Telegram does."""
+    audio: JSON = {**base, "duration": info.duration}
+    if info.performer:
+        audio["performer"] = info.performer
+    if info.title:
+        audio["title"] = info.title
+    if info.thumbnail is not None:
+        audio["thumbnail"] = info.thumbnail
+    return audio
+
+
+def _audio_thumbnail(files: dict[str, Upload], params: JSON) -> JSON | None:
+    """An audio upload's thumbnail part (``attach://<part>``, or a part named thumbnail)
+    as a PhotoSize; Telegram takes a JPEG of at most 320 x 320."""
+    value = params.get("thumbnail")
+    name = value.removeprefix("attach://") if isinstance(value, str) else "thumbnail"
+    part = files.get(name)
+    if part is None:
+        return None
+    sniffed = image_size(part.read())
+    if sniffed is None or sniffed[0] != "jpeg" or max(sniffed[1], sniffed[2]) > 320:
+        return None
+    return {
+        "file_id": _FILE_ID_PREFIX["photo"] + secrets.token_urlsafe(40),
+        "file_unique_id": "AQAD" + secrets.token_urlsafe(9)[:12],
+        "file_size": part.size,
+        "width": sniffed[1],
+        "height": sniffed[2],
+    }
 
 
 class FileStore:
@@ -190,7 +229,17 @@ class FileStore:
             if part is None:
                 raise bad_request(WRONG_FILE_ID)
         if part is not None:
-            return self._store_upload(kind, part, params)
+            stored = self._store_upload(kind, part, params)
+            if kind == "audio":
+                stored = attrs.evolve(
+                    stored,
+                    performer=str(params.get("performer") or ""),
+                    title=str(params.get("title") or ""),
+                    thumbnail=_audio_thumbnail(files, params),
+                )
+                with self._lock:
+                    self._files[stored.file_id] = stored
+            return stored
         if not isinstance(value, str) or not value:
             raise bad_request(f"Bad Request: there is no {kind} in the request")
         if value.lower().startswith(("http://", "https://")):

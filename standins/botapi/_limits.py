@@ -43,6 +43,7 @@ COUNTED_METHODS = frozenset(
         "sendVideo",
         "sendAnimation",
         "sendDocument",
+        "sendAudio",
         "sendMediaGroup",
         "copyMessage",
         "forwardMessage",

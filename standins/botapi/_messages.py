@@ -119,6 +119,10 @@ class Messages:
     async def send_document(self, params: JSON, files: dict[str, Upload]) -> Any:
         return await self._send_media("document", params, files)
 
+    @api_method("sendAudio")
+    async def send_audio(self, params: JSON, files: dict[str, Upload]) -> Any:
+        return await self._send_media("audio", params, files)
+
     @api_method("sendMediaGroup")
     async def send_media_group(self, params: JSON, files: dict[str, Upload]) -> Any:
         """Albums. Over 10 items uses Telegram's own (odd) wording; fewer than 2 is ours.

@@ -81,6 +81,12 @@ class OutageSwitch:
         methods: str | Iterable[str] = "send",
         count: int | None = None,
     ) -> None:
+        """Make Telegram unreachable (the module docstring says each mode); None ends it.
+
+        `methods`: ``"send"`` (every method but getUpdates; downloads served), ``"all"``,
+        or method names. `count`: only the next `count` calls in scope. ``"refuse"``
+        closes the port (``methods="all"`` only); blocks a few ms while it does.
+        """
         if mode is not None and mode not in OUTAGE_MODES:
             raise ValueError(f"unknown outage {mode!r}; one of {sorted(OUTAGE_MODES)}")
         every = methods == "all"

@@ -21,13 +21,12 @@ from standins.botapi._dispatch import Dispatcher, is_multipart
 from standins.botapi._edits import Edits
 from standins.botapi._files import FileStore, StoredFile
 from standins.botapi._inline import InlineAnswer, InlineMode
-from standins.botapi._limits import TelegramLimits
 from standins.botapi._messages import Messages
 from standins.botapi._outage import OutageSwitch
 from standins.botapi._privacy import PrivacyMode
-from standins.botapi._referee import SEND_METHODS, Referee
+from standins.botapi._referee import Referee
 from standins.botapi._state import BotApiState, bot_user, method_table
-from standins.botapi._topics import ForumTopics, Topic
+from standins.botapi._topics import ForumTopics
 from standins.botapi._updates import UpdateFeed
 from standins.botapi._wire import JSON, UPLOAD_LIMIT, Call, EarlyRequest
 
@@ -113,6 +112,28 @@ class BotApiServer(ServerBase):
             self._feed,
         )
         self._dispatch = Dispatcher(state, token, methods, self._referee, self._outages)
+        # What tests do, each owned by one part and handed out as it is (the part's
+        # docstring says it); the rest of the face, below, reads the state.
+        self.inject_update = self._feed.inject_update
+        self.user_message = self._builders.user_message
+        self.callback_query = self._builders.callback_query
+        self.bot_added = self._builders.bot_added
+        self.create_topic = self._topics.create_topic
+        self.close_topic = self._topics.close_topic
+        self.delete_topic = self._topics.delete_topic
+        self.topic = self._topics.topic
+        self.set_privacy_mode = self._privacy.set_privacy_mode
+        self.add_group_bot = self._privacy.add_group_bot
+        self.other_bot_message = self._privacy.other_bot_message
+        self.set_inline_mode = self._inline.set_inline_mode
+        self.inline_query = self._inline.inline_query
+        self.inline_answer = self._inline.inline_answer
+        self.fail_next = self._referee.fail_next
+        self.set_rate_limit_storm = self._referee.set_rate_limit_storm
+        self.set_telegram_limits = self._referee.set_telegram_limits
+        self.set_latency = self._referee.set_latency
+        self.set_5xx = self._referee.set_5xx
+        self.set_outage = self._outages.set
 
     async def _handle(self, request: Request) -> Response:
         return await self._dispatch.handle(request)
@@ -315,208 +336,24 @@ class BotApiServer(ServerBase):
         with self._state.lock:
             return self._topics.make_forum(self.add_chat(chat_id, "supergroup", title, **kwargs))
 
-    def create_topic(self, chat_id: int, name: str, *, creator: int = 1001) -> int:
-        """A member opens topic `name`; returns its id (``message_thread_id``)."""
-        return self._topics.create_topic(chat_id, name, creator=creator)
-
-    def close_topic(self, chat_id: int, topic_id: int, closed: bool = True) -> None:
-        self._topics.close_topic(chat_id, topic_id, closed)
-
-    def delete_topic(self, chat_id: int, topic_id: int) -> None:
-        """The topic goes, and every message in it (as on Telegram)."""
-        self._topics.delete_topic(chat_id, topic_id)
-
-    def topic(self, chat_id: int, topic_id: int) -> Topic | None:
-        return self._topics.topic(chat_id, topic_id)
-
     # ------------------------------------------------------------------ privacy mode
 
     @property
     def privacy_mode(self) -> bool:
         return self._privacy.privacy_mode
 
-    def set_privacy_mode(self, on: bool) -> None:
-        """@BotFather's ``/setprivacy``: getMe reports it, groups are filtered by it."""
-        self._privacy.set_privacy_mode(on)
-
     @property
     def withheld(self) -> list[JSON]:
         """Messages users sent in groups that privacy mode kept from the bot, in order."""
         return self._privacy.withheld
 
-    def add_group_bot(self, chat_id: int, username: str, user_id: int | None = None) -> int:
-        """Another bot is a member of the group (bare commands may be its, then)."""
-        return self._privacy.add_group_bot(chat_id, username, user_id)
-
-    def other_bot_message(self, chat_id: int, username: str, text: str) -> JSON:
-        """Another bot of the group posts `text`: it is now the last bot that spoke there."""
-        return self._privacy.other_bot_message(chat_id, username, text)
-
     # ------------------------------------------------------------------ inline mode
-
-    def set_inline_mode(self, on: bool = True) -> None:
-        """What BotFather's ``/setinline`` switches (``getMe().supports_inline_queries``)."""
-        self._inline.set_inline_mode(on)
-
-    def inline_query(
-        self,
-        user_id: int,
-        query: str,
-        *,
-        chat_type: str = "sender",
-        offset: str = "",
-        first_name: str | None = None,
-        language_code: str = "en",
-    ) -> JSON:
-        """A user types ``@bot <query>``; returns the update (`InlineMode.inline_query`)."""
-        return self._inline.inline_query(
-            user_id,
-            query,
-            chat_type=chat_type,
-            offset=offset,
-            first_name=first_name,
-            language_code=language_code,
-        )
-
-    def inline_answer(self, query_id: str) -> InlineAnswer | None:
-        return self._inline.inline_answer(query_id)
 
     @property
     def inline_answers(self) -> list[InlineAnswer]:
         return self._inline.inline_answers
 
-    # ------------------------------------------------------------------ updates
-
-    def inject_update(self, update: JSON) -> JSON:
-        """Queue an update for getUpdates; an `update_id` is assigned if missing."""
-        return self._feed.inject_update(update)
-
-    def user_message(
-        self,
-        chat_id: int,
-        text: str,
-        *,
-        user_id: int | None = None,
-        chat_type: str = "private",
-        entities: list[JSON] | None = None,
-        reply_to: int | None = None,
-        caption: bool = False,
-        sender_chat: int | None = None,
-        first_name: str | None = None,
-        username: str | None = None,
-        language_code: str = "en",
-        topic_id: int | None = None,
-    ) -> JSON:
-        """A user (or, in a channel, the channel) posts `text`; returns the update
-        (`UpdateBuilders.user_message` says the rest)."""
-        return self._builders.user_message(
-            chat_id,
-            text,
-            user_id=user_id,
-            chat_type=chat_type,
-            entities=entities,
-            reply_to=reply_to,
-            caption=caption,
-            sender_chat=sender_chat,
-            first_name=first_name,
-            username=username,
-            language_code=language_code,
-            topic_id=topic_id,
-        )
-
-    def callback_query(
-        self,
-        chat_id: int,
-        message_id: int,
-        data: str,
-        user_id: int | None = None,
-        *,
-        first_name: str | None = None,
-        language_code: str = "en",
-    ) -> JSON:
-        """A user presses an inline button with `data` under message `message_id`."""
-        return self._builders.callback_query(
-            chat_id,
-            message_id,
-            data,
-            user_id,
-            first_name=first_name,
-            language_code=language_code,
-        )
-
-    def bot_added(
-        self,
-        chat_id: int,
-        user_id: int,
-        *,
-        chat_type: str = "supergroup",
-        language_code: str = "en",
-    ) -> JSON:
-        """User `user_id` adds the bot to chat `chat_id`: the my_chat_member update."""
-        return self._builders.bot_added(
-            chat_id, user_id, chat_type=chat_type, language_code=language_code
-        )
-
-    # ------------------------------------------------------------------ faults
-
-    def fail_next(
-        self,
-        method: str,
-        status: int,
-        description: str,
-        *,
-        retry_after: int | None = None,
-        count: int = 1,
-        chat_id: int | None = None,
-        skip: int = 0,
-    ) -> None:
-        """Answer the next `count` calls of `method` (for `chat_id`, if given) with this error,
-        after letting `skip` of them through (`Referee.fail_next`)."""
-        self._referee.fail_next(
-            method,
-            status,
-            description,
-            retry_after=retry_after,
-            count=count,
-            chat_id=chat_id,
-            skip=skip,
-        )
-
-    def set_rate_limit_storm(
-        self,
-        probability: float,
-        retry_after_range: tuple[int, int] = (1, 3),
-        methods: Iterable[str] = SEND_METHODS,
-        seed: int | None = None,
-    ) -> None:
-        """Answer each call of `methods` with a 429 with this probability (0 turns it off)."""
-        self._referee.set_rate_limit_storm(probability, retry_after_range, methods, seed)
-
-    def set_telegram_limits(self, limits: TelegramLimits | None) -> None:
-        """Enforce Telegram's flood limits (`_limits`): 429 past them; None turns off."""
-        self._referee.set_telegram_limits(limits)
-
-    def set_latency(self, seconds: float) -> None:
-        self._referee.set_latency(seconds)
-
-    def set_5xx(self, probability: float, methods: Iterable[str] | None = None) -> None:
-        """Answer 502 from the "front end" with this probability (by default not getUpdates)."""
-        self._referee.set_5xx(probability, methods)
-
-    def set_outage(
-        self,
-        mode: str | None,
-        *,
-        methods: str | Iterable[str] = "send",
-        count: int | None = None,
-    ) -> None:
-        """Make Telegram unreachable (`_outage` says each mode); None ends it.
-
-        `methods`: ``"send"`` (every method but getUpdates; downloads served), ``"all"``,
-        or method names. `count`: only the next `count` calls in scope. ``"refuse"``
-        closes the port (``methods="all"`` only); blocks a few ms while it does.
-        """
-        self._outages.set(mode, methods=methods, count=count)
+    # ------------------------------------------------------------------ outages
 
     @property
     def outage(self) -> str | None:

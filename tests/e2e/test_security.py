@@ -49,11 +49,14 @@ from xbot.i18n import translator
 from xbot.links import classify
 from xbot.media import netguard
 from xbot.media.download import download
+from xbot.sending.destination import Destination
+from xbot.sending.sender import OutMedia
 from xbot.services.auth import ONLY_ADMINS, ONLY_OPERATORS
 from xbot.sources import ytdlp
 from xbot.sources.x import expand_tco
 from xbot.sources.ytdlp import _api as ytdlp_api  # its resolver is replaced below
 from xbot.tasks.callback_data import Action
+from xbot.tasks.other_sites import SOUND_DATA, sound_markup
 from xbot.tasks.payloads import AlertPayload
 
 # --- SSRF -------------------------------------------------------------------------------------
@@ -769,6 +772,36 @@ async def test_every_button_by_every_role(authz: Harness) -> None:
     await press_prompt(second, "Forward", ADMIN, None)
     third = await new_prompt("12")
     await press_prompt(third, "Skip", MEMBER, None)  # his own answer: he may dismiss it
+    # 🎵 under a video from another site: anyone in the group (as anyone may paste a link),
+    # only the admins in the channel; an allowed press queues the sound, a refused one nothing.
+    clip = h.settings.data_dir / "clip.mp4"
+    clip.write_bytes(fake_mp4(20_000))
+    page = "https://videos.example/watch/1"
+
+    async def sound_tasks(chat: int) -> int:
+        tasks = await h.services.queue.list(chat_id=chat)
+        return sum('"audio":true' in t.payload for t in tasks)
+
+    for chat, kind, presses in (
+        (GROUP, "supergroup", ((7005, None), (ADMIN, None))),
+        (CHANNEL, "channel", ((SUBSCRIBER, ONLY_ADMINS), (ALLOWED, None))),
+    ):
+        ((_, video_id),) = await h.services.sender.send_media(
+            Destination(chat, kind),
+            [OutMedia("video", clip, "upload")],
+            caption=f'<a href="{page}">{page}</a>',
+            reply_markup=sound_markup(),
+        )
+        # In the chat's language, which the presses on its Language toggle changed.
+        lang = (await h.services.chats.get(chat, h.clock())).settings.language
+        for who, refused in presses:
+            before_tasks = await sound_tasks(chat)
+            answer = await _press(h, chat, video_id, SOUND_DATA, who)
+            changed = await sound_tasks(chat) != before_tasks
+            said = translator(lang).gettext(refused) if refused else None
+            expect(f"🎵 in the {kind} by {who}", answer, said, changed)
+            await h.wait_idle()
+    pressed.add(Action.AUDIO.value)
     # Every kind of button there is was pressed by someone allowed and someone not.
     assert {a.value for a in Action} <= pressed | {"set", "menu", "retry", "mute"}
     assert problems == []

@@ -13,10 +13,11 @@ the answer says what it did, and the message is edited after the answer.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from telegram import CallbackQuery, InlineKeyboardMarkup, Message, Update
+import attrs
+from telegram import CallbackQuery, InlineKeyboardMarkup, Message, MessageEntity, Update
 from telegram.ext import BaseHandler, CallbackQueryHandler
 
 from xbot.errors import XbotError
@@ -26,8 +27,10 @@ from xbot.handlers.language import language_of, remember_operator_language
 from xbot.handlers.messages import NOT_ALLOWED
 from xbot.handlers.operator import DEAD_SHOWN, dead_view
 from xbot.handlers.settings_menu import change_note, closed_text, menu_markup, menu_text, toggle
-from xbot.i18n import normalize, translator
+from xbot.i18n import N_, normalize, translator
+from xbot.links import Link, classify, extract_links
 from xbot.logs import kv
+from xbot.sending.destination import Destination
 from xbot.services import XContext
 from xbot.services.auth import (
     FOR_THE_CHANNEL,
@@ -41,12 +44,15 @@ from xbot.storage.state import ChatState
 from xbot.tasks.alert_rules import Condition
 from xbot.tasks.alerts import MUTED, UNMUTED, mute_markup, muted
 from xbot.tasks.callback_data import Action, CallbackData, decode
+from xbot.tasks.payloads import DELIVER, DeliverPayload
 from xbot.tasks.prompts import EXPIRED, SKIPPED, find_prompt
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 CONDITIONS = frozenset(c.value for c in Condition)
+# The answer to a 🎵 press: the sound follows as its own message.
+SOUND_COMING = N_("The sound is on its way.")
 # What each button under a forward prompt does, as far as who may press it goes.
 _PROMPT_ACTS = {
     Action.FORWARD: Act.FORWARD,
@@ -113,6 +119,8 @@ async def on_callback(update: Update, context: XContext) -> None:
                 await _retry(query, message, data, context)
             elif data.action == Action.MUTE:
                 await _mute(query, message, data, context, _)
+            elif data.action == Action.AUDIO:
+                await _sound(update, query, message, data, context, _)
             else:
                 raise _Refused
         except XbotError as exc:
@@ -217,6 +225,59 @@ async def _settings(
         html=True,
         markup=menu_markup(new.settings, menu),
     )
+
+
+def sound_link(
+    caption: str, entities: Sequence[MessageEntity], *, allow_private: bool = False
+) -> Link | None:
+    """The video's page under a 🎵 button: the last link of the caption Telegram shows
+    (every caption style ends with it), asked of yt-dlp whatever site it names."""
+    urls = extract_links(caption, entities)
+    link = classify(urls[-1], allow_private=allow_private) if urls else None
+    if link is None or link.kind == "tco":
+        return None
+    return link if link.kind == "other" else attrs.evolve(link, kind="other")
+
+
+async def _sound(
+    update: Update,
+    query: CallbackQuery,
+    message: Message,
+    data: CallbackData,
+    context: XContext,
+    _: Callable[[str], str],
+) -> None:
+    """🎵 under a video from another site: its sound alone, queued like a link (the
+    presser's work, in reply to the video); answered at once, the audio follows."""
+    services = context.services
+    chat = message.chat
+    presser = query.from_user.id
+    if data.args:
+        raise _Refused
+    if not await services.authority.may(chat.type, chat.id, Actor(presser), Act.FETCH):
+        raise _Refused(ONLY_ADMINS)
+    allow = services.settings.allow_private_networks
+    link = sound_link(message.caption or "", message.caption_entities, allow_private=allow)
+    if link is None:
+        raise _Refused
+    dest = Destination.answering(message, quote=True, lang=await language_of(update, context))
+    # No follow-up: the forward prompt and "delete the link message" are the video's,
+    # and the message this answers is the bot's own video.
+    payload = attrs.evolve(
+        DeliverPayload.for_link(link, dest, user_id=presser), audio=True, announced=True
+    )
+    await services.queue.enqueue(
+        DELIVER,
+        payload.to_json(),
+        chat.id,
+        now=services.clock(),
+        # Two quick presses on one video: one task (while it is queued or running).
+        dedup_key=f"audio:{chat.id}:{message.message_id}",
+        user_id=presser,
+    )
+    services.workers.wake()
+    log.info("sound asked %s", kv(chat=chat.id, message=message.message_id, user=presser))
+    await answer(context, query, _(SOUND_COMING))
 
 
 async def _retry(

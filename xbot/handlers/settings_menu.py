@@ -47,8 +47,8 @@ __all__ = [
 
 # Toggle codes, in menu order.
 CODES: Final = (
-    "ytdlp", "quality", "style", "longtext", "docs", "delete", "spoiler", "r18", "editfwd",
-    "lang",
+    "ytdlp", "quality", "audio", "style", "longtext", "docs", "delete", "spoiler", "r18",
+    "editfwd", "lang",
 )  # fmt: skip
 CLOSE: Final = encode(CallbackData(Action.MENU, ("close",)))
 
@@ -91,7 +91,7 @@ class MenuContext:
 
 def offered(code: str, ctx: MenuContext) -> bool:
     """Whether the menu shows this toggle (and so whether a press on it counts)."""
-    if code in ("ytdlp", "quality"):
+    if code in ("ytdlp", "quality", "audio"):
         return ctx.other_sites
     if code == "docs":
         return ctx.documents
@@ -146,6 +146,8 @@ def toggle(settings: ChatSettings, code: str, ctx: MenuContext) -> dict[str, obj
         return {"ytdlp": not settings.ytdlp_enabled(ctx.chat_type)}
     if code == "quality":
         return {"video_quality": _next_quality(settings.video_quality)}
+    if code == "audio":
+        return {"ytdlp_audio": not settings.ytdlp_audio}
     if code == "style":
         return {"caption_style": _next_style(settings.caption_style)}
     if code == "longtext":
@@ -177,6 +179,12 @@ def _label(settings: ChatSettings, code: str, ctx: MenuContext) -> str:
         return _("Video quality: {quality}").format(
             quality=_(_QUALITY_NAMES[settings.video_quality])
         )
+    if code == "audio":
+        # Translators: a /settings button: links to other sites bring their sound alone.
+        label = _("Audio only from other sites: {state}").format(
+            state=_on(settings.ytdlp_audio, tr)
+        )
+        return f"🎵 {label}"
     if code == "style":
         return _("Caption: {style}").format(style=_(_STYLE_NAMES[settings.caption_style]))
     if code == "longtext":

@@ -47,6 +47,7 @@ from xbot.errors import ConfigError, StoreError, XbotError
 from xbot.links import classify
 from xbot.logs import redact
 from xbot.media.addresses import parse_ip
+from xbot.media.ffmpeg import Ffmpeg, find_ffmpeg
 from xbot.ops.opscli import check_owner
 from xbot.sending.telegram_health import read_record
 from xbot.sources.ytdlp import load_cookies
@@ -133,6 +134,7 @@ def diagnose(
     if settings.ytdlp_cookies is not None:
         found.append(ytdlp_cookies_finding(settings.ytdlp_cookies))
     found += check_gallerydl(settings, date.today())
+    found.append(ffmpeg_finding(find_ffmpeg()))
     found += check_data_dir(settings)
     found += check_database(settings.db_path)
     found += check_clock()
@@ -274,6 +276,24 @@ def ytdlp_cookies_finding(path: Path) -> Finding:
     sites = ", ".join(cookies.domains)
     return Finding(
         "ok", "XBOT_YTDLP_COOKIES", f"{path} parses; {len(cookies.jar)} cookies for: {sites}"
+    )
+
+
+FFMPEG_LOST = (
+    "not found: video from other sites comes as the best single file only (360p at most "
+    "on YouTube; sites that serve only DASH or HLS give no sound or no video) and pixiv "
+    "animations stay one sentence; install it (Debian: apt install ffmpeg)"
+)
+
+
+def ffmpeg_finding(found: Ffmpeg | None) -> Finding:
+    """Whether ffmpeg is there to merge picture and sound, which version, and what is
+    lost without it (the bot still runs). Pure."""
+    if found is None:
+        return Finding("warn", "ffmpeg", FFMPEG_LOST)
+    version = found.version or "of an unknown version"
+    return Finding(
+        "ok", "ffmpeg", f"{version} at {found.path}: merges the picture and sound of videos"
     )
 
 

@@ -6,7 +6,7 @@ Pure functions, no I/O. Telegram's rules (Bot API):
 - GIFs (``sendAnimation``) cannot be in a media group at all.
 - One item alone goes by ``sendPhoto`` / ``sendVideo`` / ``sendAnimation``.
 - Documents (photos sent as files, for their original quality) group only
-  with documents.
+  with documents, and audio (a video's sound alone) only with audio.
 
 So a post is split around its GIFs into runs of photos and videos; a run of
 one is a single send, a longer run becomes albums balanced so that none is
@@ -37,8 +37,8 @@ __all__ = [
 
 T = TypeVar("T")
 
-SendMethod = Literal["photo", "video", "animation", "document", "media_group"]
-PlanKind = MediaKind | Literal["document"]
+SendMethod = Literal["photo", "video", "animation", "document", "audio", "media_group"]
+PlanKind = MediaKind | Literal["document", "audio"]
 
 MAX_GROUP = 10  # sendMediaGroup's upper bound
 
@@ -47,9 +47,16 @@ _SINGLE: dict[PlanKind, SendMethod] = {
     "video": "video",
     "gif": "animation",
     "document": "document",
+    "audio": "audio",
 }
-# Which kinds may share an album: photos with videos, documents with documents.
-_ALBUM_CLASS: dict[PlanKind, str] = {"photo": "visual", "video": "visual", "document": "file"}
+# Which kinds may share an album: photos with videos, documents with documents, audio
+# with audio.
+_ALBUM_CLASS: dict[PlanKind, str] = {
+    "photo": "visual",
+    "video": "visual",
+    "document": "file",
+    "audio": "audio",
+}
 
 
 @attrs.frozen

@@ -32,6 +32,7 @@ import telegram
 from telegram import (
     InputFile,
     InputMediaAnimation,
+    InputMediaAudio,
     InputMediaDocument,
     InputMediaPhoto,
     InputMediaVideo,
@@ -90,8 +91,9 @@ class OutMedia:
         kind: how Telegram should show it.
         source: a file_id or URL (str), or a local file (Path) to upload.
         by: ``file_id``, ``url`` or ``upload`` — how `source` is meant.
-        thumbnail: a still for an uploaded video (a local JPEG); sent only when
-            it meets Telegram's rule (`xbot.media.thumbnail`), else left out.
+        thumbnail: a still for an uploaded video or audio (a local JPEG); sent only
+            when it meets Telegram's rule (`xbot.media.thumbnail`), else left out.
+        title, performer: an audio's, as the player shows them (from the site).
     """
 
     kind: OutKind
@@ -102,6 +104,8 @@ class OutMedia:
     duration: float | None = None
     filename: str = "media"
     thumbnail: Path | None = None
+    title: str | None = None
+    performer: str | None = None
 
     @property
     def size(self) -> int:
@@ -118,6 +122,8 @@ def file_id_of(message: Message, kind: OutKind) -> str:
         return message.animation.file_id
     if message.document:
         return message.document.file_id
+    if message.audio:
+        return message.audio.file_id
     raise RetryLater(f"Telegram's answer had no {kind} in it")
 
 
@@ -141,7 +147,7 @@ def _thumbnail(item: OutMedia) -> InputFile | None:
     200 kB and 320 x 320. A named InputFile with ``attach=True``, so it gets its
     own ``attach://`` part inside InputMediaVideo too, as ``image/jpeg``. Its bytes
     are held (read once to check that rule, so at most 200 kB), unlike the media's."""
-    if item.thumbnail is None or item.kind != "video" or item.by != "upload":
+    if item.thumbnail is None or item.kind not in ("video", "audio") or item.by != "upload":
         return None
     data = thumbnails.read_acceptable(item.thumbnail)
     if data is None:
@@ -165,22 +171,38 @@ def _media_fields(item: OutMedia, caption: str | None, spoiler: bool) -> dict[st
         fields.update(width=item.width, height=item.height, duration=_duration(item))
     if item.kind == "video":
         fields.update(supports_streaming=True, thumbnail=_thumbnail(item))
-    if item.kind != "document":
+    if item.kind == "audio":
+        fields.update(
+            duration=_duration(item),
+            title=item.title or None,
+            performer=item.performer or None,
+            thumbnail=_thumbnail(item),
+        )
+    if item.kind not in ("document", "audio"):
         fields["has_spoiler"] = spoiler or None
     return fields
 
 
+# The Bot API method of one item alone, by its kind.
+_SEND_METHOD: dict[str, str] = {
+    "photo": "send_photo",
+    "video": "send_video",
+    "gif": "send_animation",
+    "document": "send_document",
+    "audio": "send_audio",
+}
 _ALBUM_ITEM = {
     "photo": InputMediaPhoto,
     "video": InputMediaVideo,
     "gif": InputMediaAnimation,
     "document": InputMediaDocument,
+    "audio": InputMediaAudio,
 }
 
 
 def _input_media(
     item: OutMedia, caption: str | None, spoiler: bool, files: contextlib.ExitStack
-) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument:
+) -> InputMediaPhoto | InputMediaVideo | InputMediaAnimation | InputMediaDocument | InputMediaAudio:
     media_type: Any = _ALBUM_ITEM[item.kind]
     media = _input(item, files, attach=True)
     return media_type(media, **_media_fields(item, caption, spoiler))  # type: ignore[no-any-return]
@@ -269,9 +291,13 @@ class Sender:
         *,
         caption: str | None,
         spoiler: bool = False,
+        reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> list[tuple[SentItem, int]]:
-        """Send one message (one item) or one album; returns (item, message_id) in order."""
+        """Send one message (one item) or one album; returns (item, message_id) in order.
+
+        `reply_markup`: buttons under a single item (an album cannot carry any)."""
         assert 1 <= len(items) <= 10
+        assert reply_markup is None or len(items) == 1
         # Telegram gives one text for a bad URL and a bad file_id: the mix decides.
         by = next((b for b in ("url", "file_id") if any(i.by == b for i in items)), "upload")
         chat_id = dest.chat_id
@@ -292,7 +318,12 @@ class Sender:
                     sent = await self._in_topic(
                         dest,
                         lambda d: self._send_media(
-                            d, items, caption, spoiler=spoiler, timeouts=timeouts
+                            d,
+                            items,
+                            caption,
+                            spoiler=spoiler,
+                            timeouts=timeouts,
+                            reply_markup=reply_markup,
                         ),
                     )
             except TelegramError as exc:
@@ -324,13 +355,20 @@ class Sender:
         *,
         spoiler: bool,
         timeouts: tuple[float, float],
+        reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> list[tuple[SentItem, int]]:
         """The call itself, on the chat's line (`send_media` translates its errors).
 
         `timeouts`: (write, read) for this send."""
         with contextlib.ExitStack() as files:  # the uploads' handles, closed after the call
             return await self._send_open(
-                dest, items, caption, files, spoiler=spoiler, timeouts=timeouts
+                dest,
+                items,
+                caption,
+                files,
+                spoiler=spoiler,
+                timeouts=timeouts,
+                reply_markup=reply_markup,
             )
 
     async def _send_open(
@@ -342,10 +380,17 @@ class Sender:
         *,
         spoiler: bool,
         timeouts: tuple[float, float],
+        reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> list[tuple[SentItem, int]]:
         if len(items) == 1:
             message = await self._send_one(
-                dest, items[0], caption, files, spoiler=spoiler, timeouts=timeouts
+                dest,
+                items[0],
+                caption,
+                files,
+                spoiler=spoiler,
+                timeouts=timeouts,
+                reply_markup=reply_markup,
             )
             return [
                 (
@@ -356,7 +401,7 @@ class Sender:
         # Albums never hold GIFs (the album planner sends those alone).
         medias = [
             cast(
-                "InputMediaPhoto | InputMediaVideo | InputMediaDocument",
+                "InputMediaPhoto | InputMediaVideo | InputMediaDocument | InputMediaAudio",
                 _input_media(item, caption if i == 0 else None, spoiler, files),
             )
             for i, item in enumerate(items)
@@ -382,16 +427,13 @@ class Sender:
         *,
         spoiler: bool,
         timeouts: tuple[float, float],
+        reply_markup: telegram.InlineKeyboardMarkup | None = None,
     ) -> Message:
         fields = _media_fields(item, caption, spoiler)
         fields.update(_where(dest), write_timeout=timeouts[0], read_timeout=timeouts[1])
-        sends: dict[str, Callable[..., Awaitable[Message]]] = {
-            "photo": self.bot.send_photo,
-            "video": self.bot.send_video,
-            "gif": self.bot.send_animation,
-            "document": self.bot.send_document,
-        }
-        send = sends[item.kind]
+        if reply_markup is not None:
+            fields["reply_markup"] = reply_markup
+        send: Callable[..., Awaitable[Message]] = getattr(self.bot, _SEND_METHOD[item.kind])
         message: Message = await send(dest.chat_id, _input(item, files, attach=False), **fields)
         return message
 

@@ -13,9 +13,9 @@ import attrs
 __all__ = ["OUT_KINDS", "OutKind", "SentItem"]
 
 # How an item goes out: its Bot API method (sendPhoto, sendVideo, sendAnimation,
-# sendDocument) and its kind in an album.
-OutKind = Literal["photo", "video", "gif", "document"]
-OUT_KINDS: Final = ("photo", "video", "gif", "document")
+# sendDocument, sendAudio) and its kind in an album.
+OutKind = Literal["photo", "video", "gif", "document", "audio"]
+OUT_KINDS: Final = ("photo", "video", "gif", "document", "audio")
 
 
 @attrs.frozen

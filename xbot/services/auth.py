@@ -8,6 +8,8 @@ list) may do what (`Act`):
   letter, mute an alert, the operator commands); anywhere else they are users like
   any other.
 - In a private chat its one user may do everything there.
+- Asking for media (`Act.FETCH`: the 🎵 button under another site's video) is what
+  pasting a link does: anyone in a group, only admins in a channel.
 - In groups only the chat's administrators change settings, and only they speak for
   the linked channel: forward to it or choose its caption (issue 30: a member
   forwarded his own media to the admins' channel). The member who sent a link may
@@ -64,6 +66,7 @@ class Act(enum.StrEnum):
     CAPTION = "caption"  # Edit caption, Keep caption, a caption sent as text
     FORWARD = "forward"  # Forward to channel, Forward after a caption edit
     OPERATE = "operate"  # retry a dead letter, mute an alert, the operator commands
+    FETCH = "fetch"  # ask for media as a link does: the 🎵 button (the sound alone)
 
 
 # What the owner of a message (who sent the link) may do on it without being an admin.
@@ -137,6 +140,10 @@ def decide(
         return actor.sender_chat_id == chat_id
     if actor.user_id is None:
         return False
+    if act is Act.FETCH and chat_type in _GROUPS:
+        # Any member may paste a link and have it answered; a press asks for no more
+        # (the queue bounds each user's work in flight either way).
+        return True
     if act in OWNERS_MAY and owner_id is not None and actor.user_id == owner_id:
         return True
     if admins is None:

@@ -81,6 +81,7 @@ class ChatSettings:
             ``480`` (at most that many lines; `max_height`).
         sensitive_works: R-18 works (pixiv, with the operator's login) are sent
             here; None follows the chat type (see `allows_rating`).
+        ytdlp_audio: links to other sites bring their sound alone, as audio messages.
     """
 
     ytdlp: bool | None = attrs.field(default=None, validator=_optional_bool)
@@ -103,6 +104,7 @@ class ChatSettings:
         default="best", validator=attrs.validators.in_(VIDEO_QUALITIES)
     )
     sensitive_works: bool | None = attrs.field(default=None, validator=_optional_bool)
+    ytdlp_audio: bool = attrs.field(default=False, validator=_bool)
 
     def ytdlp_enabled(self, chat_type: str) -> bool:
         """Whether links to other sites are served: the chat's choice, else on only in private."""

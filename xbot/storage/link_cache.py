@@ -41,12 +41,14 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TTL = 7 * 86400.0
 
-CachedKind = Literal["photo", "video", "gif", "document"]
+CachedKind = Literal["photo", "video", "gif", "document", "audio"]
 CACHED_KINDS: tuple[str, ...] = get_args(CachedKind)
 
 
 # The entry key of a post sent with its photos as documents.
 AS_DOCUMENTS_SUFFIX = ":doc"
+# The entry key of a video's sound alone (an audio message), beside the video's own.
+AUDIO_SUFFIX = ":audio"
 
 
 def entry_key(key: str, *, as_documents: bool) -> str:
@@ -54,9 +56,14 @@ def entry_key(key: str, *, as_documents: bool) -> str:
     return f"{key}{AS_DOCUMENTS_SUFFIX}" if as_documents else key
 
 
+def audio_key(key: str) -> str:
+    """The entry key of the sound alone of the video stored under `key`."""
+    return f"{key}{AUDIO_SUFFIX}"
+
+
 def entry_keys(key: str) -> tuple[str, ...]:
     """Every entry key one post can be stored under: what clearing the post removes."""
-    return tuple(entry_key(key, as_documents=docs) for docs in (False, True))
+    return (*(entry_key(key, as_documents=docs) for docs in (False, True)), audio_key(key))
 
 
 def link_key(link: str) -> str:

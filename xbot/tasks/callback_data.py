@@ -55,6 +55,7 @@ class Action(enum.StrEnum):
     RETRY = "retry"  # retry a dead task (arg: the task id)
     MENU = "menu"  # open or navigate the settings menu
     MUTE = "mute"  # mute (1) or unmute (0) an alert condition (args: condition, 1|0)
+    AUDIO = "audio"  # the sound alone of the video it sits under (no args: the video's caption)
 
 
 def _to_action(value: str) -> Action:

@@ -148,8 +148,10 @@ class Delivery:
     async def _other_site(
         self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings
     ) -> None:
-        """Another site: gallery-dl or yt-dlp first by `other_route.engines`, then the other."""
-        if not settings.ytdlp_enabled(payload.chat_type) or not self._serves_gallery():
+        """Another site: gallery-dl or yt-dlp first by `other_route.engines`, then the other.
+        A video's sound alone (the 🎵 button) is yt-dlp's only."""
+        gallery_too = settings.ytdlp_enabled(payload.chat_type) and not payload.audio
+        if not gallery_too or not self._serves_gallery():
             await self.other_sites(ctx, payload, settings)  # it answers the chat's choice
             return
         order = other_route.engines(payload.url)

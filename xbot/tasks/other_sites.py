@@ -22,6 +22,12 @@ The deliver task of a link whose kind is ``other`` lands here
   is sent or turned into the error sentence.
 - **Errors** arrive as xbot's own (`xbot.sources.ytdlp.translate`) and leave as
   one sentence in the chat, or as `RetryLater` when the site may recover.
+- **The sound alone.** Every video sent carries a 🎵 button (`sound_markup`); a
+  press queues a deliver task with ``audio`` set (`xbot.handlers.callbacks`), and a
+  chat's "audio only" setting sets it for every link. Such a task asks yt-dlp for
+  the sound (M4A, else MP3), sends it with ``sendAudio`` (title and performer from
+  the site, duration, thumbnail) and caches it under its own keys
+  (`xbot.storage.link_cache.audio_key`), never the video's.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 
 import attrs
 import httpx
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from xbot.config import Settings
 from xbot.errors import (
@@ -55,8 +62,9 @@ from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
 from xbot.sources.ytdlp import VideoInfo, YtdlpSource, disk_need
-from xbot.storage.link_cache import CachedItem, CachedPost
+from xbot.storage.link_cache import CachedItem, CachedPost, audio_key
 from xbot.storage.state import ChatSettings, VideoQuality, max_height
+from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DeliverPayload
 from xbot.tasks.worker import TaskContext
@@ -65,6 +73,15 @@ log = logging.getLogger(__name__)
 
 
 X_ONLY = N_("I can only fetch posts from X (twitter.com / x.com) here.")
+# Translators: the button under a video from another site; it sends the video's sound.
+SOUND_ONLY = N_("Sound only")
+SOUND_DATA = encode(CallbackData(Action.AUDIO))
+
+
+def sound_markup(lang: str = DEFAULT) -> InlineKeyboardMarkup:
+    """The 🎵 button under a video from another site, in the chat's language."""
+    label = f"🎵 {translator(lang).gettext(SOUND_ONLY)}"
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=SOUND_DATA)]])
 
 
 def too_large_sentence(limit_mb: int, url: str, lang: str = DEFAULT) -> str:
@@ -125,15 +142,22 @@ def caption_parts(info: VideoInfo) -> dict[str, str]:
 
 
 def cache_entries(
-    info: VideoInfo, link_key: str, sent: Sequence[SentItem], now: float
+    info: VideoInfo,
+    link_key: str,
+    sent: Sequence[SentItem],
+    now: float,
+    *,
+    audio: bool = False,
 ) -> list[CachedPost]:
-    """What the cache keeps: under the video's key, and under the link's spelling too."""
+    """What the cache keeps: under the video's key, and under the link's spelling too
+    (the sound alone under both keys' `audio_key`)."""
+    key = audio_key(info.key) if audio else info.key
     items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
     entry = CachedPost(
-        key=info.key, url=info.url, caption_parts=caption_parts(info), items=items,
+        key=key, url=info.url, caption_parts=caption_parts(info), items=items,
         created_at=now,
     )  # fmt: skip
-    if link_key == info.key:
+    if link_key == key:
         return [entry]
     return [entry, attrs.evolve(entry, key=link_key)]
 
@@ -186,27 +210,37 @@ class OtherSites:
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return True
-        # From here on the link's cache key is the chat's quality's (recorded with
-        # what is sent, so a resumed task keeps it).
-        payload = attrs.evolve(payload, key=quality_key(payload.key, settings.video_quality))
-        async with self.outbox.hold(payload.key):
-            if await self._from_cache(ctx, payload, payload.key, settings):
+        audio = payload.audio or settings.ytdlp_audio
+        if not audio:
+            # From here on the link's cache key is the chat's quality's (recorded with
+            # what is sent, so a resumed task keeps it). The sound alone has no quality.
+            payload = attrs.evolve(payload, key=quality_key(payload.key, settings.video_quality))
+        link_key = audio_key(payload.key) if audio else payload.key
+        async with self.outbox.hold(link_key):
+            if await self._from_cache(ctx, payload, link_key, settings, audio=audio):
                 return True
-            return await self._fetch(ctx, payload, settings, last=last)
+            return await self._fetch(ctx, payload, settings, last=last, audio=audio)
 
     async def _fetch(
-        self, ctx: TaskContext, payload: DeliverPayload, settings: ChatSettings, *, last: bool
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        *,
+        last: bool,
+        audio: bool,
     ) -> bool:
         status = StatusReporter(
             self.sender,
             payload.dest,
             first_after=self.progress_first,
             every=self.progress_every,
+            action="upload_document" if audio else "upload_video",
             clock=self.clock,
         )
         async with status:
             try:
-                done = await self._download_and_send(ctx, payload, settings, status)
+                done = await self._download_and_send(ctx, payload, settings, status, audio=audio)
             except TransientFetch as exc:
                 raise RetryLater(exc.reason) from exc  # the status message goes with the block
             except FetchError as exc:
@@ -228,41 +262,42 @@ class OtherSites:
         payload: DeliverPayload,
         settings: ChatSettings,
         status: StatusReporter,
+        *,
+        audio: bool = False,
     ) -> tuple[DeliverPayload, str, Mapping[str, str]] | None:
         """Extract, then (on a cache miss under the video's key) download and send.
 
         Returns what `announce` needs, or None when the cache answered (it announced).
         """
+        link_key = audio_key(payload.key) if audio else payload.key
         with temp_folder(self.settings.data_dir) as folder:
             quality = settings.video_quality
             async with self.source.open_job(
-                payload.url, folder, status.update, max_height=max_height(quality)
+                payload.url,
+                folder,
+                status.update,
+                max_height=None if audio else max_height(quality),
+                audio=audio,
             ) as job:
                 info = await job.extract()
-                info = attrs.evolve(info, key=quality_key(info.key, quality))
-                async with self.outbox.hold_also(info.key, payload.key):
-                    if await self._from_cache(ctx, payload, info.key, settings):
+                if not audio:
+                    info = attrs.evolve(info, key=quality_key(info.key, quality))
+                key = audio_key(info.key) if audio else info.key
+                async with self.outbox.hold_also(key, link_key):
+                    if await self._from_cache(ctx, payload, key, settings, audio=audio):
                         return None
                     status.update(Snapshot("download", 0, info.size))
                     # A merge holds the parts and the result at once.
                     need = disk_need(self.settings.upload_limit, job.config.merge)
                     with room(folder, need):
                         path = await job.download()
-                    if not info.audio_only:
-                        info = fill_from_header(info, await asyncio.to_thread(probe_mp4, path))
-                    thumbnail = await self._thumbnail(info, folder)
+                    if audio or not info.audio_only:
+                        header = await asyncio.to_thread(probe_mp4, path)
+                        info = fill_from_header(info, header)
+                    thumbnail = await self._thumbnail(info, folder, audio=audio)
                     size = path.stat().st_size
                     status.update(Snapshot("upload", size))
-                    out = OutMedia(
-                        "document" if info.audio_only else "video",
-                        path,
-                        "upload",
-                        info.width,
-                        info.height,
-                        info.duration,
-                        filename=f"video.{info.ext}",
-                        thumbnail=thumbnail,
-                    )
+                    out = self._out(info, path, thumbnail, audio=audio)
                     parts = caption_parts(info)
                     items = (
                         await self.outbox.send_step(
@@ -270,28 +305,65 @@ class OtherSites:
                             [out],
                             caption=self._caption(info.key, info.url, parts, settings),
                             spoiler=info.adult and settings.spoiler_sensitive,
+                            reply_markup=self._markup(out.kind, payload),
                         )
                     ).items
                     # Phase one: the record and the cache entries, in one write at once.
                     payload = self.outbox.record(ctx, payload, 0, items)
-                    await self.outbox.remember(
-                        ctx, *cache_entries(info, payload.key, items, ctx.clock())
-                    )
+                    entries = cache_entries(info, link_key, items, ctx.clock(), audio=audio)
+                    await self.outbox.remember(ctx, *entries)
                     log.info("ytdlp sent %s", kv(key=info.key, size=size, chat=ctx.task.chat_id))
         return payload, info.url, parts
 
-    async def _thumbnail(self, info: VideoInfo, folder: Path) -> Path | None:
+    @staticmethod
+    def _out(info: VideoInfo, path: Path, thumbnail: Path | None, *, audio: bool) -> OutMedia:
+        """The upload: the sound alone as an audio (title and performer from the site), a
+        video, or a file when the site's only format has no picture."""
+        if audio:
+            return OutMedia(
+                "audio",
+                path,
+                "upload",
+                duration=info.duration,
+                filename=f"audio{path.suffix}",
+                thumbnail=thumbnail,
+                title=info.title or None,
+                performer=info.uploader or None,
+            )
+        return OutMedia(
+            "document" if info.audio_only else "video",
+            path,
+            "upload",
+            info.width,
+            info.height,
+            info.duration,
+            filename=f"video.{info.ext}",
+            thumbnail=thumbnail,
+        )
+
+    @staticmethod
+    def _markup(kind: str, payload: DeliverPayload) -> InlineKeyboardMarkup | None:
+        """The 🎵 button, under a video only."""
+        return sound_markup(payload.dest.lang) if kind == "video" else None
+
+    async def _thumbnail(self, info: VideoInfo, folder: Path, *, audio: bool) -> Path | None:
         """The site's still for the player, if it gives one Telegram takes; never fails the video.
 
         The URL comes from the site, so it goes through the guarded client like the media.
         """
-        if info.audio_only or not info.thumbnail:
+        if (info.audio_only and not audio) or not info.thumbnail:
             return None
         dest = folder / thumbnails.FILENAME
         return await thumbnails.fetch(self.guarded, info.thumbnail, dest)
 
     async def _from_cache(
-        self, ctx: TaskContext, payload: DeliverPayload, key: str, settings: ChatSettings
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        key: str,
+        settings: ChatSettings,
+        *,
+        audio: bool = False,
     ) -> bool:
         """Answer from the link cache by file_id; False on a miss or a stale file_id."""
         cached = await self.outbox.lookup(key, ctx.clock())
@@ -299,6 +371,7 @@ class OtherSites:
             return False
         parts = cached.caption_parts
         item = cached.items[0]
+        link_key = audio_key(payload.key) if audio else payload.key
         try:
             sent = (
                 await self.outbox.send_step(
@@ -306,18 +379,20 @@ class OtherSites:
                     [OutMedia(item.kind, item.file_id, "file_id")],
                     caption=self._caption(key, cached.url, parts, settings),
                     spoiler=parts.get("sensitive") == "1" and settings.spoiler_sensitive,
+                    reply_markup=self._markup(item.kind, payload),
                 )
             ).items
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
-            await self.outbox.forget(key, payload.key, parts.get("ytdlp_key", key))
+            video_key = parts.get("ytdlp_key", key)
+            await self.outbox.forget(key, link_key, audio_key(video_key) if audio else video_key)
             return False
         payload = self.outbox.record(ctx, payload, 0, sent)
         # Found by the video's key: the link's spelling hits next time. Written at once,
         # with the record, before anything else goes out.
         alias = None
-        if key != payload.key:
-            alias = attrs.evolve(cached, key=payload.key, created_at=ctx.clock())
+        if key != link_key:
+            alias = attrs.evolve(cached, key=link_key, created_at=ctx.clock())
         await self.outbox.remember(ctx, alias)
         await self.outbox.announce(ctx, payload, cached.url, parts)
         return True

@@ -36,7 +36,7 @@ from collections.abc import (
 )
 
 import attrs
-from telegram import Message
+from telegram import InlineKeyboardMarkup, Message
 
 from xbot.sending.albums import plan_sends
 from xbot.sending.destination import Destination
@@ -187,9 +187,13 @@ class Outbox:
         *,
         caption: str | None,
         spoiler: bool,
+        reply_markup: InlineKeyboardMarkup | None = None,
     ) -> Sent:
-        """One message or one album; what Telegram confirmed, in order."""
-        sent = await self.sender.send_media(dest, items, caption=caption, spoiler=spoiler)
+        """One message or one album; what Telegram confirmed, in order. `reply_markup`:
+        buttons under a single message."""
+        sent = await self.sender.send_media(
+            dest, items, caption=caption, spoiler=spoiler, reply_markup=reply_markup
+        )
         return Sent([item for item, _ in sent], tuple(mid for _, mid in sent))
 
     @staticmethod

@@ -148,6 +148,8 @@ class DeliverPayload:
             confirmed (`xbot.sending.caption_long`), so a retry sends the rest only.
         text_anchor: the message those text messages answer (the post's first media
             message, or its first message when it has no media); None until sent.
+        audio: bring the sound alone (an audio message) of another site's video: the
+            🎵 button under one, or the chat's "audio only" setting.
     """
 
     url: str
@@ -163,6 +165,7 @@ class DeliverPayload:
     told_down: bool = False
     texts_sent: int = 0
     text_anchor: int | None = None
+    audio: bool = False
 
     @property
     def reply_to(self) -> int | None:
@@ -196,6 +199,7 @@ class DeliverPayload:
                 "told_down": self.told_down,
                 "texts_sent": self.texts_sent,
                 "text_anchor": self.text_anchor,
+                "audio": self.audio,
             }
         )
 
@@ -225,6 +229,7 @@ class DeliverPayload:
                 told_down=bool(data.get("told_down", False)),
                 texts_sent=int(data.get("texts_sent", 0)),
                 text_anchor=_opt_int(data.get("text_anchor")),
+                audio=bool(data.get("audio", False)),
             )
 
     @classmethod

@@ -51,6 +51,7 @@ from xbot.sources.ytdlp._api import (
 from xbot.sources.ytdlp._cookies import Cookies, load_cookies, over_broad
 from xbot.sources.ytdlp._options import (
     ANY_HOST_EXTRACTORS,
+    AUDIO_CODECS,
     EXTRACT_FORMAT,
     FORMAT_SORT,
     GENERIC_EXTRACTORS,
@@ -60,6 +61,7 @@ from xbot.sources.ytdlp._options import (
     SITES,
     YtdlpConfig,
     allowed_extractors,
+    audio_options,
     build_options,
     cache_key,
     disk_need,
@@ -69,6 +71,7 @@ from xbot.sources.ytdlp._source import YtdlpSource, post_of_info
 
 __all__ = [
     "ANY_HOST_EXTRACTORS",
+    "AUDIO_CODECS",
     "BOT_CHECK",
     "EXTRACT_FORMAT",
     "FORMAT_SORT",
@@ -99,6 +102,7 @@ __all__ = [
     "YtdlpJob",
     "YtdlpSource",
     "allowed_extractors",
+    "audio_options",
     "bound_whole_reads",
     "build_options",
     "cache_key",

@@ -91,7 +91,13 @@ from xbot.logs import kv
 from xbot.media import connguard, ffmpeg, netguard
 from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
-from xbot.sources.ytdlp._options import YtdlpConfig, build_options, cache_key, format_selector
+from xbot.sources.ytdlp._options import (
+    YtdlpConfig,
+    audio_options,
+    build_options,
+    cache_key,
+    format_selector,
+)
 
 log = logging.getLogger(__name__)
 
@@ -514,6 +520,7 @@ class YtdlpJob:
         guard: checks each URL yt-dlp requests (default: `host_guard`).
         policy: which addresses its connections may reach (default: the guard's own,
             `connguard.policy_for`; tests let a local port stand for a public host).
+        audio: the sound alone (`audio_options`): M4A or MP3, for an audio message.
     """
 
     url: str
@@ -522,6 +529,7 @@ class YtdlpJob:
     on_progress: Callable[[Snapshot], None] | None = None
     guard: Callable[[str], None] | None = None
     policy: connguard.Policy | None = None
+    audio: bool = False
     _ydl: Any = attrs.field(default=None, init=False)
     _raw: Mapping[str, Any] | None = attrs.field(default=None, init=False)
     _cancel: threading.Event = attrs.field(factory=threading.Event, init=False)
@@ -662,9 +670,11 @@ class YtdlpJob:
         self.guard(url)
 
     def _new_ydl(self) -> Any:
-        ydl = _guarded_youtubedl()(
-            build_options(self.config, self.folder, self._hook, self._pp_hook)
-        )
+        options = build_options(self.config, self.folder, self._hook, self._pp_hook)
+        if self.audio:
+            # ffmpeg (with the merge's own limits) takes the sound out of local files only.
+            options.update(audio_options(self.config.limit_bytes, convert=self.config.merge))
+        ydl = _guarded_youtubedl()(options)
         ydl.before_request = self._before_request
         # Copies into this job's own jar (never ``cookiefile``: yt-dlp writes that file
         # back when it closes); the jar sends each only to its own domain.
@@ -722,6 +732,13 @@ class YtdlpJob:
                 (`no_format_error`; after a step down: too big).
         """
         config = self.config
+        if self.audio:
+            spec = str(audio_options(config.limit_bytes, convert=config.merge)["format"])
+            chosen = select(self._ydl, formats, spec) if formats else [dict(raw)]
+            if not chosen:
+                raise no_format_error(self._ydl, formats, config)
+            self._expected = size_of(chosen[0], raw.get("duration"))
+            return spec
         audio = 0
         if config.merge:
             best_audio = select(self._ydl, formats, "ba")

@@ -232,3 +232,29 @@ def build_options(
     options.update(config.overrides)
     options.update(GUARDED_OPTIONS)
     return options
+
+
+# The sound alone, as Telegram plays it in an audio message (M4A or MP3): AAC is put
+# in an M4A as it is (no re-encoding), anything else becomes an MP3 (FFmpegExtractAudio's
+# mapping: source extension > target, the last entry for every other source).
+AUDIO_CODECS = "m4a>m4a/mp4>m4a/aac>m4a/mp3"
+
+
+def audio_options(limit_bytes: int, *, convert: bool) -> dict[str, Any]:
+    """What a job for the sound alone asks for, on top of `build_options`. Pure.
+
+    AAC first (no conversion), then any audio, then the best file with a picture
+    (a site that serves only whole videos: its sound is taken out). Without ffmpeg
+    (`convert` False) only what needs no conversion: M4A, else MP3.
+    """
+    if limit_bytes <= 0:
+        raise ValueError(f"limit must be positive, got {limit_bytes}")
+    fits = f"[filesize<?{limit_bytes}][filesize_approx<?{limit_bytes}][protocol!*=?rtmp]"
+    if not convert:
+        return {"format": f"bestaudio[ext=m4a]{fits}/bestaudio[ext=mp3]{fits}"}
+    return {
+        "format": f"bestaudio[acodec^=mp4a]{fits}/bestaudio{fits}/best{fits}",
+        "postprocessors": [{"key": "FFmpegExtractAudio", "preferredcodec": AUDIO_CODECS}],
+        # As for the merge: ffmpeg reads local files, never a URL.
+        "postprocessor_args": {"extractaudio+ffmpeg_i": ["-protocol_whitelist", "file"]},
+    }

@@ -115,10 +115,13 @@ class YtdlpSource:
         on_progress: Callable[[Snapshot], None] | None = None,
         *,
         max_height: int | None = None,
+        audio: bool = False,
     ) -> YtdlpJob:
         """One link's job (``async with``): `extract`, then `download` into ``folder``;
-        `max_height` is the chat's quality cap."""
-        return YtdlpJob(url, folder, self.config_for(max_height), on_progress=on_progress)
+        `max_height` is the chat's quality cap; `audio`: the sound alone (M4A or MP3)."""
+        return YtdlpJob(
+            url, folder, self.config_for(max_height), on_progress=on_progress, audio=audio
+        )
 
     async def fetch(self, link: Link) -> Post:
         await self.precheck(link.url)
