@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from standins._http import HttpServer, Request, Response
-from standins._outage import Outages
+from standins._outage import DEFAULT_503, Outages
 from standins.fxapi import build_status
 
 JSON = dict[str, Any]
@@ -28,12 +28,20 @@ class FxMirror(Outages):
         hits: requests per path.
     """
 
-    def __init__(self, *, name: str, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        body_503: bytes = DEFAULT_503,
+    ) -> None:
+        super().__init__(
+            HttpServer(self._handle, host=host, port=port, name=name), body_503=body_503
+        )
         self._lock = threading.Lock()
-        self._outage_lock = threading.Lock()
         self._posts: dict[str, JSON] = {}
         self.hits: collections.Counter[str] = collections.Counter()
-        self._http = HttpServer(self._handle, host=host, port=port, name=name)
 
     def _convert(self, status: JSON) -> JSON:
         """The answer for the post the fxtwitter status object `status` describes."""
@@ -41,6 +49,21 @@ class FxMirror(Outages):
 
     async def _handle(self, request: Request) -> Response:
         raise NotImplementedError
+
+    def hit(self, path: str) -> None:
+        """Count a request (`hits`)."""
+        with self._lock:
+            self.hits[path] += 1
+
+    def post(self, post_id: str) -> JSON | None:
+        """What is served for `post_id`, if anything."""
+        with self._lock:
+            return self._posts.get(post_id)
+
+    def add_raw(self, post_id: str | int, body: JSON) -> None:
+        """Serve `body` for `post_id` as it is."""
+        with self._lock:
+            self._posts[str(post_id)] = body
 
     def add_post(self, post_id: str | int, **fx_arguments: Any) -> None:
         """Register a post with the fxtwitter stand-in's `add_post` arguments."""

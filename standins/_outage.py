@@ -18,10 +18,11 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Self
 
-from standins._http import AbortConnection, Response, ServerBase
+from standins._http import AbortConnection, HttpServer, Response, ServerBase
 
 OUTAGES = frozenset({"503", "html", "hang", "reset", "429"})
 MAX_HANG_S = 300.0
+DEFAULT_503 = b'{"error": "upstream unavailable"}'
 HTML_PAGE = (
     b"<!DOCTYPE html><html><head><title>Error</title></head>"
     b"<body><h1>Failed to scan your link!</h1></body></html>"
@@ -34,12 +35,25 @@ async def _reset_body() -> AsyncIterator[bytes]:
 
 
 class Outages(ServerBase):
-    """A stand-in that can be switched into an outage; subclasses say what 503 looks like."""
+    """A stand-in that can be switched into an outage.
 
-    _outage_lock: threading.Lock
-    _outage: str | None = None
-    _outage_left: int | None = None
-    outage_hits: int = 0
+    Its switch is its own: a subclass hands its server and what its 503 says to
+    ``__init__`` and asks `outage_answer` for each request.
+    """
+
+    def __init__(self, http: HttpServer, *, body_503: bytes = DEFAULT_503) -> None:
+        self._http = http
+        self._outage_lock = threading.Lock()
+        self._outage: str | None = None
+        self._outage_left: int | None = None
+        self._outage_hits = 0
+        self._body_503 = body_503
+
+    @property
+    def outage_hits(self) -> int:
+        """Requests an outage answered since the start."""
+        with self._outage_lock:
+            return self._outage_hits
 
     def set_outage(self, mode: str | None, *, count: int | None = None) -> None:
         if mode is not None and mode not in OUTAGES:
@@ -57,16 +71,13 @@ class Outages(ServerBase):
         await self.start()
         return self
 
-    def _outage_body_503(self) -> bytes:
-        return b'{"error": "upstream unavailable"}'
-
     async def outage_answer(self) -> Response | None:
         """The outage's answer for this request, or None to answer normally."""
         with self._outage_lock:
             mode = self._outage
             if mode is None:
                 return None
-            self.outage_hits += 1
+            self._outage_hits += 1
             if self._outage_left is not None:
                 self._outage_left -= 1
                 if self._outage_left <= 0:
@@ -83,4 +94,4 @@ class Outages(ServerBase):
                 429, b'{"error": "rate limited"}',
                 {"content-type": "application/json", "retry-after": "1"},
             )  # fmt: skip
-        return Response(503, self._outage_body_503(), {"content-type": "application/json"})
+        return Response(503, self._body_503, {"content-type": "application/json"})

@@ -111,8 +111,11 @@ class FxApiServer(Outages):
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(
+            HttpServer(self._handle, host=host, port=port, name="fxapi-standin"),
+            body_503=json.dumps(_error_body(503, "UPSTREAM_UNAVAILABLE")).encode(),
+        )
         self._lock = threading.Lock()
-        self._outage_lock = threading.Lock()
         self._posts: dict[str, _Post] = {}
         self._global_fault: _Fault | None = None
         self._delay = 0.0
@@ -124,7 +127,6 @@ class FxApiServer(Outages):
         self.hits: collections.Counter[str] = collections.Counter()
         self.user_agents: list[str] = []
         self._raw: dict[str, bytes] = {}
-        self._http = HttpServer(self._handle, host=host, port=port, name="fxapi-standin")
 
     # ------------------------------------------------------------------ registry
 
@@ -321,9 +323,6 @@ class FxApiServer(Outages):
         if post.status is None:
             return _json(post.code, _error_body(post.code, _ERRORS.get(post.code, "API_FAIL")))
         return _json(200, {"code": 200, "message": "OK", "tweet": post.status})
-
-    def _outage_body_503(self) -> bytes:
-        return json.dumps(_error_body(503, "UPSTREAM_UNAVAILABLE")).encode()
 
 
 def _v2_answer(post: _Post | None, post_id: str) -> Response:

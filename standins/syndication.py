@@ -17,6 +17,7 @@ Outages: see `standins._outage`.
 from __future__ import annotations
 
 import html
+import threading
 import zlib
 from datetime import UTC, datetime
 from typing import Any
@@ -124,32 +125,36 @@ class SyndicationServer(FxMirror):
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(
+            name="syndication-standin",
+            host=host,
+            port=port,
+            body_503=b'{"errors":[{"code":130,"message":"Over capacity"}]}',
+        )
+        self._tokens_lock = threading.Lock()
         self.tokens: list[tuple[str, str]] = []
-        super().__init__(name="syndication-standin", host=host, port=port)
 
     def _convert(self, status: JSON) -> JSON:
         return syndication_from_fx(status)
 
     def add_tombstone(self, post_id: str | int, text: str = "This Post is unavailable.") -> None:
-        with self._lock:
-            self._posts[str(post_id)] = {
+        self.add_raw(
+            post_id,
+            {
                 "__typename": "TweetTombstone",
                 "tombstone": {"text": {"text": text, "entities": [], "rtl": False}},
-            }
-
-    def _outage_body_503(self) -> bytes:
-        return b'{"errors":[{"code":130,"message":"Over capacity"}]}'
+            },
+        )
 
     async def _handle(self, request: Request) -> Response:
         post_id = (request.query.get("id") or [""])[0]
-        with self._lock:
-            self.hits[request.path] += 1
+        self.hit(request.path)
+        with self._tokens_lock:
             self.tokens.append((post_id, (request.query.get("token") or [""])[0]))
         outage = await self.outage_answer()
         if outage is not None:
             return outage
-        with self._lock:
-            post = self._posts.get(post_id) if request.path == "/tweet-result" else None
+        post = self.post(post_id) if request.path == "/tweet-result" else None
         if post is None:
             return Response(404, b"", {"content-type": "application/json"})
         return json_response(200, post)

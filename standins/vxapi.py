@@ -112,19 +112,13 @@ class VxApiServer(FxMirror):
     def _convert(self, status: JSON) -> JSON:
         return vx_from_fx(status)
 
-    def add_raw(self, post_id: str | int, body: JSON) -> None:
-        with self._lock:
-            self._posts[str(post_id)] = body
-
     async def _handle(self, request: Request) -> Response:
-        with self._lock:
-            self.hits[request.path] += 1
+        self.hit(request.path)
         outage = await self.outage_answer()
         if outage is not None:
             return outage
         m = _STATUS_RE.match(request.path)
-        with self._lock:
-            post = self._posts.get(m.group("id")) if m else None
+        post = self.post(m.group("id")) if m else None
         if post is None:
             # BetterTwitFix: getTweetData() is None → message(msgs.failedToScan), status 200.
             return Response(200, HTML_PAGE, {"content-type": "text/html; charset=utf-8"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import threading
 import zipfile
 from pathlib import Path
 
@@ -142,3 +143,15 @@ async def test_ffmpeg_failing_is_one_sentence(tmp_path: Path) -> None:
         await ugoira.to_mp4(archive, frames(1), tmp_path / "v.mp4", ffmpeg="/nonexistent/ffmpeg")
     assert info.value.reason == ugoira.NOT_CONVERTED
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.zip"]
+
+
+def test_a_stopped_unpack_ends_at_the_next_step(tmp_path: Path) -> None:
+    archive = tmp_path / "a.zip"
+    archive.write_bytes(zip_of({"000000.jpg": bytes(1024 * 1024)}))
+    out = tmp_path / "out"
+    out.mkdir()
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(FetchError):
+        ugoira.unpack(archive, out, frames(1), max_bytes=4 * 1024 * 1024, stop=stop)
+    assert sum(p.stat().st_size for p in out.iterdir()) == 0

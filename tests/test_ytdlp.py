@@ -171,6 +171,9 @@ MERGES: list[tuple[str, list[dict[str, Any]], dict[str, Any], list[str]]] = [
      [_v("v720", 720, 30), _v("v1080", 1080, 45), _a("a", 10)], {"audio_bytes": 10},
      ["v720+a"]),
     ("a-chats-cap", LADDER, {"audio_bytes": 10, "max_height": 480}, ["v240+a"]),
+    ("nothing-under-the-cap-the-smallest",
+     [_v("v720", 720, 30), _v("v1080", 1080, 35), _a("a", 10)],
+     {"audio_bytes": 10, "max_height": 480}, ["v720+a"]),
     ("a-step-down-below-a-rendition", LADDER, {"audio_bytes": 10, "below": ("[height<720]",)},
      ["v240+a"]),
     ("unknown-sizes-admitted-for-the-hook-to-cap",
@@ -217,6 +220,8 @@ def test_merged_selector_spelling() -> None:
         "bv[height<=?720][filesize<?70][filesize_approx<?70][protocol!*=?rtmp]"
         "+ba[protocol!*=?rtmp]"
         "/best[height<=?720][filesize<?100][filesize_approx<?100][protocol!*=?rtmp]"
+        "/wv[filesize<?70][filesize_approx<?70][protocol!*=?rtmp]+ba[protocol!*=?rtmp]"
+        "/worst[filesize<?100][filesize_approx<?100][protocol!*=?rtmp]"
     )
     # The sound alone over the limit: only a single file could fit.
     assert format_selector(100, merge=True, audio_bytes=100) == format_selector(100)

@@ -72,7 +72,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from xbot.logs import setup_logging
     from xbot.runtime import Runtime, run_until_signalled  # PTB loads only to run
 
-    setup_logging(settings.log_level, secrets=[settings.token])
+    # The pixiv session too: no line should name it, and this redacts one that would.
+    setup_logging(settings.log_level, secrets=[settings.token, settings.pixiv_session])
     # A Bot API that does not answer is no exit: the start waits for it (xbot.runtime).
     # Exit 2 (a restart cannot help: the unit's RestartPreventExitStatus=2) or 1 (it may).
     try:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import threading
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from xbot.errors import FetchError
 from xbot.i18n import N_
 from xbot.logs import kv
 from xbot.media.decoding import STEP
+from xbot.media.ffmpeg import find_ffmpeg
 from xbot.media.models import Frame
 from xbot.media.tempfiles import room
 
@@ -75,9 +77,10 @@ TOO_BIG = N_("This pixiv animation is too large to turn into a video.")
 NOT_CONVERTED = N_("I could not turn this pixiv animation into a video.")
 
 
-def available(ffmpeg: str = "ffmpeg") -> bool:
-    """Whether ffmpeg can be run here (without it an ugoira stays one sentence)."""
-    return shutil.which(ffmpeg) is not None
+def available() -> bool:
+    """Whether ffmpeg runs here (without it an ugoira stays one sentence); where it is
+    and whether it runs is `xbot.media.ffmpeg`'s to say (blocking: ``ffmpeg -version``)."""
+    return find_ffmpeg() is not None
 
 
 def check_frames(frames: Sequence[Frame]) -> None:
@@ -118,10 +121,17 @@ def concat_script(names: Sequence[str], delays_ms: Sequence[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def unpack(archive: Path, folder: Path, frames: Sequence[Frame], *, max_bytes: int) -> list[Path]:
+def unpack(
+    archive: Path,
+    folder: Path,
+    frames: Sequence[Frame],
+    *,
+    max_bytes: int,
+    stop: threading.Event | None = None,
+) -> list[Path]:
     """Write each frame of `frames` from the zip `archive` into `folder`, in order,
     under names of ours; at most `max_bytes` unpacked in all. Blocking: run it in a
-    thread.
+    thread; `stop` set (the task was cancelled) ends it at the next step.
 
     Raises:
         FetchError: not a zip (`NOT_AN_ARCHIVE`), a frame missing (`MISSING_FRAMES`),
@@ -141,6 +151,8 @@ def unpack(archive: Path, folder: Path, frames: Sequence[Frame], *, max_bytes: i
                     # The header's size is the archive's claim; the count is what inflates.
                     with zf.open(members[frame.file]) as src, path.open("wb") as dst:
                         while piece := src.read(STEP):
+                            if stop is not None and stop.is_set():
+                                raise FetchError(NOT_CONVERTED)
                             total += len(piece)
                             if total > max_bytes:
                                 raise FetchError(TOO_BIG)
@@ -246,10 +258,13 @@ async def to_mp4(
     check_frames(frames)
     folder = dest.parent / f"{dest.stem}.frames"
     folder.mkdir()
+    # A cancelled await leaves its thread running: the flag ends it within one step.
+    stop = threading.Event()
     try:
         cap = MAX_UNPACKED if max_unpacked is None else max_unpacked
-        paths = await asyncio.to_thread(unpack, archive, folder, frames, max_bytes=cap)
+        paths = await asyncio.to_thread(unpack, archive, folder, frames, max_bytes=cap, stop=stop)
         await encode(paths, [f.delay_ms for f in frames], folder / dest.name, ffmpeg=ffmpeg)
         (folder / dest.name).replace(dest)
     finally:
+        stop.set()
         shutil.rmtree(folder, ignore_errors=True)

@@ -116,7 +116,8 @@ def format_selector(
     With `merge` (ffmpeg is there): the best picture-only format that fits
     beside `audio_bytes` of sound, plus the best sound; else (nothing to
     merge, or nothing fits that way) the best single file. `max_height` is a
-    chat's quality cap; `below` are filters that step down from a rendition
+    chat's quality cap (a site with nothing under it: its smallest rendition);
+    `below` are filters that step down from a rendition
     that turned out too big (``[height<1080]``).
 
     ``<?`` admits a format whose size the site does not give (a direct link
@@ -133,10 +134,15 @@ def format_selector(
     cap = f"[height<=?{max_height}]" if max_height else ""
     steps = "".join(below)
     single = f"best{cap}{_fits(limit_bytes)}{no_rtmp}{steps}"
+    # Nothing at or under a chat's cap (a site with 1080p only): its smallest rendition.
+    smallest = f"worst{_fits(limit_bytes)}{no_rtmp}{steps}"
     video_room = limit_bytes - audio_bytes
     if not merge or video_room <= 0:
-        return single
-    return f"bv{cap}{_fits(video_room)}{no_rtmp}{steps}+ba{no_rtmp}/{single}"
+        return f"{single}/{smallest}" if cap else single
+    merged = f"bv{cap}{_fits(video_room)}{no_rtmp}{steps}+ba{no_rtmp}/{single}"
+    if not cap:
+        return merged
+    return f"{merged}/wv{_fits(video_room)}{no_rtmp}{steps}+ba{no_rtmp}/{smallest}"
 
 
 def disk_need(limit_bytes: int, merge: bool) -> int:
