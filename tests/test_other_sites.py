@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import eventually
 
 from standins.harness import Harness, mp4_with_header
 from standins.media_server import big, fake_mp4
@@ -18,8 +21,9 @@ from standins.streams import LIMIT_MB, Streams, serve_hls
 from xbot.errors import BlockedAddress, PostUnavailable, TooLarge, UnsupportedLink
 from xbot.i18n import translator
 from xbot.links import classify
-from xbot.media import netguard
+from xbot.media import netguard, tempfiles
 from xbot.media.mp4info import Mp4Info
+from xbot.media.tempfiles import DISK_MARGIN
 from xbot.sending.destination import Destination
 from xbot.sources import ytdlp
 from xbot.sources.ytdlp import VideoInfo
@@ -479,3 +483,26 @@ async def test_a_chats_quality_has_its_own_cache_entry(streams: Streams, h2mb: H
         (again,) = videos(h2mb, chat)
         assert again.files == {}, "by file_id, no download"
         assert again.params["video"] == sent[quality]
+
+
+async def test_a_merge_needs_room_for_its_parts_and_the_result(
+    streams: Streams,
+    h2mb: Harness,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Room for one file of the upload limit past the margin, not for two.
+    limit = h2mb.settings.upload_limit
+    free = DISK_MARGIN + limit + limit // 2
+    usage = shutil.disk_usage(h2mb.settings.data_dir)
+    monkeypatch.setattr(tempfiles.shutil, "disk_usage", lambda _: type(usage)(100 * 2**30, 0, free))
+    url = serve_hls(h2mb.media, streams)
+    with caplog.at_level(logging.WARNING, logger="xbot.media.tempfiles"):
+        h2mb.api.user_message(CHAT, url)
+        await eventually(lambda: "disk nearly full" in caplog.text, 15, "the refusal")
+    assert videos(h2mb, CHAT) == []
+    assert fetched_parts(h2mb) == 0, "put off before a byte was fetched"
+
+
+def fetched_parts(h: Harness) -> int:
+    return sum(n for path, n in h.media.hits.items() if path.endswith(".ts"))
