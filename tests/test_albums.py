@@ -89,6 +89,12 @@ SENDS: list[tuple[list[PlanKind], list[SendStep], str]] = [
         [SendStep("document", (0,)), SendStep("video", (1,)), SendStep("document", (2,))],
         "a-video-between-documents",
     ),
+    (["audio"], [SendStep("audio", (0,))], "one-audio"),
+    (
+        ["audio", "audio", "video"],
+        [SendStep("media_group", (0, 1)), SendStep("video", (2,))],
+        "audio-never-mixes-with-videos",
+    ),
 ]
 
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 from conftest import WallClock
+from telegram import MessageEntity
 
 from standins.harness import Harness
+from xbot.handlers.callbacks import sound_link
 from xbot.runtime import sweep_once
 from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.prompts import PROMPT
@@ -574,3 +576,36 @@ async def test_dead_letter_retry_button(h: Harness) -> None:
     got = await h.services.queue.get(task_id)
     assert got is not None
     assert got.attempts == 1, "it ran again (and, unreadable, died again)"
+
+
+def _linked(text: str, *urls: str) -> tuple[str, list[MessageEntity]]:
+    """A caption as Telegram shows it: `text`, then each URL as a text link on itself."""
+    entities = []
+    for url in urls:
+        text += "\n"
+        entities.append(
+            MessageEntity("text_link", len(text.encode("utf-16-le")) // 2, len(url), url=url)
+        )
+        text += url
+    return text, entities
+
+
+@pytest.mark.parametrize(
+    ("caption", "url", "kind"),
+    [
+        (_linked("<b>Bob</b> Cats", "https://videos.example/watch/1"),
+         "https://videos.example/watch/1", "other"),
+        (_linked("🎵 see https://a.example/x", "https://a.example/x", "https://v.example/2"),
+         "https://v.example/2", "other"),
+        (_linked("a site yt-dlp read for X", "https://x.com/a/status/5"),
+         "https://x.com/a/status/5", "other"),
+        (_linked("no link"), None, None),
+        (_linked("short link", "https://t.co/abc"), None, None),
+    ],
+    ids=["the-link", "the-last-link", "any-site-asked-of-yt-dlp", "none", "a-tco-link"],
+)  # fmt: skip
+def test_sound_link_is_the_captions_last_link(
+    caption: tuple[str, list[MessageEntity]], url: str | None, kind: str | None
+) -> None:
+    link = sound_link(*caption)
+    assert (link.url if link else None, link.kind if link else None) == (url, kind)

@@ -16,6 +16,7 @@ from xbot.storage.link_cache import (
     CachedPost,
     CacheStats,
     LinkCache,
+    audio_key,
     entry_key,
     entry_keys,
     link_key,
@@ -220,6 +221,13 @@ async def test_invalidate(cache: LinkCache) -> None:
 def test_entry_key(key: str, as_documents: bool, stored_under: str) -> None:
     assert entry_key(key, as_documents=as_documents) == stored_under
     assert stored_under in entry_keys(key)
+
+
+def test_the_sound_alone_has_its_own_key_which_clearing_removes() -> None:
+    assert audio_key("yt:youtube:abc") == "yt:youtube:abc:audio"
+    assert audio_key("yt:youtube:abc") not in (entry_key("yt:youtube:abc", as_documents=d)
+                                               for d in (False, True))  # fmt: skip
+    assert audio_key("url:https://v.example/1") in entry_keys("url:https://v.example/1")
 
 
 def test_delivery_has_no_key_scheme_of_its_own() -> None:

@@ -40,6 +40,13 @@ def test_an_old_deliver_payload_reads_with_the_rows_chat() -> None:
     assert payload.user_id == 9
 
 
+def test_the_sound_alone_round_trips_and_an_old_payload_is_the_video() -> None:
+    dest = Destination(-1001, "supergroup", 7, 55)
+    sound = DeliverPayload(url="u", key="k", kind="other", dest=dest, audio=True)
+    assert DeliverPayload.from_json(sound.to_json()) == sound
+    assert not DeliverPayload.from_json(OLD_DELIVER, chat_id=-1001).audio
+
+
 def test_a_new_payload_keeps_what_the_old_version_reads() -> None:
     dest = Destination(-1001, "supergroup", 7, 55)
     raw = DeliverPayload(url="u", key="k", kind="x", dest=dest).to_json()

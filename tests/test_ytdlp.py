@@ -396,6 +396,44 @@ def test_first_video_of_a_playlist() -> None:
     assert first_video({"_type": "playlist", "entries": []}) is None
 
 
+# --- the sound alone --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("convert", "selector", "postprocessed"),
+    [
+        (True, "bestaudio[acodec^=mp4a]{f}/bestaudio{f}/best{f}", True),
+        (False, "bestaudio[ext=m4a]{f}/bestaudio[ext=mp3]{f}", False),
+    ],
+    ids=["with-ffmpeg", "without-ffmpeg"],
+)
+def test_audio_options(convert: bool, selector: str, postprocessed: bool) -> None:
+    fits = "[filesize<?1000][filesize_approx<?1000][protocol!*=?rtmp]"
+    options = ytdlp.audio_options(1000, convert=convert)
+    assert options["format"] == selector.format(f=fits)
+    pps = options.get("postprocessors", [])
+    assert bool(pps) is postprocessed
+    for pp in pps:
+        assert pp == {"key": "FFmpegExtractAudio", "preferredcodec": ytdlp.AUDIO_CODECS}
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [("m4a", "m4a"), ("mp4", "m4a"), ("aac", "m4a"), ("mp3", "mp3"), ("webm", "mp3"),
+     ("opus", "mp3"), ("ogg", "mp3")],
+    ids=["m4a", "mp4", "aac", "mp3", "webm", "opus", "ogg"],
+)  # fmt: skip
+def test_the_sound_is_m4a_when_it_is_aac_else_mp3(source: str, target: str) -> None:
+    from yt_dlp.postprocessor.ffmpeg import resolve_mapping
+
+    assert resolve_mapping(source, ytdlp.AUDIO_CODECS)[0] == target
+
+
+def test_audio_options_refuse_a_limit_that_is_no_limit() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        ytdlp.audio_options(0, convert=True)
+
+
 # --- errors ----------------------------------------------------------------------------
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import socket
+import subprocess
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -16,6 +18,7 @@ import attrs
 import pytest
 
 from standins.media_server import MediaServer, big, bomb, fake_mp4
+from standins.streams import Streams, probe_streams, serve_dash
 from xbot.errors import BlockedAddress, FetchError, TooLarge, TooSlow
 from xbot.media.speed_floor import SLOW_SITE, SpeedFloor
 from xbot.media.tempfiles import temp_folder
@@ -341,3 +344,70 @@ async def test_a_dripping_page_is_given_up_at_the_extract_limit(
         await asyncio.wait_for(job(), 30)
     assert caught.value.reason == SLOW_SITE
     await _thread_ends(jobs[0])
+
+
+# --- the sound alone -------------------------------------------------------------------
+
+
+def _encode(folder: Path, name: str, audio: list[str], container: list[str]) -> bytes:
+    """A 1 s clip (a picture and a tone) encoded by ffmpeg."""
+    path = folder / name
+    subprocess.run(
+        [str(shutil.which("ffmpeg")), "-hide_banner", "-loglevel", "error", "-y",
+         "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+         "-f", "lavfi", "-i", "color=c=red:s=64x48:d=1:r=10",
+         *audio, *container, "-shortest", str(path)],
+        check=True, timeout=60,
+    )  # fmt: skip
+    return path.read_bytes()
+
+
+@pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg")
+@pytest.mark.parametrize(
+    ("name", "audio", "container", "ctype", "suffix", "codec"),
+    [
+        ("aac.mp4", ["-c:a", "aac"], ["-c:v", "libx264", "-preset", "ultrafast"], "video/mp4",
+         ".m4a", "aac"),
+        ("opus.webm", ["-c:a", "libopus"], ["-c:v", "libvpx", "-deadline", "realtime"],
+         "video/webm", ".mp3", "mp3"),
+    ],
+    ids=["aac-kept-in-m4a", "anything-else-mp3"],
+)  # fmt: skip
+async def test_the_sound_alone_is_m4a_when_aac_else_mp3(
+    media: MediaServer,
+    tmp_path: Path,
+    name: str,
+    audio: list[str],
+    container: list[str],
+    ctype: str,
+    suffix: str,
+    codec: str,
+) -> None:
+    url = media.add(f"/{name}", _encode(tmp_path, name, audio, container), ctype)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    cfg = attrs.evolve(config(), ffmpeg=shutil.which("ffmpeg"))
+    async with YtdlpJob(url, folder, cfg, audio=True) as job:
+        await job.extract()
+        path = await job.download()
+    assert path.suffix == suffix
+    streams = [s for s in probe_streams(path) if s.get("codec_type") != "data"]
+    assert [(s["codec_type"], s["codec_name"]) for s in streams] == [("audio", codec)]
+    assert [p.name for p in folder.iterdir()] == [path.name], "the video part is gone"
+
+
+async def test_the_sound_of_a_dash_link_is_its_sound_stream_alone(
+    media: MediaServer, tmp_path: Path, streams: Streams
+) -> None:
+    """A site that serves picture and sound apart: the sound's stream is fetched and
+    kept as it is (AAC in M4A), and no picture is downloaded for it."""
+    url = serve_dash(media, streams)
+    cfg = attrs.evolve(config(), limit_bytes=10 * 2**20, ffmpeg=shutil.which("ffmpeg"))
+    async with YtdlpJob(url, tmp_path, cfg, audio=True) as job:
+        await job.extract()
+        path = await job.download()
+    assert path.suffix == ".m4a"
+    assert [s["codec_name"] for s in probe_streams(path) if s["codec_type"] == "audio"] == ["aac"]
+    fetched = {p for p, n in media.hits.items() if n}
+    assert not {p for p in fetched if "/v" in p or "muxed" in p}, fetched
+    assert "/dash/a.m4a" in fetched

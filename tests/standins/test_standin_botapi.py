@@ -265,6 +265,43 @@ async def test_video_carries_the_given_dimensions(bot: telegram.Bot) -> None:
     assert msg.caption == "c"
 
 
+async def test_audio_is_telegrams_audio_and_a_resend_keeps_its_tags(
+    bot: telegram.Bot, srv: BotApiServer
+) -> None:
+    still = tiny_jpeg(320, 180)
+    msg = await bot.send_audio(
+        CHAT,
+        telegram.InputFile(MP4, filename="audio.m4a"),
+        duration=7,
+        title="Song",
+        performer="Band",
+        thumbnail=telegram.InputFile(still, filename="t.jpg", attach=True),
+    )
+    audio = msg.audio
+    assert audio is not None
+    assert (audio.title, audio.performer, audio.duration.total_seconds()) == ("Song", "Band", 7)
+    assert (audio.file_name, audio.mime_type, audio.file_size) == (
+        "audio.m4a",
+        "audio/mp4",
+        len(MP4),
+    )
+    assert audio.thumbnail is not None
+    assert (audio.thumbnail.width, audio.thumbnail.height) == (320, 180)
+    assert audio.file_id.startswith("CQAC")
+    # Telegram keeps an audio's tags and still with the file: a resend by file_id has them.
+    again = await bot.send_audio(CHAT, audio.file_id)
+    assert again.audio is not None
+    assert (again.audio.title, again.audio.performer) == ("Song", "Band")
+    assert again.audio.thumbnail == audio.thumbnail
+    with pytest.raises(BadRequest, match="Can't use file of type audio as video"):
+        await bot.send_video(CHAT, audio.file_id)
+    raw = srv.sent_messages(CHAT)[-1]["audio"]
+    assert set(raw) == {
+        "file_id", "file_unique_id", "duration", "performer", "title", "file_name",
+        "mime_type", "file_size", "thumbnail",
+    }  # fmt: skip
+
+
 async def test_animation_is_also_a_document(bot: telegram.Bot) -> None:
     msg = await bot.send_animation(CHAT, MP4)
     assert msg.animation is not None
