@@ -77,7 +77,7 @@ from typing import Any
 import apsw
 import attrs
 
-from standins.botapi import BotApiServer
+from standins.botapi import BotApiServer, Call
 from standins.fxapi import FxApiServer
 from standins.media_server import MediaServer, fake_mp4, tiny_jpeg
 from xbot.media.models import MediaKind
@@ -265,11 +265,10 @@ class RecordingBotApi(BotApiServer):
 
     on_media_sent: Callable[[int | None, dict[str, Any]], None] | None = None
 
-    def _record(self, method: str, params: Any, files: Any, **kw: Any) -> None:
-        super()._record(method, params, files, **kw)
+    def recorded(self, call: Call) -> None:
         hook = self.on_media_sent
-        if hook is not None and method in MEDIA_METHODS and kw.get("status") == 200:
-            hook(kw.get("chat_id"), params)
+        if hook is not None and call.method in MEDIA_METHODS and call.status == 200:
+            hook(call.chat_id, call.params)
 
 
 class Standins:

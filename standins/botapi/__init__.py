@@ -27,13 +27,13 @@ and the group messages Telegram then gives the bot (`_privacy`; what it kept
 back is in `withheld`; `add_group_bot` and `other_bot_message` for groups of several
 bots).
 
-What it adds for tests (here): every call recorded (`calls`, `calls_for`,
+What it adds for tests: every call recorded (`calls`, `calls_for`,
 `sent_messages`), update builders (`user_message`, `callback_query`, `bot_added`;
 in `_builders`), fault injection (`fail_next`, `set_rate_limit_storm`,
-`set_latency`, `set_5xx`), outages (`set_outage`: Telegram unreachable as a
+`set_latency`, `set_5xx`; in `_referee`), outages (`set_outage`: Telegram unreachable as a
 502 page, a reset, a hang, a hang after the send went through, a refused
 connection; for every method or all but getUpdates; in `_outage`) and a
-referee for rate limits: after each 429 it notes the chat's "not before" and
+referee for rate limits (`_referee` too): after each 429 it notes the chat's "not before" and
 records in `early_requests` any request for that chat that comes sooner (and,
 like Telegram, answers it with another 429).
 

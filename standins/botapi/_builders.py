@@ -2,7 +2,7 @@
 
 `user_message` (a text, a captioned photo, a reply, a post in a topic, on behalf
 of a chat), `callback_query` (a button pressed) and `bot_added` (my_chat_member):
-each builds the update as Telegram shapes it, keeps the message where the model
+each builds the update as Telegram shapes it, keeps the message where the state
 can find it (replies, edits, copies) and queues the update for getUpdates.
 
 `UpdateBuilders` keeps nothing of its own: it writes the state, under its lock, and

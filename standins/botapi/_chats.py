@@ -1,6 +1,6 @@
 """Chats and members as the Bot API stand-in knows them.
 
-Not thread-safe on its own: the model's lock guards every use.
+Not thread-safe on its own: the state's lock (`_state`) guards every use.
 """
 
 from __future__ import annotations

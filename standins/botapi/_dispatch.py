@@ -13,7 +13,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from standins._http import STREAM_CHUNK, Request, Response
@@ -34,7 +34,10 @@ def is_multipart(headers: dict[str, str]) -> bool:
 
 
 class Dispatcher:
-    """Routes each request to its method through the outage switch and the referee."""
+    """Routes each request to its method through the outage switch and the referee.
+
+    `on_call` is told each call as it is recorded, before its answer goes out.
+    """
 
     def __init__(
         self,
@@ -43,8 +46,11 @@ class Dispatcher:
         methods: dict[str, tuple[str, MethodFn]],
         referee: Referee,
         outages: OutageSwitch,
+        *,
+        on_call: Callable[[Call], None],
     ) -> None:
         self._state = state
+        self._on_call = on_call
         self._token = token
         self._methods = methods
         self._referee = referee
@@ -182,10 +188,10 @@ class Dispatcher:
         description: str | None,
     ) -> None:
         summary = {name: (up.filename, up.size, up.sha256) for name, up in files.items()}
+        call = Call(method, params, summary, chat_id, at, status, description)
         with self._state.lock:
-            self._state.calls.append(
-                Call(method, params, summary, chat_id, at, status, description)
-            )
+            self._state.calls.append(call)
+        self._on_call(call)
 
     def _cut_short(self, method: str, params: JSON, at: float) -> None:
         """An upload the client abandoned (its task cancelled): recorded, then dropped."""

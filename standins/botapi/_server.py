@@ -94,7 +94,7 @@ class BotApiServer(ServerBase):
         self._referee = Referee(
             state, enforce_not_before=enforce_not_before, early_tolerance=early_tolerance
         )
-        self._feed = UpdateFeed(state, self._http.call)
+        self._feed = UpdateFeed(state, self._http.call, self.confirmed)
         self._topics = ForumTopics(state)
         self._privacy = PrivacyMode(state)
         self._inline = InlineMode(state, self._feed)
@@ -111,7 +111,9 @@ class BotApiServer(ServerBase):
             self._inline,
             self._feed,
         )
-        self._dispatch = Dispatcher(state, token, methods, self._referee, self._outages)
+        self._dispatch = Dispatcher(
+            state, token, methods, self._referee, self._outages, on_call=self.recorded
+        )
         # What tests do, each owned by one part and handed out as it is (the part's
         # docstring says it); the rest of the face, below, reads the state.
         self.inject_update = self._feed.inject_update
@@ -137,6 +139,17 @@ class BotApiServer(ServerBase):
 
     async def _handle(self, request: Request) -> Response:
         return await self._dispatch.handle(request)
+
+    # ------------------------------------------------------------------ hooks
+
+    def recorded(self, call: Call) -> None:
+        """Each call, as it is recorded: on the server's loop, before its answer goes out.
+
+        Nothing here; a subclass acts at that moment (kills the bot, arms a fault).
+        """
+
+    def confirmed(self, offset: int) -> None:
+        """Each ``offset`` a getUpdates confirms, before its answer goes out (see `recorded`)."""
 
     # ------------------------------------------------------------------ settings
 

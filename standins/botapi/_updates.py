@@ -28,12 +28,19 @@ _CONFLICT = (
 class UpdateFeed:
     """Updates queued by tests and delivered to getUpdates.
 
-    `call_soon` runs a function on the loop that serves requests (a long poll waits there).
+    `call_soon` runs a function on the loop that serves requests (a long poll waits there);
+    `on_confirm` is told each ``offset`` a getUpdates confirms, before its answer goes out.
     """
 
-    def __init__(self, state: BotApiState, call_soon: Callable[[Callable[[], None]], None]) -> None:
+    def __init__(
+        self,
+        state: BotApiState,
+        call_soon: Callable[[Callable[[], None]], None],
+        on_confirm: Callable[[int], None],
+    ) -> None:
         self._lock = state.lock
         self._call_soon = call_soon
+        self._on_confirm = on_confirm
         self._updates: list[JSON] = []
         self._next_update_id = 100_000_001
         self._allowed_updates: list[str] = []
@@ -93,6 +100,7 @@ class UpdateFeed:
                     raise ApiError(409, _CONFLICT)
                 if offset:
                     self._confirm(offset)
+                    self._on_confirm(offset)
                 batch = self._deliverable(offset, limit)
                 remaining = deadline - time.monotonic()
                 if batch or remaining <= 0:

@@ -1,6 +1,6 @@
 """The Bot API stand-in's wire format: request decoding, records, Telegram's object shapes.
 
-Pure functions and values only; the server (`botapi.py`) owns state and I/O.
+Pure functions and values only: the state lives in `_state`, the I/O in `_dispatch`.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def decode_value(name: str, raw: str) -> Any:
 def decode_params(content_type: str, body: bytes, query: dict[str, list[str]]) -> JSON:
     """Parameters of a Bot API request from its query string and a JSON or urlencoded body.
 
-    A multipart body is read as it arrives instead (`_multipart.read_multipart`),
+    A multipart body is read as it arrives instead (`_multipart.MultipartReader`),
     and its fields decoded by `form_params`.
     """
     params: JSON = {k: decode_value(k, v[-1]) for k, v in query.items()}

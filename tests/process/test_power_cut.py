@@ -19,14 +19,13 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from powercut import Disk, build
 from test_process import Stage, wait_until
 
 from standins import tiny_jpeg
-from standins.botapi import BotApiServer
+from standins.botapi import BotApiServer, Call
 
 pytestmark = pytest.mark.slow
 
@@ -53,15 +52,13 @@ class PowerSwitch(BotApiServer):
         self.cuts = 0
         self.restarts: list[float] = []  # when each bot after a cut was started
 
-    def _confirm(self, offset: int) -> None:
-        super()._confirm(offset)
+    def confirmed(self, offset: int) -> None:
         if self.cut_past is not None and offset > self.cut_past:
             self.cut_past = None
             self._cut()
 
-    def _record(self, method: str, params: Any, files: Any, **kw: Any) -> None:
-        super()._record(method, params, files, **kw)
-        if method == "sendMediaGroup" and kw.get("status") == 200 and self.cut_at_album:
+    def recorded(self, call: Call) -> None:
+        if call.method == "sendMediaGroup" and call.status == 200 and self.cut_at_album:
             self.cut_at_album -= 1
             if self.cut_at_album == 0:
                 self.cut_at_album = None

@@ -22,7 +22,7 @@ import pytest
 from conftest import eventually as wait_until  # the async wait
 
 from standins import tiny_jpeg
-from standins.botapi import BotApiServer
+from standins.botapi import BotApiServer, Call
 from standins.fxapi import FxApiServer
 from standins.media_server import MediaServer
 
@@ -134,11 +134,10 @@ class SecondAlbumHeldBack(BotApiServer):
 
     armed = True
 
-    def _record(self, method: str, params: Any, files: Any, **kw: Any) -> None:
-        super()._record(method, params, files, **kw)
-        if method == "sendMediaGroup" and kw.get("status") == 200 and self.armed:
+    def recorded(self, call: Call) -> None:
+        if call.method == "sendMediaGroup" and call.status == 200 and self.armed:
             self.armed = False  # before the bot even has the answer to the first album
-            self.fail_next(method, 429, "Too Many Requests: retry after 5", retry_after=5)
+            self.fail_next(call.method, 429, "Too Many Requests: retry after 5", retry_after=5)
 
 
 async def test_sigkill_between_two_albums_resends_neither(stage: Stage) -> None:
