@@ -10,6 +10,7 @@ Fixtures (pytest hands them to any test that names them):
   the same with a Bot API that, like the real one, cannot fetch our
   loopback URLs; ``start_harness(**options)`` for any other configuration
   (every harness it starts is stopped after the test).
+- Every test, unasked: the root logger's level is put back after it.
 
 Helpers, imported where needed (``from conftest import wait_until``):
 
@@ -26,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import logging
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +108,19 @@ def load_soak() -> Any:
     sys.modules["xbot_soak"] = module
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(autouse=True)
+def _root_log_level() -> Iterator[None]:
+    """The root logger's level put back after each test: `run_demo` sets it to CRITICAL
+    and `setup_logging` to its own, and a later test in the same process (which one
+    depends on how xdist shares the tests out) would find its warnings never logged."""
+    root = logging.getLogger()
+    level = root.level
+    try:
+        yield
+    finally:
+        root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
