@@ -54,9 +54,14 @@ def parse_version(output: str) -> str:
     return match.group(1) if match else ""
 
 
+def ffmpeg_path(which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """The ffmpeg the bot uses: the PATH's (Debian's package: /usr/bin/ffmpeg), or None."""
+    return which("ffmpeg")
+
+
 def find_ffmpeg(which: Callable[[str], str | None] = shutil.which) -> Ffmpeg | None:
-    """ffmpeg on the PATH and its version, or None (blocking: runs ``ffmpeg -version``)."""
-    path = which("ffmpeg")
+    """`ffmpeg_path` and its version, or None (blocking: runs ``ffmpeg -version``)."""
+    path = ffmpeg_path(which)
     if path is None:
         return None
     try:

@@ -11,7 +11,6 @@ which options, which sites and the SSRF pre-check are decided here once.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import httpx
 from xbot.config import Settings
 from xbot.links import Link
 from xbot.media import netguard
+from xbot.media.ffmpeg import ffmpeg_path
 from xbot.media.models import MediaItem, Post
 from xbot.media.speed_floor import SpeedFloor
 from xbot.media.tempfiles import temp_folder
@@ -73,7 +73,7 @@ class YtdlpSource:
     overrides: Mapping[str, Any] = attrs.field(factory=dict)
     resolver: netguard.Resolver = netguard.system_resolver
     name: str = "ytdlp"
-    ffmpeg: str | None = attrs.field(factory=lambda: shutil.which("ffmpeg"))
+    ffmpeg: str | None = attrs.field(factory=ffmpeg_path)
 
     def config_for(self, max_height: int | None = None) -> YtdlpConfig:
         """The jobs' configuration, with a chat's quality cap."""
