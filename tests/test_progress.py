@@ -31,11 +31,12 @@ def test_human_size(size: int, text: str) -> None:
         (Snapshot("download", 13 * MB, 31 * MB), "Downloading… 41% of 31 MB"),
         (Snapshot("download", 5 * MB), "Downloading… 5.0 MB"),
         (Snapshot("download", 40 * MB, 31 * MB), "Downloading… 100% of 31 MB"),
+        (Snapshot("merge", 30 * MB, 31 * MB), "Merging picture and sound…"),
         (Snapshot("upload", 31 * MB), "Uploading 31 MB to Telegram…"),
         (Snapshot("upload"), "Uploading to Telegram…"),
     ],
-    ids=["fetch", "download-nothing-yet", "percent", "no-total", "estimate-exceeded", "upload",
-         "upload-unknown"],
+    ids=["fetch", "download-nothing-yet", "percent", "no-total", "estimate-exceeded", "merge",
+         "upload", "upload-unknown"],
 )  # fmt: skip
 def test_render(snapshot: Snapshot, text: str) -> None:
     assert render(snapshot) == text

@@ -173,3 +173,19 @@ async def test_the_watch_outside_a_download() -> None:
     with pytest.raises(TimeoutError):
         async with watch.held():
             raise TimeoutError
+
+
+async def test_the_floor_rests_while_a_merge_runs_and_resumes_with_the_bytes() -> None:
+    floor = SpeedFloor(rate=1000.0, window=60.0)
+    watch = SpeedWatch(floor)
+    loop = asyncio.get_running_loop()
+    async with watch.held():
+        assert watch.due_at is not None
+        watch.rest()  # no bytes arrive while ffmpeg merges: no block is due
+        assert watch.due_at is None
+        before = loop.time()
+        watch.resume(5000)  # a step down downloads again: a fresh block from now
+        due = watch.due_at
+        assert due is not None
+        assert before + floor.window <= due <= loop.time() + floor.window
+    assert watch.due_at is None

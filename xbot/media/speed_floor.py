@@ -150,11 +150,23 @@ class SpeedWatch:
         finally:
             self._timer = None
 
+    @property
+    def due_at(self) -> float | None:
+        """When (the loop's clock) the current block must be full; None while resting
+        or outside `held`."""
+        return self._timer.when() if self._timer is not None else None
+
     def rest(self) -> None:
         """No more bytes are expected for now (a merge of what arrived): the timer stops.
         The task's budget still bounds what follows."""
         if self._timer is not None:
             self._timer.reschedule(None)
+
+    def resume(self, done: int) -> None:
+        """Bytes flow again after a rest (a step down after a merge): a block starts now."""
+        self._pace = Pace(self._now(), done)
+        if self._timer is not None:
+            self._timer.reschedule(due(self.floor, self._pace))
 
     def sample(self, done: int) -> None:
         """`done` bytes so far; a full block starts the next one (and moves the timer)."""

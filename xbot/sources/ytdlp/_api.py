@@ -545,6 +545,7 @@ class YtdlpJob:
     _tried: Mapping[str, Any] | None = attrs.field(default=None, init=False)
     _expected: int | None = attrs.field(default=None, init=False)
     _merging: bool = attrs.field(default=False, init=False)
+    _resting: bool = attrs.field(default=False, init=False)  # the speed floor, while merging
 
     async def __aenter__(self) -> YtdlpJob:
         self._loop = asyncio.get_running_loop()
@@ -635,6 +636,9 @@ class YtdlpJob:
 
     def _sample(self, done: int) -> None:
         """The hook's byte count, on the loop: the speed watch's next sample."""
+        if self._speed is not None and self._resting:
+            self._resting = False
+            self._speed.resume(done)
         if self._speed is not None:
             # Short and due: the watch's own timer ends the download, in its task.
             with contextlib.suppress(TooSlow):
@@ -645,6 +649,7 @@ class YtdlpJob:
         floor rests (the task's budget still bounds it); the status message says so."""
         if self._speed is not None:
             self._speed.rest()
+            self._resting = True
         if self.on_progress is not None:
             self.on_progress(Snapshot("merge", self._ever, self._expected))
 
