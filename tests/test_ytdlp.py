@@ -56,6 +56,7 @@ from xbot.sources.ytdlp import (
     step_below,
     translate,
     video_info,
+    video_selector,
 )
 
 
@@ -566,3 +567,28 @@ def test_host_guard_lets_a_public_literal_through_and_everything_when_allowed() 
 )
 def test_disk_need_of_a_merge_holds_the_parts_and_the_result(merge: bool, need: int) -> None:
     assert disk_need(1000, merge) == need
+
+
+@pytest.mark.parametrize(
+    ("audio", "duration", "chosen"),
+    [
+        (_a("a", 10), None, ["v720+a"]),
+        # No size stated: bitrate x duration (128 kbit/s x 8 s = 128 kB): 10 B left, 240p.
+        (_a("a", None), 8.0, ["v240+a"]),
+        (_a("a", None, abr=None), None, ["v1080+a"]),
+    ],
+    ids=["stated", "bitrate-x-duration", "unknown-counts-as-nothing"],
+)
+def test_the_sound_is_sized_first_so_the_sum_fits(
+    audio: dict[str, Any], duration: float | None, chosen: list[str]
+) -> None:
+    import yt_dlp
+
+    ydl = yt_dlp.YoutubeDL({"quiet": True, "format_sort": list(FORMAT_SORT)})
+    limit = 50 if duration is None else 128_000 + 10
+    ladder = [_v("v240", 240, 5), _v("v720", 720, 30), _v("v1080", 1080, 45), audio]
+    info = {"formats": [dict(f) for f in ladder], "id": "x", "title": "x"}
+    ydl.sort_formats(info)
+    config = YtdlpConfig(limit_bytes=limit, ffmpeg="/usr/bin/ffmpeg")
+    spec = video_selector(ydl, info["formats"], duration, config)
+    assert [f["format_id"] for f in select(ydl, info["formats"], spec)] == chosen

@@ -179,3 +179,29 @@ async def test_any_member_of_a_group_may_ask_for_the_sound(h: Harness, clip: byt
     await press(h, GROUP, video["message_id"], MEMBER)
     call = await audio_after(h, GROUP, 1)
     assert call.params["reply_parameters"]["message_id"] == video["message_id"]
+
+
+async def test_an_audio_only_chats_sound_is_forwarded_to_its_channel_by_file_id(
+    h: Harness, clip: bytes
+) -> None:
+    channel, user = -1008105, 8106
+    h.api.add_chat(channel, "channel", title="Tunes", username="tunes", creator=user)
+    await h.services.chats.set_settings(
+        user, h.clock(), channel_id=channel, channel_title="Tunes", ytdlp_audio=True
+    )
+    h.api.user_message(user, page(h, "fwd", clip))
+
+    def prompt() -> dict[str, Any] | None:
+        found = [m for m in h.sent(user) if "Forward this post" in m.get("text", "")]
+        return found[-1] if found else None
+
+    await h.api.wait_for(lambda: prompt() is not None, 30)
+    await h.wait_idle(30)  # the prompt's record is written when the task is done
+    message = prompt()
+    assert message is not None
+    sent = next(m for m in h.sent(user) if "audio" in m)
+    h.api.callback_query(user, message["message_id"], buttons(message)["Forward to channel"], user)
+    await h.api.wait_for(lambda: any("audio" in m for m in h.sent(channel)), 20)
+    (copied,) = [m for m in h.sent(channel) if "audio" in m]
+    assert copied["audio"]["file_id"] == sent["audio"]["file_id"], "by file_id"
+    assert copied["audio"]["title"] == "Cats & boxes"

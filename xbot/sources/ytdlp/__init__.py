@@ -47,6 +47,7 @@ from xbot.sources.ytdlp._api import (
     step_below,
     translate,
     video_info,
+    video_selector,
 )
 from xbot.sources.ytdlp._cookies import Cookies, load_cookies, over_broad
 from xbot.sources.ytdlp._options import (
@@ -119,4 +120,5 @@ __all__ = [
     "step_below",
     "translate",
     "video_info",
+    "video_selector",
 ]

@@ -368,6 +368,30 @@ def select(ydl: Any, formats: list[Mapping[str, Any]], spec: str) -> list[dict[s
     )
 
 
+def video_selector(
+    ydl: Any,
+    formats: list[Mapping[str, Any]],
+    duration: object,
+    config: YtdlpConfig,
+    below: tuple[str, ...] = (),
+) -> str:
+    """The selector of one attempt. The sound yt-dlp's ``ba`` picks is sized first
+    (stated, estimated, or bitrate x duration; unknown counts as nothing, the hook
+    caps it), so that the picture gets what is left: the *sum* fits."""
+    audio = 0
+    if config.merge:
+        best_audio = select(ydl, formats, "ba")
+        if best_audio:
+            audio = size_of(best_audio[0], duration) or 0
+    return format_selector(
+        config.limit_bytes,
+        merge=config.merge,
+        audio_bytes=audio,
+        max_height=config.max_height,
+        below=below,
+    )
+
+
 def no_format_error(ydl: Any, formats: list[Mapping[str, Any]], config: YtdlpConfig) -> FetchError:
     """Why nothing was chosen, as the sentence that is true.
 
@@ -744,18 +768,7 @@ class YtdlpJob:
                 raise no_format_error(self._ydl, formats, config)
             self._expected = size_of(chosen[0], raw.get("duration"))
             return spec
-        audio = 0
-        if config.merge:
-            best_audio = select(self._ydl, formats, "ba")
-            if best_audio:
-                audio = size_of(best_audio[0], raw.get("duration")) or 0
-        spec = format_selector(
-            config.limit_bytes,
-            merge=config.merge,
-            audio_bytes=audio,
-            max_height=config.max_height,
-            below=below,
-        )
+        spec = video_selector(self._ydl, formats, raw.get("duration"), config, below)
         chosen = select(self._ydl, formats, spec) if formats else [dict(raw)]
         if not chosen:
             if not first:
