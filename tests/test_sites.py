@@ -56,7 +56,7 @@ def test_inline_mode_serves_a_site_as_its_entry_says(site: Site) -> None:
 
 def test_every_site_has_its_source_in_the_one_table(tmp_path: Path) -> None:
     client = httpx.AsyncClient()
-    table = source_table(Settings(data_dir=tmp_path), client, client, float, float)
+    table = source_table(Settings(data_dir=tmp_path), client, client, float, float, ffmpeg=None)
     for site in SITES:
         assert site.name in table, site.name
         assert table[site.name].name == site.name  # a post names its source as its site

@@ -29,6 +29,7 @@ from xbot.config import Settings, WebhookConfig
 from xbot.handlers import callbacks, caption_edit, commands, errors, inline, language, messages
 from xbot.logs import kv
 from xbot.media import netguard
+from xbot.media.ffmpeg import ffmpeg_path
 from xbot.media.speed_floor import SpeedFloor, task_budget
 from xbot.metrics import Metrics, api_method
 from xbot.ops.listener import Listener
@@ -331,9 +332,13 @@ async def build_services(
     forwarding = Forwarding(settings, sender, chats, queue, clock, wake=doorbell.ring)
     # Every delivery sends, records and announces (the forward prompt) through it.
     outbox = Outbox(sender, cache, settings.cache_ttl, on_delivered=forwarding.on_delivered)
-    sources = SourceRouter(source_table(settings, x_client, guarded, clock, line.wall))
+    # Looked up once: yt-dlp's merge and pixiv's animations agree whether there is one.
+    ffmpeg = ffmpeg_path()
+    sources = SourceRouter(
+        source_table(settings, x_client, guarded, clock, line.wall, ffmpeg=ffmpeg)
+    )
     # Other sites through yt-dlp; yt_dlp itself is imported on the first such link.
-    other_sites = OtherSites(settings, outbox, YtdlpSource(settings), guarded)
+    other_sites = OtherSites(settings, outbox, YtdlpSource(settings, ffmpeg=ffmpeg), guarded)
     delivery = Delivery(settings, outbox, sources, chats, guarded, other_sites)
 
     authority = Authority(sender, operators=settings.admin_ids)
@@ -437,11 +442,14 @@ def source_table(
     guarded: httpx.AsyncClient,
     clock: Callable[[], float],
     wall: Callable[[], float],
+    *,
+    ffmpeg: str | None,
 ) -> dict[str, PostSource]:
     """Which source serves a link, by its kind: the one table that wires sources in.
 
     One entry per site of `xbot.links.SITES`, under the site's name (a test holds
     that every site has one), and gallery-dl for the image posts of other sites.
+    `ffmpeg`: the program (`xbot.media.ffmpeg.ffmpeg_path`), None without one.
     """
     return {
         # X is a chain of sources (fxtwitter, vxtwitter, syndication), each behind its
@@ -450,7 +458,12 @@ def source_table(
         # Bluesky and pixiv: posts like X posts, on in every chat.
         "bsky": BskySource(x_client, guarded, settings.bsky_api_url, settings.bsky_plc_url),
         # The operator's pixiv login goes to pixiv's ajax API only, never to its image host.
-        "pixiv": PixivSource(x_client, settings.pixiv_api_url, session=settings.pixiv_session),
+        "pixiv": PixivSource(
+            x_client,
+            settings.pixiv_api_url,
+            session=settings.pixiv_session,
+            animations=ffmpeg is not None,
+        ),
         # Image posts of other sites: gallery-dl, run as a process (never imported:
         # GPL-2.0), asked before or after yt-dlp by `xbot.sources.other_route`.
         "gallery": GalleryDlSource(settings),

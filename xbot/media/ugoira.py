@@ -36,7 +36,7 @@ from xbot.errors import FetchError
 from xbot.i18n import N_
 from xbot.logs import kv
 from xbot.media.decoding import STEP
-from xbot.media.ffmpeg import find_ffmpeg
+from xbot.media.ffmpeg import ffmpeg_path
 from xbot.media.models import Frame
 from xbot.media.tempfiles import room
 
@@ -78,9 +78,9 @@ NOT_CONVERTED = N_("I could not turn this pixiv animation into a video.")
 
 
 def available() -> bool:
-    """Whether ffmpeg runs here (without it an ugoira stays one sentence); where it is
-    and whether it runs is `xbot.media.ffmpeg`'s to say (blocking: ``ffmpeg -version``)."""
-    return find_ffmpeg() is not None
+    """Whether there is an ffmpeg (without it an ugoira stays one sentence); where it is
+    is `xbot.media.ffmpeg`'s to say, as for the yt-dlp merge."""
+    return ffmpeg_path() is not None
 
 
 def check_frames(frames: Sequence[Frame]) -> None:
