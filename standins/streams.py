@@ -151,8 +151,13 @@ def _kbps(height: int) -> int:
     return RENDITIONS[height][1]
 
 
-def serve_dash(media: MediaServer, streams: Streams, prefix: str = "/dash") -> str:
-    """A DASH manifest (no sizes, no duration) over the files; returns its URL."""
+def serve_dash(
+    media: MediaServer, streams: Streams, prefix: str = "/dash", *, sound: bool = True
+) -> str:
+    """A DASH manifest (no sizes, no duration) over the files; returns its URL.
+
+    Without `sound`: the picture-only renditions alone (a video that has no sound).
+    """
     reps = []
     for height, path in streams.videos.items():
         width, kbps = RENDITIONS[height]
@@ -162,24 +167,31 @@ def serve_dash(media: MediaServer, streams: Streams, prefix: str = "/dash") -> s
             f' height="{height}" codecs="avc1.64001f"><BaseURL>v{height}.mp4</BaseURL>'
             "</Representation>"
         )
-    media.add(f"{prefix}/a.m4a", streams.audio.read_bytes(), "audio/mp4")
-    media.add(f"{prefix}/muxed.mp4", streams.muxed.read_bytes(), "video/mp4")
+    sets = ""
+    if sound:
+        media.add(f"{prefix}/a.m4a", streams.audio.read_bytes(), "audio/mp4")
+        media.add(f"{prefix}/muxed.mp4", streams.muxed.read_bytes(), "video/mp4")
+        sets = (
+            '<AdaptationSet mimeType="audio/mp4" lang="en">'
+            f'<Representation id="a" bandwidth="{AUDIO_KBPS * 1000}" codecs="mp4a.40.2"'
+            ' audioSamplingRate="44100"><BaseURL>a.m4a</BaseURL></Representation>'
+            "</AdaptationSet>"
+            '<AdaptationSet mimeType="video/mp4">'
+            f'<Representation id="muxed" bandwidth="{(_kbps(240) + AUDIO_KBPS) * 1000}"'
+            ' width="426" height="240" codecs="avc1.64001f,mp4a.40.2">'
+            "<BaseURL>muxed.mp4</BaseURL></Representation>"
+            "</AdaptationSet>"
+        )
     mpd = (
         '<?xml version="1.0"?>\n'
         '<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static"'
         ' profiles="urn:mpeg:dash:profile:isoff-on-demand:2011" minBufferTime="PT2S">'
         "<Period>"
-        '<AdaptationSet mimeType="video/mp4">' + "".join(reps) + "</AdaptationSet>"
-        '<AdaptationSet mimeType="audio/mp4" lang="en">'
-        f'<Representation id="a" bandwidth="{AUDIO_KBPS * 1000}" codecs="mp4a.40.2"'
-        ' audioSamplingRate="44100"><BaseURL>a.m4a</BaseURL></Representation>'
-        "</AdaptationSet>"
         '<AdaptationSet mimeType="video/mp4">'
-        f'<Representation id="muxed" bandwidth="{(_kbps(240) + AUDIO_KBPS) * 1000}"'
-        ' width="426" height="240" codecs="avc1.64001f,mp4a.40.2">'
-        "<BaseURL>muxed.mp4</BaseURL></Representation>"
-        "</AdaptationSet>"
-        "</Period></MPD>"
+        + "".join(reps)
+        + "</AdaptationSet>"
+        + sets
+        + "</Period></MPD>"
     )
     return media.add(f"{prefix}/manifest.mpd", mpd.encode(), "application/dash+xml")
 

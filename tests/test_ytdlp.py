@@ -374,9 +374,16 @@ def test_video_info_takes_what_the_bot_needs() -> None:
         ({"channel": "Chan"}, "uploader", "Chan"),
         ({}, "url", "https://fallback.example/v"),
         ({"duration": 0}, "duration", None),
+        ({"formats": [{"acodec": "none"}, {"vcodec": "none", "acodec": "none"}]}, "sound",
+         False),
+        ({"formats": [{"acodec": "none"}, {"acodec": "mp4a.40.2"}]}, "sound", True),
+        ({"formats": [{"url": "https://x.example/v.mp4"}]}, "sound", True),
+        ({"acodec": "none"}, "sound", False),
+        ({}, "sound", True),
     ],
     ids=["ext-not-a-path", "ext-kept", "audio-only", "junk-size", "channel-as-uploader",
-         "url-fallback", "zero-duration"],
+         "url-fallback", "zero-duration", "no-format-has-sound", "one-format-has-sound",
+         "sound-unstated-may-be", "single-format-silent", "nothing-said-may-be"],
 )  # fmt: skip
 def test_video_info_is_tolerant(raw: dict[str, Any], field: str, expected: object) -> None:
     assert getattr(video_info(raw, "https://fallback.example/v"), field) == expected

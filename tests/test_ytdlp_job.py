@@ -411,3 +411,17 @@ async def test_the_sound_of_a_dash_link_is_its_sound_stream_alone(
     fetched = {p for p, n in media.hits.items() if n}
     assert not {p for p in fetched if "/v" in p or "muxed" in p}, fetched
     assert "/dash/a.m4a" in fetched
+
+
+@pytest.mark.parametrize("ffmpeg", [shutil.which("ffmpeg"), None], ids=["ffmpeg", "no-ffmpeg"])
+async def test_the_sound_alone_of_a_video_without_sound_is_known_before_a_download(
+    media: MediaServer, tmp_path: Path, streams: Streams, ffmpeg: str | None
+) -> None:
+    """Every rendition says it has no sound: extraction says so (the task decides what
+    then), never "nothing fits", and without ffmpeg too (no audio format to select)."""
+    url = serve_dash(media, streams, "/mute", sound=False)
+    cfg = attrs.evolve(config(), limit_bytes=10 * 2**20, ffmpeg=ffmpeg)
+    async with YtdlpJob(url, tmp_path, cfg, audio=True) as job:
+        info = await job.extract()
+    assert not info.sound
+    assert not {p for p, n in media.hits.items() if n and p.endswith(".mp4")}, "no download"

@@ -14,6 +14,7 @@ Everything above those modules speaks only this tree.
     ├── PayloadError             a task's payload does not parse (older shape, corruption)
     ├── FetchError               getting a post or its media failed
     │   ├── PostUnavailable      private, deleted, suspended, not found: a user-facing reason
+    │   │   └── NoSound          the sound alone was asked of a post that has none
     │   ├── UnsupportedLink      nothing we can fetch from this link
     │   ├── TooLarge             the file is over the upload limit
     │   ├── TooSlow              the transfer fell under the speed floor, or ran out of time
@@ -110,6 +111,10 @@ class FetchError(XbotError):
 
 class PostUnavailable(FetchError):
     """The post is private, deleted, suspended or was never there."""
+
+
+class NoSound(PostUnavailable):
+    """The sound alone was asked of a post with no sound (a silent video, an image)."""
 
 
 class UnsupportedLink(FetchError):

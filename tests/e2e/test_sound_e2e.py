@@ -4,7 +4,9 @@ real yt-dlp and ffmpeg against a page and a clip served on 127.0.0.1, the Bot AP
 Under every video from another site a 🎵 button; a press queues the sound like a link
 and it arrives as an audio message in reply to the video, with the site's title and
 uploader; the same sound again is sent by file_id; a chat set to "audio only" gets the
-sound for its links, never the video cached under the same link.
+sound for its links, never the video cached under the same link. A video with no sound
+(a DASH manifest of picture-only renditions) reaches an "audio only" chat as the video,
+and its button answers that it has no sound.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import pytest
 
 from standins.harness import Harness
 from standins.media_server import tiny_jpeg
+from standins.streams import Streams, serve_dash
 from xbot.handlers.callbacks import SOUND_COMING
 from xbot.i18n import translator
+from xbot.sources.ytdlp import NO_SOUND
 from xbot.tasks.other_sites import SOUND_DATA
 
 CHAT = 8101
@@ -205,3 +209,27 @@ async def test_an_audio_only_chats_sound_is_forwarded_to_its_channel_by_file_id(
     (copied,) = [m for m in h.sent(channel) if "audio" in m]
     assert copied["audio"]["file_id"] == sent["audio"]["file_id"], "by file_id"
     assert copied["audio"]["title"] == "Cats & boxes"
+
+
+async def test_an_audio_only_chat_gets_a_video_without_sound_as_the_video(
+    h: Harness, streams: Streams
+) -> None:
+    """The "audio only" setting means the sound where there is one: a post without any is
+    sent as without the setting, never with a sentence that it does not fit."""
+    await h.services.chats.set_settings(CHAT, h.clock(), ytdlp_audio=True)
+    video = await video_for(h, CHAT, serve_dash(h.media, streams, "/mute", sound=False))
+    assert video["video"]["height"] == 1080, "the best, as without the setting"
+    assert ok_calls(h, "sendAudio", CHAT) == []
+    assert [m["text"] for m in h.sent(CHAT) if "text" in m] == [], "no sentence"
+
+
+async def test_the_sound_button_under_a_video_without_sound_says_it_has_none(
+    h: Harness, streams: Streams
+) -> None:
+    video = await video_for(h, CHAT, serve_dash(h.media, streams, "/quiet", sound=False))
+    await press(h, CHAT, video["message_id"])
+    sentence = translator("en").gettext(NO_SOUND)
+    await h.api.wait_for(lambda: any(m.get("text") == sentence for m in h.sent(CHAT)), 20)
+    await h.wait_idle(15)
+    assert ok_calls(h, "sendAudio", CHAT) == []
+    assert [m["text"] for m in h.sent(CHAT) if "text" in m] == [sentence], "one sentence"

@@ -27,7 +27,9 @@ The deliver task of a link whose kind is ``other`` lands here
   chat's "audio only" setting sets it for every link. Such a task asks yt-dlp for
   the sound (M4A, else MP3), sends it with ``sendAudio`` (title and performer from
   the site, duration, thumbnail) and caches it under its own keys
-  (`xbot.storage.link_cache.audio_key`), never the video's.
+  (`xbot.storage.link_cache.audio_key`), never the video's. A post with no sound
+  (`VideoInfo.sound`, known before a download) goes as without the setting; a press
+  is told the video has none.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from xbot.config import Settings
 from xbot.errors import (
     BlockedAddress,
     FetchError,
+    NoSound,
     RetryLater,
     StaleFileId,
     TooLarge,
@@ -61,7 +64,7 @@ from xbot.sending.caption import build_caption, post_from_parts
 from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
-from xbot.sources.ytdlp import VideoInfo, YtdlpSource, disk_need
+from xbot.sources.ytdlp import NO_SOUND, VideoInfo, YtdlpSource, disk_need
 from xbot.storage.link_cache import CachedItem, CachedPost, audio_key
 from xbot.storage.state import ChatSettings, VideoQuality, max_height
 from xbot.tasks.callback_data import Action, CallbackData, encode
@@ -210,11 +213,30 @@ class OtherSites:
         except (BlockedAddress, UnsupportedLink) as exc:
             await self._say_for(ctx, payload, exc)
             return True
-        audio = payload.audio or settings.ytdlp_audio
-        if not audio:
-            # From here on the link's cache key is the chat's quality's (recorded with
-            # what is sent, so a resumed task keeps it). The sound alone has no quality.
-            payload = attrs.evolve(payload, key=quality_key(payload.key, settings.video_quality))
+        if payload.audio or settings.ytdlp_audio:
+            try:
+                return await self._deliver(ctx, payload, settings, last=last, audio=True)
+            except NoSound:
+                # Only a link of an "audio only" chat gets here (a press of the 🎵 button
+                # is told that the video has no sound). The setting means "the sound where
+                # there is one": a post without any (a silent video, an image yt-dlp
+                # claims) goes as it would without the setting, with all that implies (the
+                # video's cache, gallery-dl after yt-dlp), never a sentence that is untrue.
+                log.info("no sound, the post instead %s", kv(url=payload.url))
+        # From here on the link's cache key is the chat's quality's (recorded with
+        # what is sent, so a resumed task keeps it). The sound alone has no quality.
+        payload = attrs.evolve(payload, key=quality_key(payload.key, settings.video_quality))
+        return await self._deliver(ctx, payload, settings, last=last, audio=False)
+
+    async def _deliver(
+        self,
+        ctx: TaskContext,
+        payload: DeliverPayload,
+        settings: ChatSettings,
+        *,
+        last: bool,
+        audio: bool,
+    ) -> bool:
         link_key = audio_key(payload.key) if audio else payload.key
         async with self.outbox.hold(link_key):
             if await self._from_cache(ctx, payload, link_key, settings, audio=audio):
@@ -244,6 +266,8 @@ class OtherSites:
             except TransientFetch as exc:
                 raise RetryLater(exc.reason) from exc  # the status message goes with the block
             except FetchError as exc:
+                if isinstance(exc, NoSound) and not payload.audio:
+                    raise  # the chat's setting, not a press: the post instead (`__call__`)
                 if isinstance(exc, UnsupportedLink) and not last:
                     return False  # not yt-dlp's: gallery-dl is asked next, in silence
                 sentence = self._sentence(payload, exc)
@@ -280,6 +304,8 @@ class OtherSites:
                 audio=audio,
             ) as job:
                 info = await job.extract()
+                if audio and not info.sound:
+                    raise NoSound(NO_SOUND)  # decided before a byte is downloaded
                 if not audio:
                     info = attrs.evolve(info, key=quality_key(info.key, quality))
                 key = audio_key(info.key) if audio else info.key

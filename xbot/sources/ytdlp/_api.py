@@ -92,6 +92,7 @@ from xbot.media import connguard, ffmpeg, netguard
 from xbot.media.speed_floor import SLOW_SITE, SpeedWatch
 from xbot.sending.progress import Snapshot
 from xbot.sources.ytdlp._options import (
+    EXTRACT_FORMAT,
     YtdlpConfig,
     audio_options,
     build_options,
@@ -122,6 +123,7 @@ NO_SINGLE_FILE = N_(
     "That site sends the picture and the sound of this video separately, and this bot "
     "cannot join them (ffmpeg is not installed)."
 )
+NO_SOUND = N_("This video has no sound.")
 OVER_LIMIT = N_("the video is over the upload limit")
 SITE_FAILED = N_("the site did not answer properly")
 SITE_FAILED_HTTP = reason_template(N_("the site did not answer properly (HTTP {status})"))
@@ -162,6 +164,8 @@ class VideoInfo:
         duration, width, height: for sendVideo's player.
         thumbnail: a still, when the site gives one.
         audio_only: the chosen format has no picture.
+        sound: False when no format has sound (a video without any, an image);
+            a format that does not say (a direct link) counts as sound.
         ext: the file extension of the chosen format (``mp4``).
         size: bytes, when the site says (exact or approximate).
         adult: the site marks it 18+.
@@ -176,6 +180,7 @@ class VideoInfo:
     height: int | None = None
     thumbnail: str | None = None
     audio_only: bool = False
+    sound: bool = True
     ext: str = "mp4"
     size: int | None = None
     adult: bool = False
@@ -204,6 +209,13 @@ def first_video(info: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+def has_sound(info: Mapping[str, Any]) -> bool:
+    """Pure: some format of the extraction result may have sound. Only a format that
+    says ``acodec: none`` has none; one that does not say (a direct link) may have."""
+    formats = [f for f in info.get("formats") or () if isinstance(f, Mapping)] or [info]
+    return any(f.get("acodec") != "none" for f in formats)
+
+
 def video_info(info: Mapping[str, Any], fallback_url: str) -> VideoInfo:
     """Pure: the fields of a (sanitized) yt-dlp info dict that the bot uses.
 
@@ -227,6 +239,7 @@ def video_info(info: Mapping[str, Any], fallback_url: str) -> VideoInfo:
         height=_opt_int(info.get("height")),
         thumbnail=_opt_str(info.get("thumbnail")) or None,
         audio_only=info.get("vcodec") == "none",
+        sound=has_sound(info),
         ext=ext if re.fullmatch(r"[a-z0-9]{1,5}", ext) else "mp4",
         size=_opt_int(info.get("filesize")) or _opt_int(info.get("filesize_approx")),
         adult=(_opt_int(info.get("age_limit")) or 0) >= 18,
@@ -703,6 +716,9 @@ class YtdlpJob:
         if self.audio:
             # ffmpeg (with the merge's own limits) takes the sound out of local files only.
             options.update(audio_options(self.config.limit_bytes, convert=self.config.merge))
+            # Extraction must not fail where no format is sound (a video without any):
+            # that is for the task to decide on (`VideoInfo.sound`), not "nothing fits".
+            options["format"] = f"{options['format']}/{EXTRACT_FORMAT}"
         ydl = _guarded_youtubedl()(options)
         ydl.before_request = self._before_request
         # Copies into this job's own jar (never ``cookiefile``: yt-dlp writes that file
