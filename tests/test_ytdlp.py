@@ -25,6 +25,7 @@ from yt_dlp.utils import (
 from xbot.errors import (
     BlockedAddress,
     FetchError,
+    NoSound,
     PostUnavailable,
     TooLarge,
     TransientFetch,
@@ -486,6 +487,11 @@ TRANSLATIONS: list[tuple[str, BaseException, type[FetchError], str]] = [
      PostUnavailable, ytdlp.BOT_CHECK),
     ("bot-check-straight", _expected("Sign in to confirm you're not a bot"),
      PostUnavailable, ytdlp.BOT_CHECK),
+    ("no-sound-stream",
+     DownloadError(
+         "ERROR: Postprocessing: WARNING: unable to obtain file audio codec with ffprobe"
+     ),
+     NoSound, ytdlp.NO_SOUND),
     ("login-cookies",
      _expected("This content is only available for registered users. Use --cookies"),
      PostUnavailable, LOGIN_REQUIRED),

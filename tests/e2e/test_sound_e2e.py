@@ -233,3 +233,16 @@ async def test_the_sound_button_under_a_video_without_sound_says_it_has_none(
     await h.wait_idle(15)
     assert ok_calls(h, "sendAudio", CHAT) == []
     assert [m["text"] for m in h.sent(CHAT) if "text" in m] == [sentence], "one sentence"
+
+
+async def test_an_audio_only_chat_gets_a_bare_silent_file_as_the_video(
+    h: Harness, streams: Streams
+) -> None:
+    """A bare file states no codecs, so its silence shows only when the sound is taken
+    out after the download: the same answer as for a manifest, not a retried failure."""
+    await h.services.chats.set_settings(CHAT, h.clock(), ytdlp_audio=True)
+    url = h.media.add("/bare/silent.mp4", streams.videos[240].read_bytes(), "video/mp4")
+    video = await video_for(h, CHAT, url)
+    assert video["video"]["height"] == 240
+    assert ok_calls(h, "sendAudio", CHAT) == []
+    assert [m["text"] for m in h.sent(CHAT) if "text" in m] == [], "no sentence"

@@ -80,6 +80,7 @@ import httpx
 from xbot.errors import (
     BlockedAddress,
     FetchError,
+    NoSound,
     PostUnavailable,
     TooLarge,
     TooSlow,
@@ -301,6 +302,11 @@ def translate(exc: BaseException) -> FetchError:
         return UnsupportedLink(UNSUPPORTED)
     if "requested format is not available" in text:
         return TooLarge(NO_FORMAT_FITS)
+    # FFmpegExtractAudio on a file with no sound stream (a direct link that stated no
+    # codecs, so `has_sound` could not tell before the download): no sound, not a failure
+    # to retry.
+    if "unable to obtain file audio codec" in text:
+        return NoSound(NO_SOUND)
     if _LIVE.search(text):
         return PostUnavailable(LIVE)
     # Before the login patterns ("sign in"): only the operator's cookies help here.
