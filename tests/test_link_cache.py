@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from xbot.storage.chat_state import VideoQuality
 from xbot.storage.db import DbPool
 from xbot.storage.link_cache import (
     DEFAULT_TTL,
@@ -20,6 +21,7 @@ from xbot.storage.link_cache import (
     entry_key,
     entry_keys,
     link_key,
+    quality_key,
 )
 
 DAY = 86400.0
@@ -228,6 +230,26 @@ def test_the_sound_alone_has_its_own_key_which_clearing_removes() -> None:
     assert audio_key("yt:youtube:abc") not in (entry_key("yt:youtube:abc", as_documents=d)
                                                for d in (False, True))  # fmt: skip
     assert audio_key("url:https://v.example/1") in entry_keys("url:https://v.example/1")
+
+
+@pytest.mark.parametrize(
+    ("quality", "stored_under"),
+    [("best", "yt:youtube:abc"), ("720", "yt:youtube:abc|q720"), ("480", "yt:youtube:abc|q480")],
+    ids=["best-is-plain", "720", "480"],
+)
+def test_a_capped_copy_has_its_own_key_which_clearing_removes(
+    quality: VideoQuality, stored_under: str
+) -> None:
+    assert quality_key("yt:youtube:abc", quality) == stored_under
+    assert stored_under in entry_keys("yt:youtube:abc")
+
+
+async def test_forget_removes_the_capped_copies_and_the_sound(cache: LinkCache) -> None:
+    """``/clear_cache <link>`` leaves no copy a chat of another quality would be sent."""
+    for key in ("yt:v:1", "yt:v:1|q720", "yt:v:1|q480", "yt:v:1:audio", "yt:v:10|q720"):
+        await cache.put(post(key))
+    assert await cache.forget("yt:v:1") == 4
+    assert await cache.get("yt:v:10|q720", now=0.0) is not None
 
 
 def test_delivery_has_no_key_scheme_of_its_own() -> None:

@@ -35,6 +35,7 @@ import apsw
 import attrs
 
 from xbot.links import classify
+from xbot.storage.chat_state import VIDEO_QUALITIES, VideoQuality
 from xbot.storage.db import DbPool
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ CACHED_KINDS: tuple[str, ...] = get_args(CachedKind)
 AS_DOCUMENTS_SUFFIX = ":doc"
 # The entry key of a video's sound alone (an audio message), beside the video's own.
 AUDIO_SUFFIX = ":audio"
+# A video capped by a chat's quality setting (`ChatSettings.video_quality`).
+QUALITY_SUFFIX = "|q"
 
 
 def entry_key(key: str, *, as_documents: bool) -> str:
@@ -61,9 +64,24 @@ def audio_key(key: str) -> str:
     return f"{key}{AUDIO_SUFFIX}"
 
 
+def sound_or_video_key(key: str, *, audio: bool) -> str:
+    """The entry key of the video stored under `key`, or of its sound alone."""
+    return audio_key(key) if audio else key
+
+
+def quality_key(key: str, quality: VideoQuality) -> str:
+    """The entry key of a video at a chat's quality: a capped copy is never what a
+    chat that wants the best is sent. The best keeps the plain key."""
+    return key if quality == "best" else f"{key}{QUALITY_SUFFIX}{quality}"
+
+
 def entry_keys(key: str) -> tuple[str, ...]:
     """Every entry key one post can be stored under: what clearing the post removes."""
-    return (*(entry_key(key, as_documents=docs) for docs in (False, True)), audio_key(key))
+    return (
+        *(entry_key(key, as_documents=docs) for docs in (False, True)),
+        *(quality_key(key, quality) for quality in VIDEO_QUALITIES if quality != "best"),
+        audio_key(key),
+    )
 
 
 def link_key(link: str) -> str:

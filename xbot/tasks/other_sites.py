@@ -65,8 +65,8 @@ from xbot.sending.progress import EVERY, FIRST_AFTER, Snapshot, StatusReporter
 from xbot.sending.sender import OutMedia, Sender
 from xbot.sending.sent import SentItem
 from xbot.sources.ytdlp import NO_SOUND, VideoInfo, YtdlpSource, disk_need
-from xbot.storage.link_cache import CachedItem, CachedPost, audio_key
-from xbot.storage.state import ChatSettings, VideoQuality, max_height
+from xbot.storage.link_cache import CachedItem, CachedPost, quality_key, sound_or_video_key
+from xbot.storage.state import ChatSettings, max_height
 from xbot.tasks.callback_data import Action, CallbackData, encode
 from xbot.tasks.outbox import Outbox
 from xbot.tasks.payloads import DeliverPayload
@@ -126,12 +126,6 @@ def fill_from_header(info: VideoInfo, header: Mp4Info) -> VideoInfo:
     return attrs.evolve(info, width=width, height=height, duration=header.duration or info.duration)
 
 
-def quality_key(key: str, quality: VideoQuality) -> str:
-    """The cache key of a video at a chat's quality: a capped copy is never what a
-    chat that wants the best is sent. The best keeps the plain key."""
-    return key if quality == "best" else f"{key}|q{quality}"
-
-
 def caption_parts(info: VideoInfo) -> dict[str, str]:
     """What the cache keeps to rebuild the caption in each chat's style."""
     return {
@@ -154,7 +148,7 @@ def cache_entries(
 ) -> list[CachedPost]:
     """What the cache keeps: under the video's key, and under the link's spelling too
     (the sound alone under both keys' `audio_key`)."""
-    key = audio_key(info.key) if audio else info.key
+    key = sound_or_video_key(info.key, audio=audio)
     items = tuple(CachedItem(kind=s.kind, file_id=s.file_id, source_url=info.url) for s in sent)
     entry = CachedPost(
         key=key, url=info.url, caption_parts=caption_parts(info), items=items,
@@ -237,7 +231,7 @@ class OtherSites:
         last: bool,
         audio: bool,
     ) -> bool:
-        link_key = audio_key(payload.key) if audio else payload.key
+        link_key = sound_or_video_key(payload.key, audio=audio)
         async with self.outbox.hold(link_key):
             if await self._from_cache(ctx, payload, link_key, settings, audio=audio):
                 return True
@@ -293,7 +287,7 @@ class OtherSites:
 
         Returns what `announce` needs, or None when the cache answered (it announced).
         """
-        link_key = audio_key(payload.key) if audio else payload.key
+        link_key = sound_or_video_key(payload.key, audio=audio)
         with temp_folder(self.settings.data_dir) as folder:
             quality = settings.video_quality
             async with self.source.open_job(
@@ -308,7 +302,7 @@ class OtherSites:
                     raise NoSound(NO_SOUND)  # decided before a byte is downloaded
                 if not audio:
                     info = attrs.evolve(info, key=quality_key(info.key, quality))
-                key = audio_key(info.key) if audio else info.key
+                key = sound_or_video_key(info.key, audio=audio)
                 async with self.outbox.hold_also(key, link_key):
                     if await self._from_cache(ctx, payload, key, settings, audio=audio):
                         return None
@@ -397,7 +391,7 @@ class OtherSites:
             return False
         parts = cached.caption_parts
         item = cached.items[0]
-        link_key = audio_key(payload.key) if audio else payload.key
+        link_key = sound_or_video_key(payload.key, audio=audio)
         try:
             sent = (
                 await self.outbox.send_step(
@@ -411,7 +405,7 @@ class OtherSites:
         except StaleFileId:
             log.info("stale file_id, fetching again %s", kv(key=key))
             video_key = parts.get("ytdlp_key", key)
-            await self.outbox.forget(key, link_key, audio_key(video_key) if audio else video_key)
+            await self.outbox.forget(key, link_key, sound_or_video_key(video_key, audio=audio))
             return False
         payload = self.outbox.record(ctx, payload, 0, sent)
         # Found by the video's key: the link's spelling hits next time. Written at once,
