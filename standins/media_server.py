@@ -140,6 +140,8 @@ class MediaServer(ServerBase):
         self._routes: dict[str, Route] = {}
         self.hits: collections.Counter[str] = collections.Counter()
         self.cookies: collections.Counter[str] = collections.Counter()
+        # Body bytes handed to the connection, by path: how far a download got.
+        self.served: collections.Counter[str] = collections.Counter()
         self._http = HttpServer(self._handle, host=host, port=port, name="media-standin")
 
     def add(
@@ -228,7 +230,13 @@ class MediaServer(ServerBase):
         elif not route.chunked:
             headers["content-length"] = str(end - start)
         # With a Content-Length set the body goes out raw; without one, chunked.
-        return Response(status, route.chunks(start, end), headers)
+        return Response(status, self._counted(request.path, route.chunks(start, end)), headers)
+
+    async def _counted(self, path: str, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for chunk in chunks:
+            with self._lock:
+                self.served[path] += len(chunk)
+            yield chunk
 
 
 def _parse_range(value: str, size: int) -> tuple[int, int] | str | None:
